@@ -1,0 +1,104 @@
+//! The command line: `claude` (the shadow) and `claude-sandbox SUBCOMMAND`.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use clap::{Parser, Subcommand};
+
+use crate::{config, doctor, hooks, install, launch, paths, promote, verify};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "claude-sandbox",
+    version,
+    about = "Runs Claude Code inside an OS-level sandbox (bubblewrap + egress jail)",
+    long_about = "Runs Claude Code inside an OS-level sandbox (bubblewrap + egress jail).\n\n\
+        Installed as /usr/local/bin/claude, this binary is the shadow: typing `claude` launches the \
+        real Claude Code sandboxed. As `claude-sandbox` it offers the subcommands below.\n\n\
+        Exit status: the real binary's own; 2 bad input; 125 sandbox could not be built; \
+        126 integrity refusal; 127 not installed; 128+N killed by signal N."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Launch the real Claude Code sandboxed, exactly as `claude ARGS` does.
+    Run {
+        /// Arguments for Claude Code (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Print the bubblewrap command a launch would execute, one argument per line.
+    Plan {
+        /// Arguments for Claude Code (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Install the sandbox on this machine (as root).
+    Install(install::Args),
+    /// Remove what `install` placed and restore the real binary.
+    Uninstall(install::Args),
+    /// Explain what is and is not in place.
+    Doctor(doctor::Args),
+    /// Claude Code hooks of the integrity guard.
+    Hook(hooks::Args),
+    /// Run the verification battery (from inside a session).
+    Verify(verify::Args),
+    /// Wire the devcontainer feature and slash commands into a workspace.
+    Promote(promote::Args),
+}
+
+/// Entry point. `argv0` decides the personality.
+pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
+    let argv0 = argv.first().cloned().unwrap_or_default();
+    let name = Path::new(&argv0).file_name().unwrap_or_default();
+    if name == "claude" {
+        return launch::shadow_main(&argv[1..]);
+    }
+    // The shim runs on every launch inside the sandbox: no argument parser.
+    if argv.get(1).is_some_and(|a| a == "__shim") {
+        return Ok(launch::shim_main(&argv[2..]));
+    }
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                crate::error::EXIT_BAD_INPUT
+            } else {
+                0
+            };
+            let _ = e.print();
+            return Ok(code);
+        }
+    };
+    match cli.command {
+        Cmd::Run { args } => launch::shadow_main(&args),
+        Cmd::Plan { args } => print_plan(&args),
+        Cmd::Install(a) => install::main(&a),
+        Cmd::Uninstall(a) => install::main(&a),
+        Cmd::Doctor(a) => doctor::main(&a),
+        Cmd::Hook(a) => hooks::main(&a),
+        Cmd::Verify(a) => verify::main(&a),
+        Cmd::Promote(a) => promote::main(&a),
+    }
+}
+
+fn print_plan(args: &[OsString]) -> anyhow::Result<i32> {
+    let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
+    let jail = if cfg.egress_jail {
+        Some(crate::jail::Jail::prepare(&cfg)?)
+    } else {
+        None
+    };
+    let plan = launch::build(&cfg, args, crate::plan::ProcMode::Fresh, jail.as_ref())?;
+    let mut out = String::from("bwrap\n");
+    for a in &plan.bwrap_args {
+        out.push_str(&a.to_string_lossy());
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}

@@ -1,0 +1,18 @@
+//! `claude-sandbox install`: not built yet (issue #4).
+
+/// Command-line arguments of `claude-sandbox install`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Everything else, for now.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<std::ffi::OsString>,
+}
+
+/// Run `claude-sandbox install`; returns the exit status.
+pub fn main(_args: &Args) -> anyhow::Result<i32> {
+    Err(crate::error::Fail::new(
+        1,
+        "`claude-sandbox install` is not available yet in this build",
+    )
+    .into())
+}

@@ -1,0 +1,348 @@
+//! Executing a plan: the shadow launch of SPEC §2.
+//!
+//! bubblewrap is spawned (directly, or by the egress-jail holder) with the
+//! plan's arguments and numbered fds. Its stderr goes to a pipe until our shim
+//! (`claude-sandbox __shim`, the first program run inside) signals on the
+//! ready fd that the sandbox was built; the shim then restores the caller's
+//! stderr and execs the real binary. So a failure to build the sandbox is
+//! known for certain, with bubblewrap's own words, before anything runs
+//! inside: a refused fresh `/proc` is retried with the host's bound read-only
+//! (§4.1), any other failure stops the launch (exit 125).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::libc;
+use nix::sys::signal::{SigSet, Signal};
+
+use crate::config::{self, Config};
+use crate::error::{not_installed, setup};
+use crate::plan::{self, Plan, ProcMode};
+use crate::{host, inside, jail, paths};
+
+/// Where bubblewrap is looked for (never through `PATH`).
+const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
+
+/// The shadow: `claude ARGS…` (SPEC §2). Returns the exit status.
+pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
+    // 1. Recursion: inside the sandbox, run the real binary directly.
+    if inside::is_inside() {
+        let err = Command::new(paths::REAL_CLAUDE)
+            .arg0("claude")
+            .args(plan::claude_args(args))
+            .exec();
+        return Err(not_installed(format!(
+            "cannot run {}: {err}",
+            paths::REAL_CLAUDE
+        )));
+    }
+    // Signals are taken by a forwarding thread once the sandbox runs; block
+    // them now, before any thread exists (children start with a clear mask).
+    forwarded_signals().thread_block()?;
+    // 2. Integrity of the real binary (SPEC §5).
+    crate::integrity::check_launch()?;
+    // 3. Configuration: compile-time path, environment on top.
+    let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
+    // 4–6.
+    launch(&cfg, args)
+}
+
+/// Build the sandbox for `cfg` and run the real binary in it.
+pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
+    let bwrap = preflight()?;
+    let mut jail = if cfg.egress_jail {
+        Some(jail::Jail::prepare(cfg)?)
+    } else {
+        None
+    };
+    let mut mode = ProcMode::Fresh;
+    loop {
+        let plan = build(cfg, args, mode, jail.as_ref())?;
+        match execute(&bwrap, &plan, jail.as_mut())? {
+            Outcome::Exited(code) => return Ok(code),
+            Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("proc") => {
+                // The kernel refuses a fresh procfs here (typical in a nested
+                // container); §4.1 allows the host's bound read-only.
+                mode = ProcMode::HostReadOnly;
+            }
+            Outcome::SetupFailed(msg) => {
+                return Err(setup(format!(
+                    "the sandbox could not be built: {msg}; run `claude-sandbox doctor` for the missing piece{}",
+                    if cfg.egress_jail { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
+                )))
+            }
+        }
+    }
+}
+
+/// The complete plan for one attempt, jail additions included.
+pub fn build(
+    cfg: &Config,
+    args: &[OsString],
+    mode: ProcMode,
+    jail: Option<&jail::Jail>,
+) -> anyhow::Result<Plan> {
+    let facts = host::gather(cfg, mode)?;
+    let mut plan = plan::build(cfg, &facts, args)?;
+    if let Some(j) = jail {
+        plan.insert_before_command(j.bwrap_args());
+        plan.data_fds.extend(j.data_fds());
+    }
+    Ok(plan)
+}
+
+/// Everything a launch needs that is not ours to create: bubblewrap, our
+/// installed files, user namespaces. Returns bubblewrap's path.
+pub fn preflight() -> anyhow::Result<PathBuf> {
+    for (path, what) in [
+        (paths::REAL_CLAUDE, "the real Claude Code binary"),
+        (paths::SELF_BIN, "claude-sandbox's own binary"),
+        (paths::GITCONFIG, "the curated git config"),
+    ] {
+        if !Path::new(path).exists() {
+            return Err(not_installed(format!(
+                "{path} ({what}) is missing; install the sandbox: sudo claude-sandbox install"
+            )));
+        }
+    }
+    let bwrap = BWRAP_CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or_else(|| {
+            setup("bubblewrap (bwrap) is not installed; install it: sudo apt-get install bubblewrap (Debian/Ubuntu). claude will not run unsandboxed")
+        })?;
+    userns_available()?;
+    Ok(bwrap)
+}
+
+/// Refuse early, with the fix, where the kernel forbids user namespaces.
+pub fn userns_available() -> anyhow::Result<()> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+        return Err(setup("user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); enable them: sysctl -w user.max_user_namespaces=15000. claude will not run unsandboxed"));
+    }
+    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
+        && !nix::unistd::geteuid().is_root()
+    {
+        return Err(setup("unprivileged user namespaces are disabled (/proc/sys/kernel/unprivileged_userns_clone is 0); enable them: sysctl -w kernel.unprivileged_userns_clone=1. claude will not run unsandboxed"));
+    }
+    Ok(())
+}
+
+/// How an attempt ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The sandbox ran; the real binary's exit status (128+N for signal N).
+    Exited(i32),
+    /// The sandbox was never built; the builder's message.
+    SetupFailed(String),
+}
+
+fn cloexec_pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
+}
+
+fn data_pipe(bytes: &[u8]) -> anyhow::Result<OwnedFd> {
+    let (r, w) = cloexec_pipe()?;
+    // Small contents only (seccomp program, git config, resolv.conf): they fit the pipe buffer.
+    File::from(w).write_all(bytes)?;
+    Ok(r)
+}
+
+/// Signals the shadow forwards to the sandbox (terminal-generated SIGINT and
+/// SIGQUIT reach it directly through the shared process group).
+fn forwarded_signals() -> SigSet {
+    let mut s = SigSet::empty();
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+    ] {
+        s.add(sig);
+    }
+    s
+}
+
+/// Run one attempt of `plan`.
+pub fn execute(
+    bwrap: &Path,
+    plan: &Plan,
+    jail: Option<&mut jail::Jail>,
+) -> anyhow::Result<Outcome> {
+    let (ready_r, ready_w) = cloexec_pipe()?;
+    let (err_r, err_w) = cloexec_pipe()?;
+    let keep_stderr: OwnedFd = nix::unistd::dup(2).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })?;
+    fcntl(
+        keep_stderr.as_raw_fd(),
+        FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC),
+    )?;
+    let mut owned: Vec<OwnedFd> = Vec::new();
+    let mut map: Vec<(RawFd, RawFd)> = Vec::new();
+    for (num, bytes) in &plan.data_fds {
+        let r = data_pipe(bytes)?;
+        map.push((r.as_raw_fd(), *num));
+        owned.push(r);
+    }
+    map.push((keep_stderr.as_raw_fd(), plan::FD_SHIM_STDERR));
+    map.push((ready_w.as_raw_fd(), plan::FD_SHIM_READY));
+
+    let mut cmd = match &jail {
+        Some(j) => j.command(bwrap, &plan.bwrap_args),
+        None => {
+            let mut c = Command::new(bwrap);
+            c.args(&plan.bwrap_args);
+            c
+        }
+    };
+    cmd.env_clear().stderr(Stdio::from(err_w));
+    let map_for_child = map.clone();
+    unsafe {
+        cmd.pre_exec(move || {
+            // Die with the shadow, whatever kills it.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for &(src, dst) in &map_for_child {
+                if libc::dup2(src, dst) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    // §4.3: read-write binds re-resolved just before exec; a swapped symlink aborts.
+    recheck(plan)?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| setup(format!("cannot start {}: {e}", bwrap.display())))?;
+    drop(cmd);
+    drop(ready_w);
+    drop(keep_stderr);
+    drop(owned);
+    if let Some(j) = jail {
+        if let Err(e) = j.attach(&child) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    }
+    let mut ready = File::from(ready_r);
+    let mut byte = [0u8; 1];
+    let got = loop {
+        match ready.read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other.unwrap_or(0),
+        }
+    };
+    let mut err = File::from(err_r);
+    if got == 0 {
+        let mut msg = String::new();
+        let _ = err.read_to_string(&mut msg);
+        let _ = child.wait();
+        let msg = msg.trim().replace('\n', "; ");
+        return Ok(Outcome::SetupFailed(if msg.is_empty() {
+            "bubblewrap exited before the sandbox started".into()
+        } else {
+            msg
+        }));
+    }
+    // Built. Relay anything bubblewrap itself still says; forward signals.
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut err, &mut std::io::stderr());
+    });
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    std::thread::spawn(move || loop {
+        if let Ok(sig) = forwarded_signals().wait() {
+            // SIGINT/SIGQUIT from the terminal already reached the sandbox
+            // (same process group); those sent to the shadow alone are passed on.
+            let _ = nix::sys::signal::kill(pid, sig);
+        }
+    });
+    let status = loop {
+        match child.wait() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    Ok(Outcome::Exited(
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    ))
+}
+
+/// Every read-write bind still resolves where it did when the plan was built.
+pub fn recheck(plan: &Plan) -> anyhow::Result<()> {
+    for b in &plan.rw_binds {
+        let now = b.requested.canonicalize().ok();
+        if now.as_deref() != Some(b.resolved.as_path()) {
+            return Err(setup(format!(
+                "aborting: {} resolved to {} when the sandbox was planned but to {} just before launch (a symlink changed); check who is modifying it",
+                b.requested.display(),
+                b.resolved.display(),
+                now.map_or("nothing".into(), |p| p.display().to_string())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `claude-sandbox __shim STDERR_FD READY_FD -- PROGRAM ARGS…`: the first
+/// program inside the sandbox. Restores the caller's stderr, tells the shadow
+/// the sandbox is built, closes every other inherited fd and execs PROGRAM.
+pub fn shim_main(args: &[OsString]) -> i32 {
+    let num = |i: usize| {
+        args.get(i)
+            .and_then(|a| a.to_str())
+            .and_then(|s| s.parse::<RawFd>().ok())
+    };
+    let (Some(err_fd), Some(ready_fd)) = (num(0), num(1)) else {
+        eprintln!(
+            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD -- PROGRAM ARGS)"
+        );
+        return 2;
+    };
+    if args.get(2).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 4 {
+        eprintln!("claude-sandbox: __shim: missing `-- PROGRAM`");
+        return 2;
+    }
+    unsafe {
+        libc::dup2(err_fd, 2);
+        libc::close(err_fd);
+        libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+        libc::close(ready_fd);
+    }
+    close_fds_from(3);
+    let err = Command::new(&args[3]).args(&args[4..]).exec();
+    eprintln!(
+        "claude-sandbox: cannot run {}: {err}",
+        args[3].to_string_lossy()
+    );
+    127
+}
+
+/// Close every fd numbered `from` or higher.
+fn close_fds_from(from: RawFd) {
+    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in fds.into_iter().filter(|fd| *fd >= from) {
+        unsafe { libc::close(fd) };
+    }
+}

@@ -1,0 +1,10 @@
+fn main() {
+    let code = match claude_sandbox::cli::main_with(std::env::args_os().collect()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("claude-sandbox: {e:#}");
+            claude_sandbox::error::exit_code(&e)
+        }
+    };
+    std::process::exit(code);
+}
