@@ -1,0 +1,338 @@
+//! End-to-end test harness: a "world" in which the product is installed at
+//! its real paths (/usr/local/bin/claude, /usr/libexec/claude-sandbox, /etc)
+//! without changing this machine. Every command runs in a private mount
+//! namespace (`unshare -m`) with overlays over exactly /etc, /usr/libexec and
+//! /usr/local/bin whose upper layers live in the world's directory, so state
+//! persists across the world's runs and vanishes with it. An unprivileged
+//! test user exists only in the overlay's /etc/passwd.
+//!
+//! Tests that need root, bubblewrap or user namespaces call [`require`]: under
+//! `CI` a missing prerequisite fails the test; on a developer machine the test
+//! is skipped with a loud message.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The unprivileged user every world has.
+pub const TEST_USER: &str = "csbtest";
+pub const TEST_UID: u32 = 4242;
+
+/// Who runs a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    Root,
+    User,
+}
+
+pub const BOTH: [Who; 2] = [Who::Root, Who::User];
+
+/// True when end-to-end prerequisites are present; panics under CI when not.
+pub fn require(what: &str) -> bool {
+    let mut missing = Vec::new();
+    if !nix::unistd::geteuid().is_root() {
+        missing.push("root");
+    }
+    if !Path::new("/usr/bin/bwrap").exists() {
+        missing.push("bubblewrap (/usr/bin/bwrap)");
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("end-to-end test `{what}` needs {}", missing.join(", "));
+    if std::env::var_os("CI").is_some() {
+        panic!("{msg} (CI is set: a missing prerequisite is a failure)");
+    }
+    eprintln!("\n!!!! SKIPPED: {msg}. Run as root with bubblewrap installed (see README). !!!!\n");
+    false
+}
+
+/// Our binary as cargo built it.
+pub fn our_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_claude-sandbox"))
+}
+
+/// The probe example (built by `cargo test` alongside the tests).
+pub fn probe_binary() -> PathBuf {
+    let exe = our_binary();
+    let p = exe.parent().unwrap().join("examples/probe");
+    assert!(
+        p.exists(),
+        "{} missing: cargo test builds examples; run `cargo build --examples`",
+        p.display()
+    );
+    p
+}
+
+/// The real Claude Code binary for tests: `CSB_REAL_CLAUDE`, or the npm
+/// install `.ci/run` makes. None when absent (callers decide: CI fails).
+pub fn real_claude() -> Option<PathBuf> {
+    let p = std::env::var_os("CSB_REAL_CLAUDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from("/opt/csb-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude")
+        });
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "real Claude Code not found at {} (CI: .ci/run installs it)",
+            p.display()
+        );
+    }
+    eprintln!(
+        "\n!!!! SKIPPED: real Claude Code not found at {} (set CSB_REAL_CLAUDE) !!!!\n",
+        p.display()
+    );
+    None
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// One isolated installation.
+pub struct World {
+    pub root: PathBuf,
+    keep: bool,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+fn sh(cmd: &str) {
+    let st = Command::new("sh").arg("-c").arg(cmd).status().unwrap();
+    assert!(st.success(), "{cmd}");
+}
+
+impl World {
+    /// A new world under /var/tmp (not /tmp: the sandbox's /tmp must look empty).
+    pub fn new(name: &str) -> World {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root = PathBuf::from(format!(
+            "/var/tmp/csb-test-{}-{}-{}",
+            name,
+            std::process::id(),
+            n
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in ["bin", "ov", "homes", "ws"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for d in ["bin", "homes", "ws"] {
+            std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::copy(our_binary(), root.join("bin/claude-sandbox")).unwrap();
+        std::fs::copy(probe_binary(), root.join("bin/probe")).unwrap();
+        let w = World {
+            root,
+            keep: std::env::var_os("CSB_KEEP_WORLDS").is_some(),
+        };
+        // The test user, only inside the overlay's /etc.
+        let out = w.run_root_raw(&format!(
+            "useradd -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            home = w.home(Who::User).display()
+        ));
+        assert!(
+            out.status.success(),
+            "useradd: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for who in BOTH {
+            let h = w.home(who);
+            std::fs::create_dir_all(&h).unwrap();
+            let ws = w.workspace(who);
+            std::fs::create_dir_all(&ws).unwrap();
+            if who == Who::User {
+                sh(&format!(
+                    "chown -R {TEST_UID}:{TEST_UID} {} {}",
+                    h.display(),
+                    ws.display()
+                ));
+            }
+        }
+        w
+    }
+
+    pub fn home(&self, who: Who) -> PathBuf {
+        self.root.join("homes").join(match who {
+            Who::Root => "root",
+            Who::User => TEST_USER,
+        })
+    }
+
+    pub fn workspace(&self, who: Who) -> PathBuf {
+        self.root.join("ws").join(match who {
+            Who::Root => "root",
+            Who::User => TEST_USER,
+        })
+    }
+
+    pub fn user_name(who: Who) -> &'static str {
+        match who {
+            Who::Root => "root",
+            Who::User => TEST_USER,
+        }
+    }
+
+    /// Write a file in a home (owned by that user), creating parents.
+    pub fn put(&self, who: Who, rel: &str, content: &str) -> PathBuf {
+        let p = self.home(who).join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        if who == Who::User {
+            sh(&format!(
+                "chown -R {TEST_UID}:{TEST_UID} {}",
+                self.home(who).display()
+            ));
+        }
+        p
+    }
+
+    /// The shell prelude: private overlays over /etc, /usr/libexec, /usr/local/bin.
+    fn prelude(&self) -> String {
+        let r = self.root.display();
+        let mut s = String::from("set -e\n");
+        for d in ["etc", "usr/libexec", "usr/local/bin"] {
+            let key = d.replace('/', "_");
+            s.push_str(&format!(
+                "mkdir -p {r}/ov/up/{key} {r}/ov/wk/{key}\n\
+                 mount -t overlay overlay -o lowerdir=/{d},upperdir={r}/ov/up/{key},workdir={r}/ov/wk/{key} /{d}\n"
+            ));
+        }
+        s
+    }
+
+    /// Run a root shell script inside the world's mount namespace, with no
+    /// further setup (for installs and fixtures).
+    pub fn run_root_raw(&self, script: &str) -> Output {
+        let full = format!("{}\nset +e\n{script}\n", self.prelude());
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "bash", "-c", &full])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Place the product by hand (no installer): our binary, `real` as the
+    /// real Claude Code, the shadow symlink, the git config template and `conf`.
+    pub fn install_by_hand(&self, real: &Path, conf: &str) {
+        let r = self.root.display();
+        std::fs::write(self.root.join("bin/conf"), conf).unwrap();
+        let out = self.run_root_raw(&format!(
+            "set -e\n\
+             mkdir -p /usr/libexec/claude-sandbox\n\
+             install -m 0755 {r}/bin/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox\n\
+             install -m 0755 {real} /usr/libexec/claude-sandbox/claude\n\
+             ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude\n\
+             install -m 0644 {gitconfig} /etc/claude-gitconfig\n\
+             install -m 0644 {r}/bin/conf /etc/claude-sandbox.conf\n",
+            real = real.display(),
+            gitconfig = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("etc/claude-gitconfig")
+                .display(),
+        ));
+        assert!(
+            out.status.success(),
+            "install_by_hand: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The probe as the real binary, jail off.
+    pub fn with_probe(name: &str) -> World {
+        let w = World::new(name);
+        w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+        w
+    }
+
+    /// Build a command that runs `argv` as `who` in the world, from `who`'s
+    /// workspace, with a clean environment (HOME, PATH, USER, TERM, LANG) plus `env`.
+    pub fn command(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Command {
+        self.command_in(who, &self.workspace(who), env, argv)
+    }
+
+    pub fn command_in(&self, who: Who, cwd: &Path, env: &[(&str, &str)], argv: &[&str]) -> Command {
+        let mut script = self.prelude();
+        if who == Who::User {
+            // pasta as a non-root user needs /dev/net/tun reachable; make a
+            // private node (containers give it 0666) without touching the host's.
+            script.push_str(
+                "if [ -c /dev/net/tun ]; then mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200; fi\n",
+            );
+        }
+        script.push_str(&format!(
+            "cd {}\nset +e\n",
+            shell_quote(&cwd.to_string_lossy())
+        ));
+        let mut envs: Vec<String> = vec![
+            format!("HOME={}", self.home(who).display()),
+            "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
+            format!("USER={}", World::user_name(who)),
+            "TERM=xterm-256color".into(),
+            "LANG=C.UTF-8".into(),
+        ];
+        envs.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        let mut line = String::from("exec ");
+        if who == Who::User {
+            line.push_str(&format!(
+                "setpriv --reuid={TEST_UID} --regid={TEST_UID} --init-groups "
+            ));
+        }
+        line.push_str("env -i ");
+        for e in envs.iter().chain(
+            argv.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .iter(),
+        ) {
+            line.push_str(&shell_quote(e));
+            line.push(' ');
+        }
+        script.push_str(&line);
+        let mut c = Command::new("unshare");
+        c.args(["--mount", "--propagation", "private", "bash", "-c", &script]);
+        c
+    }
+
+    /// Run and collect output (stdin closed unless `input` is given).
+    pub fn run(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Output {
+        self.command(who, env, argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+/// Quote for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parse the probe's JSON report (the last line of stdout).
+pub fn report(o: &Output) -> serde_json::Value {
+    let out = stdout(o);
+    let line = out
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output; stderr: {}", stderr(o)));
+    serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("bad report {line:?}: {e}; stderr: {}", stderr(o)))
+}
