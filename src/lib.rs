@@ -19,4 +19,5 @@ pub mod paths;
 pub mod plan;
 pub mod promote;
 pub mod seccomp;
+pub mod testhooks;
 pub mod verify;

@@ -254,6 +254,13 @@ pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
         ("IS_SANDBOX".into(), "1".into()),
         ("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into()),
         ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
+        // The effective jail setting, so `verify` inside can tell a jail that
+        // is deliberately off from one that failed (it cannot see the launcher's
+        // environment). Forging it inside only fools that process's own check.
+        (
+            crate::config::ENV_EGRESS_JAIL.into(),
+            if cfg.egress_jail { "1" } else { "0" }.into(),
+        ),
     ];
     let mut push = |k: &OsStr, v: OsString| {
         if !env.iter().any(|(e, _)| e == k) {
@@ -619,6 +626,7 @@ pub(crate) mod tests {
         assert_eq!(
             keys,
             [
+                "CLAUDE_SANDBOX_EGRESS_JAIL",
                 "GIT_CONFIG_GLOBAL",
                 "GIT_CONFIG_SYSTEM",
                 "HOME",
@@ -629,6 +637,10 @@ pub(crate) mod tests {
                 "TERM",
                 "USER"
             ]
+        );
+        assert_eq!(
+            env["CLAUDE_SANDBOX_EGRESS_JAIL"], "1",
+            "the jail is on by default"
         );
         assert_eq!(
             env["USER"], "dev",

@@ -1,0 +1,26 @@
+# claude-sandbox tasks. `just --list` shows them.
+
+# Build, then set up and install the sandbox on this machine (as root).
+setup:
+    bash scripts/setup.sh
+
+# The whole test suite (what CI runs).
+test:
+    cargo test --all-targets
+
+# Static binary staged into the devcontainer feature, feature packaged.
+feature:
+    bash devcontainer-feature/build.sh
+
+# Wire the feature and slash commands into another workspace.
+promote DIR:
+    cargo run --quiet --release -- promote {{DIR}}
+
+# Whole-process launch timings (hyperfine).
+bench:
+    bash bench/bench.sh
+
+# Lints CI enforces.
+lint:
+    cargo fmt --check
+    cargo clippy --all-targets -- -D warnings
