@@ -73,6 +73,8 @@ fn report(decoys: &[String]) {
         "env": env,
         "no_new_privs": status_field("NoNewPrivs"),
         "cap_eff": status_field("CapEff"),
+        "sig_blk": status_field("SigBlk"),
+        "sig_ign": status_field("SigIgn"),
         "nspid": status_field("NSpid"),
         "pid_ns": std::fs::read_link("/proc/self/ns/pid").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
         "uid": nix::unistd::getuid().as_raw(),

@@ -43,7 +43,7 @@ pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
         )));
     }
     // Signals are taken by a forwarding thread once the sandbox runs; block
-    // them now, before any thread exists (children start with a clear mask).
+    // them now, before any thread exists (children get a clear mask in pre_exec).
     forwarded_signals().thread_block()?;
     // 2. Integrity of the real binary (SPEC §5).
     crate::integrity::check_launch()?;
@@ -210,6 +210,18 @@ pub fn execute(
     let map_for_child = map.clone();
     unsafe {
         cmd.pre_exec(move || {
+            // The shadow blocks the signals it forwards; the sandbox must start
+            // with a clear mask or Ctrl-C and SIGTERM would never reach it.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Terminal-generated SIGINT/SIGQUIT reach the whole foreground
+            // process group, bubblewrap included; bubblewrap ignores them so the
+            // real binary (whose shim restores the defaults) decides what Ctrl-C means.
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
             // Die with the shadow, whatever kills it.
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -264,9 +276,8 @@ pub fn execute(
     });
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     std::thread::spawn(move || loop {
-        if let Ok(sig) = forwarded_signals().wait() {
-            // SIGINT/SIGQUIT from the terminal already reached the sandbox
-            // (same process group); those sent to the shadow alone are passed on.
+        if let Ok(sig @ (Signal::SIGTERM | Signal::SIGHUP)) = forwarded_signals().wait() {
+            // bubblewrap dies of it; the sandbox dies with bubblewrap.
             let _ = nix::sys::signal::kill(pid, sig);
         }
     });
@@ -325,6 +336,10 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         libc::close(ready_fd);
     }
     close_fds_from(3);
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+    }
     let err = Command::new(&args[3]).args(&args[4..]).exec();
     eprintln!(
         "claude-sandbox: cannot run {}: {err}",
@@ -344,5 +359,52 @@ fn close_fds_from(from: RawFd) {
         .unwrap_or_default();
     for fd in fds.into_iter().filter(|fd| *fd >= from) {
         unsafe { libc::close(fd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::RwBind;
+
+    fn plan_with(binds: Vec<RwBind>) -> Plan {
+        Plan {
+            bwrap_args: Vec::new(),
+            data_fds: Vec::new(),
+            workspace: binds[0].resolved.clone(),
+            rw_binds: binds,
+            command_at: 0,
+        }
+    }
+
+    #[test]
+    fn swapped_symlink_aborts_before_exec() {
+        let dir = std::env::temp_dir().join(format!("csb-recheck-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("project")).unwrap();
+        std::fs::create_dir_all(dir.join("secret")).unwrap();
+        let link = dir.join("ws");
+        std::os::unix::fs::symlink(dir.join("project"), &link).unwrap();
+        let plan = plan_with(vec![RwBind {
+            requested: link.clone(),
+            resolved: link.canonicalize().unwrap(),
+        }]);
+        recheck(&plan).unwrap();
+        // The link now points at a masked location: the launch must not go on.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(dir.join("secret"), &link).unwrap();
+        let e = recheck(&plan).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_SETUP);
+        assert!(
+            e.to_string().contains("a symlink changed") && e.to_string().contains("secret"),
+            "{e}"
+        );
+        // Gone entirely: also refused.
+        std::fs::remove_file(&link).unwrap();
+        assert!(recheck(&plan)
+            .unwrap_err()
+            .to_string()
+            .contains("to nothing"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -65,6 +65,16 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         );
         assert_eq!(r["no_new_privs"], "1");
         assert_eq!(r["cap_eff"], "0000000000000000");
+        assert_eq!(
+            r["sig_blk"], "0000000000000000",
+            "{who:?}: the real binary starts with no blocked signal"
+        );
+        let ignored = u64::from_str_radix(r["sig_ign"].as_str().unwrap(), 16).unwrap();
+        assert_eq!(
+            ignored & 0b110,
+            0,
+            "{who:?}: SIGINT/SIGQUIT must not arrive ignored (Ctrl-C)"
+        );
         let env = r["env"].as_object().unwrap();
         let home = w.home(who).to_string_lossy().into_owned();
         let mut keys: Vec<&str> = env.keys().map(String::as_str).collect();
@@ -99,4 +109,138 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         );
         assert_eq!(r["uid"], if who == Who::Root { 0 } else { TEST_UID });
     }
+}
+
+#[test]
+fn exit_status_and_stdin_pass_through() {
+    if !require("exit_status_and_stdin") {
+        return;
+    }
+    let w = World::with_probe("exit");
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "exit", "7"]);
+        assert_eq!(o.status.code(), Some(7), "{who:?}: {}", stderr(&o));
+        let mut c = w.command(who, &[], &["claude", "cat"]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"hello through the pipe\n")
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(stdout(&o), "stdin:hello through the pipe\n", "{who:?}");
+        assert!(o.status.success());
+    }
+}
+
+#[test]
+fn forged_is_sandbox_outside_is_still_sandboxed_and_inside_does_not_wrap_twice() {
+    if !require("forged_is_sandbox") {
+        return;
+    }
+    let w = World::with_probe("recursion");
+    let host_pid_ns = std::fs::read_link("/proc/self/ns/pid")
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    for who in BOTH {
+        let o = w.run(who, &[("IS_SANDBOX", "1")], &["claude", "report"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let r = report(&o);
+        assert_ne!(
+            r["pid_ns"],
+            host_pid_ns.as_str(),
+            "{who:?}: forged IS_SANDBOX=1 must not skip the sandbox"
+        );
+        assert_eq!(r["no_new_privs"], "1");
+        // From inside, `claude` runs the real binary directly: same PID namespace.
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "readlink /proc/self/ns/pid; claude report",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        let outer_ns = out.lines().next().unwrap().to_string();
+        let inner = report(&o);
+        assert_eq!(
+            inner["pid_ns"],
+            outer_ns.as_str(),
+            "{who:?}: claude inside the sandbox wrapped again"
+        );
+        assert_eq!(inner["env"]["IS_SANDBOX"], "1");
+    }
+}
+
+#[test]
+fn refuses_home_as_workspace() {
+    if !require("refuses_home_as_workspace") {
+        return;
+    }
+    let w = World::with_probe("homews");
+    for who in BOTH {
+        let o = w
+            .command_in(who, &w.home(who), &[], &["claude", "report"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{who:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("holds $HOME"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "the probe must not have run");
+        let o = w
+            .command_in(who, std::path::Path::new("/"), &[], &["claude", "report"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{who:?} from /: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "the probe must not have run");
+    }
+}
+
+#[test]
+fn real_claude_version_through_the_shadow() {
+    if !require("real_claude_version") {
+        return;
+    }
+    let Some(real) = real_claude() else { return };
+    let w = World::new("realclaude");
+    w.install_by_hand(&real, "egress-jail = 0\n");
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "--version"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("(Claude Code)"),
+            "{who:?}: {}",
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn jail_on_without_jail_support_refuses() {
+    if !require("jail_on_refuses") {
+        return;
+    }
+    let w = World::with_probe("jailon");
+    let o = w.run(
+        Who::Root,
+        &[("CLAUDE_SANDBOX_EGRESS_JAIL", "1")],
+        &["claude", "report"],
+    );
+    if o.status.success() {
+        // The jail exists in this build: it ran jailed, which is the point.
+        return;
+    }
+    assert!(stdout(&o).is_empty(), "the probe must not run unjailed");
+    assert!(
+        stderr(&o).contains("CLAUDE_SANDBOX_EGRESS_JAIL=0"),
+        "{}",
+        stderr(&o)
+    );
 }
