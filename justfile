@@ -4,9 +4,9 @@
 setup:
     bash scripts/setup.sh
 
-# The whole test suite (what CI runs).
+# The whole test suite with its prerequisites and lints (what CI runs).
 test:
-    cargo test --all-targets
+    bash scripts/test.sh
 
 # Static binary staged into the devcontainer feature, feature packaged.
 feature:

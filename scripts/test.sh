@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian/Ubuntu machine or in CI.
+# Installs what the tests need (Debian packages, Rust if missing, the real
+# Claude Code from the npm registry), then runs lints and `cargo test`.
+# End-to-end tests need root: they build private mount and network namespaces.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+    exec sudo --preserve-env=CI,PATH,CARGO_HOME,RUSTUP_HOME bash "$0" "$@"
+fi
+
+CLAUDE_CODE_VERSION="$(cat etc/claude-code-version)"
+CLAUDE_CACHE=/opt/csb-claude
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "Debian packages"
+need_pkgs=()
+# package:command pairs; a command already present (from any source) is enough.
+for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap \
+          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl; do
+    command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
+done
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+step "Rust toolchain"
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+cargo --version
+
+step "Real Claude Code $CLAUDE_CODE_VERSION (npm registry) for the end-to-end tests"
+real="$CLAUDE_CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+have="$(cat "$CLAUDE_CACHE/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' | head -1)"
+if [ ! -x "$real" ] || [ "$have" != "$CLAUDE_CODE_VERSION" ]; then
+    mkdir -p "$CLAUDE_CACHE"
+    npm install --prefix "$CLAUDE_CACHE" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+fi
+"$real" --version
+export CSB_REAL_CLAUDE="$real"
+
+step "Lints"
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+
+step "Tests"
+cargo test --all-targets
