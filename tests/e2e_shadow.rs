@@ -244,3 +244,45 @@ fn jail_on_without_jail_support_refuses() {
         stderr(&o)
     );
 }
+
+#[test]
+fn refused_fresh_proc_falls_back_to_host_proc_read_only() {
+    if !require("proc_fallback") {
+        return;
+    }
+    let w = World::with_probe("procfallback");
+    for who in BOTH {
+        // Fresh /proc works here: host PIDs are invisible (one NSpid entry).
+        let r = report(&w.run(who, &[], &["claude", "report"]));
+        assert_eq!(
+            r["nspid"].as_str().unwrap().split_whitespace().count(),
+            1,
+            "{who:?}: {r}"
+        );
+        // An over-mount inside /proc (as container runtimes make) makes the
+        // kernel refuse a fresh procfs to a user namespace.
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys",
+                &[],
+                &["claude", "report"],
+            )
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "",
+            "{who:?}: bubblewrap's refusal must not leak to the user"
+        );
+        let r = report(&o);
+        assert_eq!(
+            r["nspid"].as_str().unwrap().split_whitespace().count(),
+            2,
+            "{who:?}: host /proc expected: {r}"
+        );
+        assert_eq!(r["readable_decoys"], serde_json::json!([]));
+    }
+}

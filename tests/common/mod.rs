@@ -260,7 +260,22 @@ impl World {
     }
 
     pub fn command_in(&self, who: Who, cwd: &Path, env: &[(&str, &str)], argv: &[&str]) -> Command {
+        self.command_with_setup(who, cwd, "", env, argv)
+    }
+
+    /// Like [`World::command_in`], with extra root shell commands run in the
+    /// world's mount namespace before dropping to `who`.
+    pub fn command_with_setup(
+        &self,
+        who: Who,
+        cwd: &Path,
+        setup: &str,
+        env: &[(&str, &str)],
+        argv: &[&str],
+    ) -> Command {
         let mut script = self.prelude();
+        script.push_str(setup);
+        script.push('\n');
         if who == Who::User {
             // pasta as a non-root user needs /dev/net/tun reachable; make a
             // private node (containers give it 0666) without touching the host's.
