@@ -286,3 +286,55 @@ fn refused_fresh_proc_falls_back_to_host_proc_read_only() {
         assert_eq!(r["readable_decoys"], serde_json::json!([]));
     }
 }
+
+#[test]
+fn curated_gitconfig_carries_identity_without_writing_etc() {
+    if !require("gitconfig") {
+        return;
+    }
+    let w = World::with_probe("gitconfig");
+    for who in BOTH {
+        w.put(
+            who,
+            ".gitconfig",
+            "[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n\
+             [url \"https://x-access-token:ghp_decoy@github.com/\"]\n\tinsteadOf = https://github.com/\n\
+             [core]\n\tsshCommand = ssh -i ~/.ssh/decoy\n",
+        );
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "git config --get user.name; git config --get user.email; git config --get init.defaultBranch; \
+                 git config --get credential.https://github.com.helper; git config --get-regexp 'url\\..*' ; \
+                 git config --get core.sshCommand || echo no-sshCommand; git config --show-origin --get user.email",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.starts_with("Ada Lovelace\nada@example.com\nmain\n"),
+            "{who:?}: {out}"
+        );
+        assert!(out.contains("!gh auth git-credential"), "{who:?}: {out}");
+        assert!(
+            out.contains("url.https://github.com/.insteadof git@github.com:"),
+            "{who:?}: {out}"
+        );
+        assert!(
+            !out.contains("ghp_decoy"),
+            "{who:?}: the user's token URL leaked: {out}"
+        );
+        assert!(out.contains("no-sshCommand"), "{who:?}: {out}");
+        assert!(out.contains("file:/etc/claude-gitconfig"), "{who:?}: {out}");
+    }
+    // Nothing was written to /etc at launch: the installed template is untouched.
+    let o = w.run_root_raw("cat /etc/claude-gitconfig");
+    assert_eq!(
+        stdout(&o),
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/claude-gitconfig"))
+            .unwrap()
+    );
+}
