@@ -54,15 +54,26 @@ pub fn our_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_claude-sandbox"))
 }
 
-/// The probe example (built by `cargo test` alongside the tests).
+/// The probe example, built once per test binary: `cargo test --all-targets`
+/// compiles examples as test harnesses (not into `examples/`), and a filtered
+/// `cargo test --test X` does not rebuild them, so a stale probe would report
+/// stale facts.
 pub fn probe_binary() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
     let exe = our_binary();
+    let release = exe.components().any(|c| c.as_os_str() == "release");
+    BUILD.call_once(|| {
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "--quiet", "--example", "probe", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if release {
+            c.arg("--release");
+        }
+        let st = c.status().expect("cargo build --example probe");
+        assert!(st.success(), "building the probe failed");
+    });
     let p = exe.parent().unwrap().join("examples/probe");
-    assert!(
-        p.exists(),
-        "{} missing: cargo test builds examples; run `cargo build --examples`",
-        p.display()
-    );
+    assert!(p.exists(), "{} missing after building it", p.display());
     p
 }
 
