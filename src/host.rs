@@ -60,7 +60,6 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
             (p, r)
         })
         .collect();
-    let (git_name, git_email) = git_identity(&home);
     Ok(Facts {
         uid,
         gid,
@@ -71,8 +70,6 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
         existing,
         run_sockets: run_sockets(),
         resolved,
-        git_name,
-        git_email,
         proc_mode,
     })
 }
@@ -114,8 +111,37 @@ fn walk_sockets(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The user's git identity, looked up by a `git` child started early so the
+/// wait overlaps other launch work (bubblewrap reads it last).
+pub struct GitIdentity {
+    job: std::sync::Mutex<Option<std::thread::JoinHandle<NameEmail>>>,
+    done: std::sync::OnceLock<NameEmail>,
+}
+
+/// `user.name` and `user.email`, when set.
+pub type NameEmail = (Option<String>, Option<String>);
+
+impl GitIdentity {
+    /// Start looking up the identity of the user whose home is `home`.
+    pub fn start(home: PathBuf) -> GitIdentity {
+        GitIdentity {
+            job: std::sync::Mutex::new(Some(std::thread::spawn(move || git_identity(&home)))),
+            done: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// (name, email), waiting for the lookup the first time.
+    pub fn get(&self) -> (Option<&str>, Option<&str>) {
+        let (n, e) = self.done.get_or_init(|| {
+            let job = self.job.lock().ok().and_then(|mut j| j.take());
+            job.and_then(|j| j.join().ok()).unwrap_or((None, None))
+        });
+        (n.as_deref(), e.as_deref())
+    }
+}
+
 /// `user.name` and `user.email` from the user's own global git config.
-pub fn git_identity(home: &Path) -> (Option<String>, Option<String>) {
+pub fn git_identity(home: &Path) -> NameEmail {
     let Some(git) = ["/usr/bin/git", "/usr/local/bin/git", "/bin/git"]
         .iter()
         .map(Path::new)

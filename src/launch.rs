@@ -56,6 +56,8 @@ pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
 /// Build the sandbox for `cfg` and run the real binary in it.
 pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let bwrap = preflight()?;
+    let (_, _, _, home) = host::identity()?;
+    let git = host::GitIdentity::start(home);
     let mut jail = if cfg.egress_jail {
         Some(jail::Jail::prepare(cfg)?)
     } else {
@@ -64,7 +66,7 @@ pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     loop {
         let plan = build(cfg, args, mode, jail.as_ref())?;
-        match execute(&bwrap, &plan, jail.as_mut())? {
+        match execute(&bwrap, &plan, jail.as_mut(), &git)? {
             Outcome::Exited(code) => return Ok(code),
             Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("proc") => {
                 // The kernel refuses a fresh procfs here (typical in a nested
@@ -180,6 +182,7 @@ pub fn execute(
     bwrap: &Path,
     plan: &Plan,
     jail: Option<&mut jail::Jail>,
+    git: &host::GitIdentity,
 ) -> anyhow::Result<Outcome> {
     let (ready_r, ready_w) = cloexec_pipe()?;
     let (err_r, err_w) = cloexec_pipe()?;
@@ -195,6 +198,11 @@ pub fn execute(
         map.push((r.as_raw_fd(), *num));
         owned.push(r);
     }
+    // The git config is written after the spawn: bubblewrap blocks on it while
+    // it builds namespaces, so the identity lookup costs no wall time.
+    let (git_r, git_w) = cloexec_pipe()?;
+    map.push((git_r.as_raw_fd(), plan::FD_GITCONFIG));
+    owned.push(git_r);
     map.push((keep_stderr.as_raw_fd(), plan::FD_SHIM_STDERR));
     map.push((ready_w.as_raw_fd(), plan::FD_SHIM_READY));
 
@@ -243,6 +251,9 @@ pub fn execute(
     drop(ready_w);
     drop(keep_stderr);
     drop(owned);
+    let (name, email) = git.get();
+    // A bubblewrap that already failed closed its end; its own message says why.
+    let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
     if let Some(j) = jail {
         if let Err(e) = j.attach(&child) {
             let _ = child.kill();
@@ -371,6 +382,7 @@ mod tests {
         Plan {
             bwrap_args: Vec::new(),
             data_fds: Vec::new(),
+            gitconfig_forge: true,
             workspace: binds[0].resolved.clone(),
             rw_binds: binds,
             command_at: 0,

@@ -90,9 +90,6 @@ pub struct Facts {
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
     pub resolved: BTreeMap<PathBuf, Option<PathBuf>>,
-    /// The user's git identity (name, email) from their own git config.
-    pub git_name: Option<String>,
-    pub git_email: Option<String>,
     pub proc_mode: ProcMode,
 }
 
@@ -111,8 +108,12 @@ pub struct RwBind {
 pub struct Plan {
     /// Arguments to bubblewrap (program name not included).
     pub bwrap_args: Vec<OsString>,
-    /// Content for `--ro-bind-data` fds, by fd number.
+    /// Content for `--ro-bind-data`/`--seccomp` fds, by fd number.
     pub data_fds: Vec<(i32, Vec<u8>)>,
+    /// Whether the git config written to [`FD_GITCONFIG`] carries the forge
+    /// helpers. The executor renders it ([`gitconfig_data`]) once the user's
+    /// identity is known, while bubblewrap is already starting.
+    pub gitconfig_forge: bool,
     pub rw_binds: Vec<RwBind>,
     /// The workspace root (resolved).
     pub workspace: PathBuf,
@@ -133,6 +134,11 @@ impl Plan {
     pub fn command(&self) -> &[OsString] {
         &self.bwrap_args[self.command_at + 1..]
     }
+}
+
+/// The git config text for [`FD_GITCONFIG`], given the user's identity.
+pub fn gitconfig_data(plan: &Plan, name: Option<&str>, email: Option<&str>) -> String {
+    crate::gitconfig::render(name, email, plan.gitconfig_forge)
 }
 
 /// Paths whose existence the plan depends on; [`crate::host::gather`] stats exactly these.
@@ -203,9 +209,20 @@ fn check_rw_root(what: &str, requested: &Path, resolved: &Path, home: &Path) -> 
     Ok(())
 }
 
+/// The version queries Claude Code answers on a fast path (~15 ms) only when
+/// they are its sole argument; anything more loads the whole app (~220 ms).
+const VERSION_ONLY: &[&str] = &["--version", "-v", "-V"];
+
 /// The arguments the real binary receives: `--no-chrome` first, any user
 /// `--chrome` dropped (up to a literal `--`, after which arguments are data).
+/// A lone version query is passed as it is: it starts no session, so there is
+/// no browser integration to refuse, and it keeps Claude Code's fast path.
 pub fn claude_args(user_args: &[OsString]) -> Vec<OsString> {
+    if let [only] = user_args {
+        if VERSION_ONLY.iter().any(|v| only == v) {
+            return vec![only.clone()];
+        }
+    }
     let mut out = vec![OsString::from("--no-chrome")];
     let mut literal = false;
     for a in user_args {
@@ -454,17 +471,10 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
     ]);
     a.push(claude_args(user_args));
 
-    let gitconfig = crate::gitconfig::render(
-        facts.git_name.as_deref(),
-        facts.git_email.as_deref(),
-        !cfg.no_forge,
-    );
     Ok(Plan {
         bwrap_args: a.0,
-        data_fds: vec![
-            (FD_SECCOMP, crate::seccomp::program_bytes()),
-            (FD_GITCONFIG, gitconfig.into_bytes()),
-        ],
+        data_fds: vec![(FD_SECCOMP, crate::seccomp::program_bytes())],
+        gitconfig_forge: !cfg.no_forge,
         rw_binds,
         workspace,
         command_at,
@@ -526,8 +536,6 @@ pub(crate) mod tests {
             existing,
             run_sockets: vec![PathBuf::from("/run/docker.sock")],
             resolved,
-            git_name: Some("Dev Eloper".into()),
-            git_email: Some("dev@example.com".into()),
             proc_mode: ProcMode::Fresh,
         }
     }
@@ -744,7 +752,7 @@ pub(crate) mod tests {
         };
         let plan = build(&cfg, &f, &[]).unwrap();
         assert!(!args_of(&plan).join("\n").contains(".config/g"));
-        let git = String::from_utf8(plan.data_fds[1].1.clone()).unwrap();
+        let git = gitconfig_data(&plan, Some("Dev"), None);
         assert!(!git.contains("auth git-credential"), "{git}");
         let plan = build(&Config::default(), &f, &[]).unwrap();
         assert!(has_seq(
@@ -755,7 +763,7 @@ pub(crate) mod tests {
                 "/home/dev/.config/glab-cli"
             ]
         ));
-        let git = String::from_utf8(plan.data_fds[1].1.clone()).unwrap();
+        let git = gitconfig_data(&plan, Some("Dev"), None);
         assert!(git.contains("gh auth git-credential") && git.contains("glab auth git-credential"));
     }
 
@@ -874,6 +882,17 @@ pub(crate) mod tests {
         f.resolved.insert(PathBuf::from("/nope"), None);
         let e = build(&cfg, &f, &[]).unwrap_err();
         assert!(e.to_string().contains("/nope does not exist"), "{e}");
+    }
+
+    #[test]
+    fn lone_version_query_keeps_its_fast_path() {
+        for v in ["--version", "-v", "-V"] {
+            assert_eq!(claude_args(&[OsString::from(v)]), [OsString::from(v)]);
+        }
+        // With anything else, --no-chrome is injected as always.
+        let a = claude_args(&["--version".into(), "--chrome".into()]);
+        assert_eq!(a, ["--no-chrome", "--version"].map(OsString::from));
+        assert_eq!(claude_args(&[]), ["--no-chrome"].map(OsString::from));
     }
 
     #[test]
