@@ -338,3 +338,34 @@ fn curated_gitconfig_carries_identity_without_writing_etc() {
             .unwrap()
     );
 }
+
+#[test]
+fn sandbox_dies_with_the_shadow_even_on_sigkill() {
+    if !require("dies_with_parent") {
+        return;
+    }
+    use std::io::BufRead;
+    let w = World::with_probe("sigkill");
+    for who in BOTH {
+        let mut c = w.command(who, &[], &["claude", "signals"]);
+        c.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("READY"), "{who:?}: {line}");
+        let t0 = std::time::Instant::now();
+        child.kill().unwrap(); // SIGKILL: no chance to forward anything
+        child.wait().unwrap();
+        // EOF on the pipe: every process holding it, the probe included, is gone.
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{who:?}: probe outlived the shadow by {:?}",
+            t0.elapsed()
+        );
+        assert!(!rest.contains("TIMEOUT"), "{who:?}: {rest}");
+    }
+}
