@@ -56,6 +56,21 @@ fn read_until(master: &OwnedFd, needle: &str, timeout: Duration) -> String {
     seen
 }
 
+/// Resize the terminal as a terminal emulator does (the kernel then signals
+/// SIGWINCH to its foreground process group).
+fn resize(master: &OwnedFd, rows: u16, cols: u16) {
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    assert_eq!(
+        unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
+        0
+    );
+}
+
 /// Whatever is waiting in the terminal's input queue (what the caller's shell would read next).
 fn pending_input(slave: &OwnedFd) -> String {
     nix::fcntl::fcntl(
@@ -130,16 +145,7 @@ fn resize_reaches_the_sandbox_and_sigterm_ends_it() {
         drop(slave); // only the sandbox holds the terminal now
         let shown = read_until(&master, "READY", Duration::from_secs(10));
         assert!(shown.contains("READY"), "{who:?}: {shown}");
-        let ws = libc::winsize {
-            ws_row: 51,
-            ws_col: 133,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        assert_eq!(
-            unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
-            0
-        );
+        resize(&master, 51, 133);
         let shown = read_until(&master, "GOT SIGWINCH", Duration::from_secs(5));
         assert!(
             shown.contains("GOT SIGWINCH"),
@@ -157,16 +163,7 @@ fn resize_reaches_the_sandbox_and_sigterm_ends_it() {
             shown.contains("GOT SIGINT"),
             "{who:?}: Ctrl-C did not reach the probe: {shown}"
         );
-        let ws = libc::winsize {
-            ws_row: 40,
-            ws_col: 100,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        assert_eq!(
-            unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
-            0
-        );
+        resize(&master, 40, 100);
         let shown = read_until(&master, "GOT SIGWINCH", Duration::from_secs(5));
         assert!(
             shown.contains("GOT SIGWINCH"),
