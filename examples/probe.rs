@@ -2,7 +2,7 @@
 //! /usr/libexec/claude-sandbox/claude, it reports what it can see and do from
 //! inside the sandbox. First argument is always the injected `--no-chrome`.
 //!
-//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `tiocsti`,
+//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `tiocsti`, `keyctl`,
 //! `shell CMD` (run CMD with /bin/sh -c), `argv`.
 
 use std::collections::BTreeMap;
@@ -138,6 +138,15 @@ fn main() {
                 }
             }
             println!("TIOCSTI failed={failed} errno={errno}");
+        }
+        "keyctl" => {
+            // KEYCTL_GET_KEYRING_ID of the session keyring: the caller's keys are reachable if this works.
+            let r = unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) };
+            if r < 0 {
+                println!("KEYCTL errno={}", std::io::Error::last_os_error());
+            } else {
+                println!("KEYCTL ok id={r}");
+            }
         }
         "shell" => {
             let st = std::process::Command::new("/bin/sh")

@@ -1,15 +1,19 @@
-//! The terminal-injection defence of SPEC §4.4: a seccomp filter, loaded by
-//! bubblewrap (`--seccomp`), that makes `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`
-//! fail with EPERM for every process in the sandbox.
+//! The seccomp filter bubblewrap loads for the whole sandbox (`--seccomp`):
 //!
-//! Chosen over `bwrap --new-session`: the sandbox keeps the caller's
-//! controlling terminal, so job control, Ctrl-C, `/dev/tty` and SIGWINCH on
-//! resize keep working with no relaying (see docs/decisions).
+//! - **terminal injection** (SPEC §4.4): `ioctl(TIOCSTI)` and
+//!   `ioctl(TIOCLINUX)` fail with EPERM. Chosen over `bwrap --new-session`: the
+//!   sandbox keeps the caller's controlling terminal, so job control, Ctrl-C,
+//!   `/dev/tty` and SIGWINCH on resize keep working with no relaying
+//!   (docs/decisions/0001-tiocsti-seccomp.md).
+//! - **kernel keyrings**: `add_key`, `request_key` and `keyctl` fail with
+//!   EPERM. The sandbox inherits the caller's session keyring, and a key in it
+//!   (a Kerberos ticket, a cached token) is readable by whoever possesses the
+//!   keyring, whatever the namespaces; container runtimes block these too.
 //!
 //! The `cmd` argument of ioctl is an `unsigned int`: only its low 32 bits are
 //! compared, as the kernel does, so high bits cannot smuggle the request past
 //! the filter. Syscalls made through a foreign ABI (x32, i386/arm compat) are
-//! checked against that ABI's ioctl number; an unknown architecture is refused.
+//! checked against that ABI's numbers; an unknown architecture is refused.
 
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JEQ_K: u16 = 0x15;
@@ -34,14 +38,41 @@ const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
 const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
 const X32_BIT: u32 = 0x4000_0000;
 
-/// Architectures and their ioctl syscall numbers.
-fn arches() -> &'static [(u32, &'static [u32])] {
+/// One ABI the kernel may be entered through: its audit architecture, its
+/// ioctl syscall number(s), and its `add_key`, `request_key`, `keyctl`.
+struct Abi {
+    arch: u32,
+    ioctl: &'static [u32],
+    denied: &'static [u32],
+}
+
+fn abis() -> &'static [Abi] {
     if cfg!(target_arch = "aarch64") {
-        &[(AUDIT_ARCH_AARCH64, &[29]), (AUDIT_ARCH_ARM, &[54])]
+        &[
+            Abi {
+                arch: AUDIT_ARCH_AARCH64,
+                ioctl: &[29],
+                denied: &[217, 218, 219],
+            },
+            Abi {
+                arch: AUDIT_ARCH_ARM,
+                ioctl: &[54],
+                denied: &[309, 310, 311],
+            },
+        ]
     } else {
         &[
-            (AUDIT_ARCH_X86_64, &[16, X32_BIT | 514]),
-            (AUDIT_ARCH_I386, &[54]),
+            Abi {
+                arch: AUDIT_ARCH_X86_64,
+                // x32 shares the keyring numbers (with the x32 bit); its ioctl is 514.
+                ioctl: &[16, X32_BIT | 514],
+                denied: &[248, 249, 250, X32_BIT | 248, X32_BIT | 249, X32_BIT | 250],
+            },
+            Abi {
+                arch: AUDIT_ARCH_I386,
+                ioctl: &[54],
+                denied: &[286, 287, 288],
+            },
         ]
     }
 }
@@ -64,27 +95,41 @@ fn stmt(code: u16, k: u32) -> Insn {
     }
 }
 
+fn jump(from: usize, to: usize) -> u8 {
+    u8::try_from(to - from - 1).expect("seccomp filter too long for a BPF jump")
+}
+
 /// The filter program.
 pub fn program() -> Vec<Insn> {
     // Layout:
     //   ld arch
-    //   per arch: jeq arch ? next : skip block; ld nr; jeq nr_i -> CHECK ...; ret ALLOW
+    //   per ABI: jeq arch ? next : skip block; ld nr;
+    //            jeq ioctl -> CHECK …; jeq denied -> DENY …; ret ALLOW
     //   ret ERRNO(ENOSYS)            (unknown architecture)
     //   CHECK: ld arg1; jeq TIOCSTI -> DENY; jeq TIOCLINUX -> DENY; ret ALLOW
     //   DENY: ret ERRNO(EPERM)
     let mut p = vec![stmt(BPF_LD_W_ABS, OFF_ARCH)];
-    let mut check_jumps = Vec::new(); // (index of jeq nr) patched to CHECK
-    for (arch, nrs) in arches() {
-        let block_len = 1 + nrs.len() + 1; // ld nr, jeqs, ret allow
+    let (mut to_check, mut to_deny) = (Vec::new(), Vec::new());
+    for abi in abis() {
+        let block_len = 1 + abi.ioctl.len() + abi.denied.len() + 1;
         p.push(Insn {
             code: BPF_JEQ_K,
             jt: 0,
             jf: block_len as u8,
-            k: *arch,
+            k: abi.arch,
         });
         p.push(stmt(BPF_LD_W_ABS, OFF_NR));
-        for nr in *nrs {
-            check_jumps.push(p.len());
+        for nr in abi.ioctl {
+            to_check.push(p.len());
+            p.push(Insn {
+                code: BPF_JEQ_K,
+                jt: 0,
+                jf: 0,
+                k: *nr,
+            });
+        }
+        for nr in abi.denied {
+            to_deny.push(p.len());
             p.push(Insn {
                 code: BPF_JEQ_K,
                 jt: 0,
@@ -110,9 +155,13 @@ pub fn program() -> Vec<Insn> {
         k: TIOCLINUX,
     });
     p.push(stmt(BPF_RET_K, RET_ALLOW));
+    let deny = p.len();
     p.push(stmt(BPF_RET_K, RET_ERRNO | EPERM));
-    for i in check_jumps {
-        p[i].jt = (check - i - 1) as u8;
+    for i in to_check {
+        p[i].jt = jump(i, check);
+    }
+    for i in to_deny {
+        p[i].jt = jump(i, deny);
     }
     p
 }
@@ -155,32 +204,39 @@ mod tests {
         }
     }
 
+    const DENIED: u32 = RET_ERRNO | EPERM;
+
     #[test]
     fn tiocsti_refused_everything_else_allowed() {
         let p = program();
-        let (native, nrs) = arches()[0];
-        let ioctl = nrs[0];
-        assert_eq!(run(&p, native, ioctl, TIOCSTI as u64), RET_ERRNO | EPERM);
-        assert_eq!(run(&p, native, ioctl, TIOCLINUX as u64), RET_ERRNO | EPERM);
+        let native = &abis()[0];
+        let ioctl = native.ioctl[0];
+        assert_eq!(run(&p, native.arch, ioctl, TIOCSTI as u64), DENIED);
+        assert_eq!(run(&p, native.arch, ioctl, TIOCLINUX as u64), DENIED);
         // High bits do not hide the request: the kernel truncates cmd to 32 bits.
         assert_eq!(
-            run(&p, native, ioctl, 0xdead_0000_0000_0000 | TIOCSTI as u64),
-            RET_ERRNO | EPERM
+            run(
+                &p,
+                native.arch,
+                ioctl,
+                0xdead_0000_0000_0000 | TIOCSTI as u64
+            ),
+            DENIED
         );
-        assert_eq!(run(&p, native, ioctl, 0x5413), RET_ALLOW, "TIOCGWINSZ");
-        assert_eq!(run(&p, native, ioctl, 0x5414), RET_ALLOW, "TIOCSWINSZ");
+        assert_eq!(run(&p, native.arch, ioctl, 0x5413), RET_ALLOW, "TIOCGWINSZ");
+        assert_eq!(run(&p, native.arch, ioctl, 0x5414), RET_ALLOW, "TIOCSWINSZ");
         assert_eq!(
-            run(&p, native, 0, TIOCSTI as u64),
+            run(&p, native.arch, 0, TIOCSTI as u64),
             RET_ALLOW,
             "read() with that value is fine"
         );
-        // Every ABI's ioctl is covered.
-        for (arch, nrs) in arches() {
-            for nr in *nrs {
+        for abi in abis() {
+            for nr in abi.ioctl {
                 assert_eq!(
-                    run(&p, *arch, *nr, TIOCSTI as u64),
-                    RET_ERRNO | EPERM,
-                    "{arch:#x}/{nr}"
+                    run(&p, abi.arch, *nr, TIOCSTI as u64),
+                    DENIED,
+                    "{:#x}/{nr}",
+                    abi.arch
                 );
             }
         }
@@ -190,5 +246,24 @@ mod tests {
             "unknown arch refused"
         );
         assert_eq!(program_bytes().len(), p.len() * 8);
+    }
+
+    #[test]
+    fn keyring_syscalls_refused_on_every_abi() {
+        let p = program();
+        for abi in abis() {
+            for nr in abi.denied {
+                assert_eq!(run(&p, abi.arch, *nr, 0), DENIED, "{:#x}/{nr}", abi.arch);
+            }
+            // Neighbouring syscalls are untouched.
+            let last = abi
+                .denied
+                .iter()
+                .copied()
+                .filter(|n| n & X32_BIT == 0)
+                .max()
+                .unwrap();
+            assert_eq!(run(&p, abi.arch, last + 1, 0), RET_ALLOW);
+        }
     }
 }

@@ -369,3 +369,30 @@ fn sandbox_dies_with_the_shadow_even_on_sigkill() {
         assert!(!rest.contains("TIMEOUT"), "{who:?}: {rest}");
     }
 }
+
+#[test]
+fn session_keyring_is_out_of_reach() {
+    if !require("keyring") {
+        return;
+    }
+    let w = World::with_probe("keyring");
+    // Control: outside the sandbox the probe reaches its session keyring.
+    let o = std::process::Command::new(w.root.join("bin/probe"))
+        .args(["--no-chrome", "keyctl"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&o).starts_with("KEYCTL ok"),
+        "control: {}",
+        stdout(&o)
+    );
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "keyctl"]);
+        assert_eq!(
+            stdout(&o).trim(),
+            "KEYCTL errno=Operation not permitted (os error 1)",
+            "{who:?}: {}",
+            stderr(&o)
+        );
+    }
+}
