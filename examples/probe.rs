@@ -2,7 +2,7 @@
 //! /usr/libexec/claude-sandbox/claude, it reports what it can see and do from
 //! inside the sandbox. First argument is always the injected `--no-chrome`.
 //!
-//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `tiocsti`, `keyctl`,
+//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `tiocsti`, `keyctl`, `unix PATH…`,
 //! `shell CMD` (run CMD with /bin/sh -c), `argv`.
 
 use std::collections::BTreeMap;
@@ -146,6 +146,19 @@ fn main() {
                 println!("KEYCTL errno={}", std::io::Error::last_os_error());
             } else {
                 println!("KEYCTL ok id={r}");
+            }
+        }
+        "unix" => {
+            // Connect to each unix socket path and print what it says.
+            for path in &args[1..] {
+                match std::os::unix::net::UnixStream::connect(path) {
+                    Ok(mut s) => {
+                        let mut got = String::new();
+                        let _ = s.read_to_string(&mut got);
+                        println!("{path} REACHED {got}");
+                    }
+                    Err(e) => println!("{path} BLOCKED {e}"),
+                }
             }
         }
         "shell" => {

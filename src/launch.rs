@@ -215,6 +215,11 @@ pub fn execute(
         }
     };
     cmd.env_clear().stderr(Stdio::from(err_w));
+    // §4.3: read-write paths re-resolved and pinned by fd; a swapped symlink aborts.
+    for (fd, num) in recheck(plan)? {
+        map.push((fd.as_raw_fd(), num));
+        owned.push(fd);
+    }
     let map_for_child = map.clone();
     unsafe {
         cmd.pre_exec(move || {
@@ -242,8 +247,6 @@ pub fn execute(
             Ok(())
         });
     }
-    // §4.3: read-write binds re-resolved just before exec; a swapped symlink aborts.
-    recheck(plan)?;
     let mut child = cmd
         .spawn()
         .map_err(|e| setup(format!("cannot start {}: {e}", bwrap.display())))?;
@@ -305,20 +308,40 @@ pub fn execute(
     ))
 }
 
-/// Every read-write bind still resolves where it did when the plan was built.
-pub fn recheck(plan: &Plan) -> anyhow::Result<()> {
+/// §4.3, just before exec: every read-write path must still resolve where it
+/// did when the plan was built. Each is opened (`O_PATH`) and the fd's own
+/// path checked, and bubblewrap binds the fd (`--bind-fd`), not the path: so
+/// it mounts exactly the inode checked here, and a symlink swapped in between
+/// aborts the launch instead of winning.
+pub fn recheck(plan: &Plan) -> anyhow::Result<Vec<(OwnedFd, RawFd)>> {
+    let changed = |b: &plan::RwBind, now: Option<PathBuf>| {
+        setup(format!(
+            "aborting: {} resolved to {} when the sandbox was planned but to {} just before launch (a symlink changed); check who is modifying it",
+            b.requested.display(),
+            b.resolved.display(),
+            now.map_or("nothing".into(), |p| p.display().to_string())
+        ))
+    };
+    let mut fds = Vec::new();
     for b in &plan.rw_binds {
         let now = b.requested.canonicalize().ok();
         if now.as_deref() != Some(b.resolved.as_path()) {
-            return Err(setup(format!(
-                "aborting: {} resolved to {} when the sandbox was planned but to {} just before launch (a symlink changed); check who is modifying it",
-                b.requested.display(),
-                b.resolved.display(),
-                now.map_or("nothing".into(), |p| p.display().to_string())
-            )));
+            return Err(changed(b, now));
         }
+        let fd = nix::fcntl::open(
+            &b.resolved,
+            OFlag::O_PATH | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        .map_err(|_| changed(b, None))?;
+        let opened = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+        if opened.as_deref() != Some(b.resolved.as_path()) {
+            return Err(changed(b, opened));
+        }
+        fds.push((fd, b.fd));
     }
-    Ok(())
+    Ok(fds)
 }
 
 /// `claude-sandbox __shim STDERR_FD READY_FD -- PROGRAM ARGS…`: the first
@@ -398,10 +421,19 @@ mod tests {
         let link = dir.join("ws");
         std::os::unix::fs::symlink(dir.join("project"), &link).unwrap();
         let plan = plan_with(vec![RwBind {
+            fd: crate::plan::FD_RW_BASE,
             requested: link.clone(),
             resolved: link.canonicalize().unwrap(),
         }]);
-        recheck(&plan).unwrap();
+        let fds = recheck(&plan).unwrap();
+        assert_eq!(fds.len(), 1);
+        assert_eq!(fds[0].1, crate::plan::FD_RW_BASE);
+        let target = std::fs::read_link(format!("/proc/self/fd/{}", fds[0].0.as_raw_fd())).unwrap();
+        assert_eq!(
+            target,
+            dir.join("project").canonicalize().unwrap(),
+            "the fd pins the checked directory"
+        );
         // The link now points at a masked location: the launch must not go on.
         std::fs::remove_file(&link).unwrap();
         std::os::unix::fs::symlink(dir.join("secret"), &link).unwrap();

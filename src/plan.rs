@@ -21,6 +21,9 @@ pub const FD_GITCONFIG: i32 = 201;
 pub const FD_RESOLV_CONF: i32 = 202;
 pub const FD_SHIM_STDERR: i32 = 203;
 pub const FD_SHIM_READY: i32 = 204;
+/// Read-write binds are handed over as `O_PATH` fds from this number up
+/// (`--bind-fd`), so bubblewrap mounts exactly the inode that was checked.
+pub const FD_RW_BASE: i32 = 210;
 
 /// System directories that lead `PATH` inside the sandbox.
 pub const SYSTEM_PATH: &[&str] = &[
@@ -96,6 +99,8 @@ pub struct Facts {
 /// A read-write bind whose resolution is checked again just before exec (§4.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RwBind {
+    /// The fd number bubblewrap reads it from (`--bind-fd`).
+    pub fd: i32,
     /// As configured (or the current directory).
     pub requested: PathBuf,
     /// Where it resolved to when the plan was built; what bubblewrap binds.
@@ -352,7 +357,9 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
                 ))
             })?;
         check_rw_root(what, &requested, &resolved, home)?;
+        let fd = FD_RW_BASE + rw_binds.len() as i32;
         rw_binds.push(RwBind {
+            fd,
             requested,
             resolved,
         });
@@ -441,9 +448,9 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
     // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
     for b in &rw_binds {
         a.push([
-            OsStr::new("--bind"),
-            b.resolved.as_os_str(),
-            b.resolved.as_os_str(),
+            OsString::from("--bind-fd"),
+            b.fd.to_string().into(),
+            b.resolved.clone().into_os_string(),
         ]);
     }
     let chdir = if facts.cwd.starts_with(&workspace) {
@@ -810,14 +817,10 @@ pub(crate) mod tests {
             ..Config::default()
         };
         let plan = build(&cfg, &f, &[]).unwrap();
-        let ws = pos(&plan, &["--bind", "/workspaces/app", "/workspaces/app"]);
+        let ws = pos(&plan, &["--bind-fd", "210", "/workspaces/app"]);
         let aw = pos(
             &plan,
-            &[
-                "--bind",
-                "/run/user/1000/podman/podman.sock",
-                "/run/user/1000/podman/podman.sock",
-            ],
+            &["--bind-fd", "211", "/run/user/1000/podman/podman.sock"],
         );
         assert!(pos(&plan, &["--tmpfs", "/run/user"]) < aw);
         assert!(pos(&plan, &["--tmpfs", "/home/dev"]) < ws);
@@ -832,7 +835,8 @@ pub(crate) mod tests {
         f.resolved
             .insert(f.cwd.clone(), Some(PathBuf::from("/srv/real")));
         let plan = build(&Config::default(), &f, &[]).unwrap();
-        assert!(has_seq(&plan, &["--bind", "/srv/real", "/srv/real"]));
+        assert!(has_seq(&plan, &["--bind-fd", "210", "/srv/real"]));
+        assert_eq!(plan.rw_binds[0].resolved, PathBuf::from("/srv/real"));
         assert_eq!(
             plan.rw_binds[0].requested,
             PathBuf::from("/workspaces/link")

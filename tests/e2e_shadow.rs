@@ -396,3 +396,51 @@ fn session_keyring_is_out_of_reach() {
         );
     }
 }
+
+/// Root shell lines for the world's mount namespace: a private /run holding a
+/// listening unix socket (a stand-in for the Docker socket) that answers
+/// `TOKEN` to each connection for at most 20 s.
+fn run_socket_setup(path: &str) -> String {
+    format!(
+        "mount -t tmpfs tmpfs /run\n\
+         python3 -c 'import socket,os,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1],0o777); s.listen(8); s.settimeout(20)\n\
+         while True:\n    c,_=s.accept(); c.sendall(b\"TOKEN\"); c.close()' {path} >/dev/null 2>&1 &\n\
+         for i in $(seq 50); do [ -S {path} ] && break; sleep 0.1; done\n"
+    )
+}
+
+#[test]
+fn sockets_under_run_are_masked_unless_allowed() {
+    if !require("run_sockets") {
+        return;
+    }
+    let sock = "/run/csb-docker.sock";
+    for (conf, expect) in [
+        ("egress-jail = 0\n", "BLOCKED"),
+        (
+            "egress-jail = 0\nallow-write = /run/csb-docker.sock\n",
+            "REACHED TOKEN",
+        ),
+    ] {
+        let w = World::new("runsock");
+        w.install_by_hand(&w.root.join("bin/probe"), conf);
+        for who in BOTH {
+            let o = w
+                .command_with_setup(
+                    who,
+                    &w.workspace(who),
+                    &run_socket_setup(sock),
+                    &[],
+                    &["claude", "unix", sock],
+                )
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+            assert!(
+                stdout(&o).starts_with(&format!("{sock} {expect}")),
+                "{who:?} with {conf:?}: {}",
+                stdout(&o)
+            );
+        }
+    }
+}
