@@ -291,8 +291,11 @@ pub fn execute(
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     std::thread::spawn(move || loop {
         if let Ok(sig @ (Signal::SIGTERM | Signal::SIGHUP)) = forwarded_signals().wait() {
-            // bubblewrap dies of it; the sandbox dies with bubblewrap.
-            let _ = nix::sys::signal::kill(pid, sig);
+            // The real binary gets the signal itself, so it can restore the
+            // terminal and save its state. Failing that, bubblewrap gets it,
+            // and the sandbox dies with bubblewrap.
+            let target = sandbox_program(pid).unwrap_or(pid);
+            let _ = nix::sys::signal::kill(target, sig);
         }
     });
     let status = loop {
@@ -306,6 +309,22 @@ pub fn execute(
             .code()
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
     ))
+}
+
+/// The program the sandbox runs, seen from the host: bubblewrap (our child;
+/// or the jail holder, which execs it) has one child, the sandbox's PID 1,
+/// whose one child is the shim, which execs the real binary in place.
+pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
+    let only_child = |p: i32| -> Option<i32> {
+        let text = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).ok()?;
+        let mut kids = text.split_whitespace().filter_map(|k| k.parse().ok());
+        match (kids.next(), kids.next()) {
+            (Some(k), None) => Some(k),
+            _ => None,
+        }
+    };
+    let init = only_child(bwrap.as_raw())?;
+    only_child(init).map(nix::unistd::Pid::from_raw)
 }
 
 /// §4.3, just before exec: every read-write path must still resolve where it
