@@ -29,6 +29,22 @@ use crate::{host, inside, jail, paths};
 /// Where bubblewrap is looked for (never through `PATH`).
 const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
 
+/// The way out when the sandbox cannot be built, named in every such message:
+/// never a silent fallback, an explicit operator decision instead.
+pub fn escape_hatch() -> String {
+    format!(
+        "claude will not run unsandboxed by itself; an operator who accepts that can create {} and run {} directly",
+        paths::ALLOW_UNWRAPPED,
+        paths::REAL_CLAUDE
+    )
+}
+
+fn is_executable_file(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// The shadow: `claude ARGS…` (SPEC §2). Returns the exit status.
 pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     // 1. Recursion: inside the sandbox, run the real binary directly.
@@ -116,9 +132,9 @@ pub fn preflight() -> anyhow::Result<PathBuf> {
     let bwrap = BWRAP_CANDIDATES
         .iter()
         .map(PathBuf::from)
-        .find(|p| p.exists())
+        .find(|p| is_executable_file(p))
         .ok_or_else(|| {
-            setup("bubblewrap (bwrap) is not installed; install it: sudo apt-get install bubblewrap (Debian/Ubuntu). claude will not run unsandboxed")
+            setup(format!("bubblewrap (bwrap) is not installed; install it: sudo apt-get install bubblewrap (Debian/Ubuntu). {}", escape_hatch()))
         })?;
     userns_available()?;
     Ok(bwrap)
@@ -132,12 +148,12 @@ pub fn userns_available() -> anyhow::Result<()> {
             .map(|s| s.trim().to_string())
     };
     if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
-        return Err(setup("user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); enable them: sysctl -w user.max_user_namespaces=15000. claude will not run unsandboxed"));
+        return Err(setup(format!("user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0); enable them: sudo sysctl -w user.max_user_namespaces=15000. {}", escape_hatch())));
     }
     if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
         && !nix::unistd::geteuid().is_root()
     {
-        return Err(setup("unprivileged user namespaces are disabled (/proc/sys/kernel/unprivileged_userns_clone is 0); enable them: sysctl -w kernel.unprivileged_userns_clone=1. claude will not run unsandboxed"));
+        return Err(setup(format!("unprivileged user namespaces are disabled (/proc/sys/kernel/unprivileged_userns_clone is 0); enable them: sudo sysctl -w kernel.unprivileged_userns_clone=1. {}", escape_hatch())));
     }
     Ok(())
 }

@@ -444,3 +444,48 @@ fn sockets_under_run_are_masked_unless_allowed() {
         }
     }
 }
+
+#[test]
+fn missing_prerequisites_refuse_with_fix_and_escape_hatch() {
+    if !require("prerequisites") {
+        return;
+    }
+    let w = World::with_probe("prereq");
+    std::fs::write(w.root.join("bin/zero"), "0\n").unwrap();
+    std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
+    let r = w.root.display().to_string();
+    for (setup, fix) in [
+        (format!("mount --bind {r}/bin/not-exec /usr/bin/bwrap"), "apt-get install bubblewrap"),
+        (format!("mount --bind {r}/bin/zero /proc/sys/user/max_user_namespaces"), "user.max_user_namespaces"),
+        (
+            format!("mount -t tmpfs tmpfs /usr/libexec/claude-sandbox && cp {r}/bin/claude-sandbox /usr/libexec/claude-sandbox/"),
+            "/usr/libexec/claude-sandbox/claude (the real Claude Code binary) is missing",
+        ),
+    ] {
+        for who in BOTH {
+            let o = w.command_with_setup(who, &w.workspace(who), &setup, &[], &["claude", "report"]).output().unwrap();
+            let err = stderr(&o);
+            assert!(!o.status.success(), "{who:?} {setup}: ran anyway");
+            assert!(stdout(&o).is_empty(), "{who:?} {setup}: the probe ran");
+            assert_eq!(err.lines().count(), 1, "{who:?}: one line: {err}");
+            assert!(err.contains(fix), "{who:?} {setup}: {err}");
+        }
+    }
+    // bubblewrap and user namespaces: the fix plus the explicit escape hatch.
+    let o = w
+        .command_with_setup(
+            Who::User,
+            &w.workspace(Who::User),
+            &format!("mount --bind {r}/bin/not-exec /usr/bin/bwrap"),
+            &[],
+            &["claude"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        stderr(&o).contains("/etc/claude-code/allow-unwrapped"),
+        "{}",
+        stderr(&o)
+    );
+}
