@@ -65,6 +65,12 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         );
         assert_eq!(r["no_new_privs"], "1");
         assert_eq!(r["cap_eff"], "0000000000000000");
+        let host_pid_ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+        assert_ne!(
+            r["pid_ns"],
+            host_pid_ns.to_string_lossy().as_ref(),
+            "{who:?}: nested PID namespace"
+        );
         assert_eq!(
             r["sig_blk"], "0000000000000000",
             "{who:?}: the real binary starts with no blocked signal"
