@@ -133,6 +133,11 @@ impl World {
             n
         ));
         let _ = std::fs::remove_dir_all(&root);
+        // The World exists (and so is removed on drop) before anything can panic.
+        let w = World {
+            root: root.clone(),
+            keep: std::env::var_os("CSB_KEEP_WORLDS").is_some(),
+        };
         for d in ["bin", "ov", "homes", "ws"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
@@ -142,10 +147,6 @@ impl World {
         }
         std::fs::copy(our_binary(), root.join("bin/claude-sandbox")).unwrap();
         std::fs::copy(probe_binary(), root.join("bin/probe")).unwrap();
-        let w = World {
-            root,
-            keep: std::env::var_os("CSB_KEEP_WORLDS").is_some(),
-        };
         // The test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
             "useradd -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
