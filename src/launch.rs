@@ -222,8 +222,16 @@ pub fn execute(
     map.push((keep_stderr.as_raw_fd(), plan::FD_SHIM_STDERR));
     map.push((ready_w.as_raw_fd(), plan::FD_SHIM_READY));
 
-    let mut cmd = match &jail {
-        Some(j) => j.command(bwrap, &plan.bwrap_args),
+    let mut jail = jail;
+    let mut cmd = match jail.as_deref_mut() {
+        Some(j) => {
+            let (c, fds) = j.command(bwrap, &plan.bwrap_args)?;
+            for (fd, num) in fds {
+                map.push((fd.as_raw_fd(), num));
+                owned.push(fd);
+            }
+            c
+        }
         None => {
             let mut c = Command::new(bwrap);
             c.args(&plan.bwrap_args);

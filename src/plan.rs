@@ -371,6 +371,10 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
     a.push([
         "--die-with-parent",
         "--unshare-user",
+        "--uid",
+        &facts.uid.to_string(),
+        "--gid",
+        &facts.gid.to_string(),
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",

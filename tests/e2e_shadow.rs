@@ -229,29 +229,6 @@ fn real_claude_version_through_the_shadow() {
 }
 
 #[test]
-fn jail_on_without_jail_support_refuses() {
-    if !require("jail_on_refuses") {
-        return;
-    }
-    let w = World::with_probe("jailon");
-    let o = w.run(
-        Who::Root,
-        &[("CLAUDE_SANDBOX_EGRESS_JAIL", "1")],
-        &["claude", "report"],
-    );
-    if o.status.success() {
-        // The jail exists in this build: it ran jailed, which is the point.
-        return;
-    }
-    assert!(stdout(&o).is_empty(), "the probe must not run unjailed");
-    assert!(
-        stderr(&o).contains("CLAUDE_SANDBOX_EGRESS_JAIL=0"),
-        "{}",
-        stderr(&o)
-    );
-}
-
-#[test]
 fn refused_fresh_proc_falls_back_to_host_proc_read_only() {
     if !require("proc_fallback") {
         return;

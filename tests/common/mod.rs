@@ -338,6 +338,15 @@ impl World {
     }
 }
 
+/// Run `cmd` inside the network namespace `ns` (created by the test).
+pub fn in_netns(ns: &str, cmd: &Command) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    c
+}
+
 /// Quote for a POSIX shell.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))

@@ -1,0 +1,388 @@
+//! End-to-end: the egress jail (issue #3) on a private site network built by
+//! `../shared/testnet/lan.sh` in namespaces this test creates. Every packet
+//! stays between those namespaces.
+
+mod common;
+use common::*;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static NETS: AtomicUsize = AtomicUsize::new(0);
+
+fn testnet(file: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/testnet")
+        .join(file);
+    assert!(
+        p.exists(),
+        "{} missing (shared/ must sit beside the repository)",
+        p.display()
+    );
+    p
+}
+
+/// A private site network; torn down on drop, listeners included.
+struct Lan {
+    prefix: String,
+    host: String,
+    lan: String,
+    listeners: Vec<Child>,
+}
+
+impl Lan {
+    fn up() -> Lan {
+        let prefix = format!(
+            "cj{}x{}",
+            std::process::id() % 100_000,
+            NETS.fetch_add(1, Ordering::SeqCst)
+        );
+        let out = Command::new("bash")
+            .arg(testnet("lan.sh"))
+            .args(["up", &prefix])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lan.sh up: {}", stderr(&out));
+        Lan {
+            host: format!("{prefix}-host"),
+            lan: format!("{prefix}-lan"),
+            prefix,
+            listeners: Vec::new(),
+        }
+    }
+
+    /// Start a bounded netprobe listener in namespace `ns`.
+    fn listen(&mut self, ns: &str, args: &[&str]) {
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.listeners.push(child);
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        for c in &mut self.listeners {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("bash")
+            .arg(testnet("lan.sh"))
+            .args(["down", &self.prefix])
+            .output();
+    }
+}
+
+/// Every destination of acceptance line 1, with what it answers.
+const INTERNET: &str = "203.0.113.10:8080";
+const BLOCKED: &[&str] = &[
+    "10.77.0.1:8080",       // the gateway's own service
+    "10.77.0.9:8080",       // LAN host on the connected subnet
+    "172.16.5.9:8080",      // RFC1918
+    "192.168.5.9:8080",     // RFC1918
+    "100.64.5.9:8080",      // CGNAT
+    "169.254.169.254:8080", // metadata
+    "[fd77::1]:8080",       // IPv6
+    "127.0.0.1:9090",       // the devcontainer's own loopback service
+    "10.77.0.1:9090",       // that service through the gateway address
+];
+
+/// A world whose probe reaches netprobe.py (copied where the sandbox can read it).
+fn jail_world(name: &str, conf: &str) -> World {
+    let w = World::new(name);
+    w.install_by_hand(&w.root.join("bin/probe"), conf);
+    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
+    w
+}
+
+/// Root lines that give the world's mount namespace this resolv.conf.
+fn resolv(nameserver: &str) -> String {
+    format!("rm -f /etc/resolv.conf && echo 'nameserver {nameserver}' > /etc/resolv.conf\n")
+}
+
+/// Run netprobe inside the sandbox (`claude shell …`) in the LAN's host namespace.
+fn probe_net(
+    w: &World,
+    lan: &Lan,
+    who: Who,
+    setup: &str,
+    env: &[(&str, &str)],
+    netprobe_args: &str,
+) -> std::process::Output {
+    let script = format!(
+        "python3 {}/bin/netprobe.py {netprobe_args}",
+        w.root.display()
+    );
+    let cmd = w.command_with_setup(
+        who,
+        &w.workspace(who),
+        setup,
+        env,
+        &["claude", "shell", &script],
+    );
+    in_netns(&lan.host, &cmd).output().unwrap()
+}
+
+fn start_services(lan: &mut Lan) {
+    let (l, h) = (lan.lan.clone(), lan.host.clone());
+    lan.listen(&l, &["serve", "[::]:8080", "LAN", "120"]);
+    lan.listen(&h, &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", "120"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+fn reached(out: &str, target: &str) -> bool {
+    out.lines()
+        .any(|l| l.starts_with(&format!("{target} REACHED")))
+}
+
+#[test]
+fn jail_reaches_the_internet_and_nothing_internal() {
+    if !require("jail_matrix") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let w = jail_world("jail", "");
+    let all: Vec<&str> = std::iter::once(INTERNET)
+        .chain(BLOCKED.iter().copied())
+        .collect();
+    // Control: outside the sandbox, in the same namespace, everything answers —
+    // so each BLOCKED below is the jail's doing. (The loopback service "through
+    // the gateway address" is a path pasta would open by default; there is no
+    // pasta in the control.)
+    let control_targets: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|t| *t != "10.77.0.1:9090")
+        .collect();
+    let control = Command::new("ip")
+        .args(["netns", "exec", &lan.host, "python3"])
+        .arg(testnet("netprobe.py"))
+        .arg("connect")
+        .args(&control_targets)
+        .output()
+        .unwrap();
+    for t in &control_targets {
+        assert!(
+            reached(&stdout(&control), t),
+            "control could not reach {t}: {}",
+            stdout(&control)
+        );
+    }
+    let setup = resolv("127.0.0.53");
+    for who in BOTH {
+        let o = probe_net(
+            &w,
+            &lan,
+            who,
+            &setup,
+            &[],
+            &format!("connect {}", all.join(" ")),
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            reached(&out, INTERNET),
+            "{who:?}: internet unreachable: {out}"
+        );
+        for t in BLOCKED {
+            assert!(!reached(&out, t), "{who:?}: reached {t}: {out}");
+            assert!(
+                out.contains(&format!("{t} BLOCKED")),
+                "{who:?}: {t} not tried: {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn allow_ip_opens_exactly_that_host() {
+    if !require("jail_allow_ip") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let w = jail_world("jailallow", "allow-ip = 10.77.0.9\n");
+    let all: Vec<&str> = std::iter::once(INTERNET)
+        .chain(BLOCKED.iter().copied())
+        .collect();
+    for who in BOTH {
+        let o = probe_net(
+            &w,
+            &lan,
+            who,
+            &resolv("127.0.0.53"),
+            &[],
+            &format!("connect {}", all.join(" ")),
+        );
+        let out = stdout(&o);
+        assert!(
+            reached(&out, "10.77.0.9:8080"),
+            "{who:?}: allow-ip host unreachable: {out}"
+        );
+        assert!(reached(&out, INTERNET), "{who:?}: {out}");
+        for t in BLOCKED.iter().filter(|t| **t != "10.77.0.9:8080") {
+            assert!(
+                !reached(&out, t),
+                "{who:?}: allow-ip 10.77.0.9 also opened {t}: {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
+    if !require("jail_dns") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let (l, h) = (lan.lan.clone(), lan.host.clone());
+    // A stub resolver on the devcontainer's loopback (like systemd-resolved),
+    // and a routable one on the gateway host; both answer 203.0.113.10.
+    lan.listen(&h, &["dns", "127.0.0.53", "120"]);
+    lan.listen(&l, &["dns", "10.77.0.1", "120"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let w = jail_world("jaildns", "");
+    for who in BOTH {
+        for ns in ["127.0.0.53", "10.77.0.1"] {
+            let o = probe_net(&w, &lan, who, &resolv(ns), &[], "resolve example.test");
+            assert_eq!(
+                stdout(&o).trim(),
+                "203.0.113.10",
+                "{who:?} with nameserver {ns}: {}{}",
+                stdout(&o),
+                stderr(&o)
+            );
+        }
+    }
+    // The routable resolver really is the one asked: without it, no answer.
+    for c in &mut lan.listeners {
+        let _ = c.kill();
+    }
+    let o = probe_net(
+        &w,
+        &lan,
+        Who::Root,
+        &resolv("10.77.0.1"),
+        &[],
+        "resolve example.test",
+    );
+    assert!(stdout(&o).starts_with("NORESOLVE"), "{}", stdout(&o));
+}
+
+#[test]
+fn routes_cannot_be_changed_from_inside() {
+    if !require("jail_eperm") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = jail_world("jaileperm", "");
+    for who in BOTH {
+        let script = "for c in 'route add 1.2.3.4/32 dev lo' 'route del default' 'route del blackhole 10.0.0.0/8' 'link add x0 type dummy'; do \
+                      ip $c 2>&1 | head -1; done";
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            &resolv("127.0.0.53"),
+            &[],
+            &["claude", "shell", script],
+        );
+        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let out = stdout(&o);
+        assert_eq!(
+            out.matches("Operation not permitted").count(),
+            4,
+            "{who:?}: {out}{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn jail_off_by_config_or_env_and_env_wins() {
+    if !require("jail_switch") {
+        return;
+    }
+    let lan = Lan::up();
+    // The jail shows as a blackhole route; without it the host's table is seen.
+    let jailed = |w: &World, env: &[(&str, &str)]| -> bool {
+        let cmd = w.command_with_setup(
+            Who::User,
+            &w.workspace(Who::User),
+            &resolv("127.0.0.53"),
+            env,
+            &["claude", "shell", "ip route"],
+        );
+        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).contains("blackhole 10.0.0.0/8")
+    };
+    let off = jail_world("jailoff", "egress-jail = 0\n");
+    assert!(!jailed(&off, &[]), "config egress-jail = 0");
+    assert!(
+        jailed(&off, &[("CLAUDE_SANDBOX_EGRESS_JAIL", "1")]),
+        "env =1 wins over config = 0"
+    );
+    let on = jail_world("jailon", "");
+    assert!(jailed(&on, &[]), "on by default");
+    assert!(
+        !jailed(&on, &[("CLAUDE_SANDBOX_EGRESS_JAIL", "0")]),
+        "env =0"
+    );
+}
+
+#[test]
+fn each_missing_prerequisite_refuses_before_the_probe_runs() {
+    if !require("jail_prereqs") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = jail_world("jailprereq", "");
+    let r = w.root.display().to_string();
+    std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
+    let cases: Vec<(String, Vec<(&str, &str)>, &str)> = vec![
+        (
+            format!("mount --bind {r}/bin/not-exec /usr/bin/pasta"),
+            vec![],
+            "pasta is not installed",
+        ),
+        (
+            "mount -t tmpfs tmpfs /dev/net".into(),
+            vec![],
+            "/dev/net/tun does not exist",
+        ),
+        (
+            String::new(),
+            vec![("CLAUDE_SANDBOX_TEST_MUTATION", "pasta-attach-fails")],
+            "pasta could not attach",
+        ),
+        (
+            String::new(),
+            vec![("CLAUDE_SANDBOX_TEST_MUTATION", "route-step-fails")],
+            "route step failed",
+        ),
+    ];
+    for (setup, env, what) in &cases {
+        for who in BOTH {
+            let setup = format!("{}{setup}\n", resolv("127.0.0.53"));
+            let cmd =
+                w.command_with_setup(who, &w.workspace(who), &setup, env, &["claude", "report"]);
+            let o = in_netns(&lan.host, &cmd).output().unwrap();
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(125), "{who:?} {what}: {err}");
+            assert!(stdout(&o).is_empty(), "{who:?} {what}: the probe ran");
+            assert_eq!(err.lines().count(), 1, "{who:?}: one line: {err}");
+            assert!(err.contains(what), "{who:?}: {err}");
+            assert!(
+                err.contains("CLAUDE_SANDBOX_EGRESS_JAIL=0"),
+                "{who:?}: no escape hatch named: {err}"
+            );
+        }
+    }
+}
