@@ -346,7 +346,8 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
     let w = jail_world("jailprereq", "");
     let r = w.root.display().to_string();
     std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
-    let cases: Vec<(String, Vec<(&str, &str)>, &str)> = vec![
+    type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             format!("mount --bind {r}/bin/not-exec /usr/bin/pasta"),
             vec![],
