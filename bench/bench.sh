@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# just bench: whole-process launch timings with hyperfine, in one run:
+#   direct   the real `claude --version`
+#   jail off `claude --version` through the shadow, CLAUDE_SANDBOX_EGRESS_JAIL=0
+#   jail on  `claude --version` through the shadow (the default)
+#   floor    a minimal hand-written equivalent: holder namespace (unshare -rn)
+#            + pasta attach + `bwrap … /bin/true`
+# Budget (issue #3): the shadow's added latency with the jail on
+# (jail on − direct) is at most 1.5× the floor.
+#
+# Runs as root, entirely inside a private site network (../shared/testnet/lan.sh
+# namespaces) and a private mount namespace with overlays over /etc,
+# /usr/libexec and /usr/local/bin: the machine is unchanged afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=PATH,CSB_REAL_CLAUDE bash "$0" "$@"
+command -v hyperfine >/dev/null || { echo "bench: hyperfine missing: sudo apt-get install hyperfine" >&2; exit 1; }
+real="${CSB_REAL_CLAUDE:-/opt/csb-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude}"
+[ -x "$real" ] || { echo "bench: real Claude Code not found at $real (bash scripts/test.sh installs it)" >&2; exit 1; }
+lan="$repo/../shared/testnet/lan.sh"
+[ -f "$lan" ] || lan="$repo/tests/testnet/lan.sh"
+
+cargo build --release --quiet
+work=$(mktemp -d /var/tmp/csb-bench-XXXXXX)
+prefix="csbb$$"
+cleanup() { bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+bash "$lan" up "$prefix" >/dev/null
+chmod 755 "$work"; mkdir -p "$work/home" "$work/ws" "$work/ov"
+cp target/release/claude-sandbox "$work/claude-sandbox"
+
+cat > "$work/floor.sh" <<'FLOOR'
+#!/bin/bash
+# The floor: what any jail must do at least, written by hand.
+d=$(mktemp -d); mkfifo "$d/ready" "$d/go"
+unshare -rn bash -c "echo > $d/ready; read _ < $d/go; exec bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true" &
+h=$!
+read _ < "$d/ready"
+pasta --config-net -4 --no-map-gw -t none -u none -T none -U none -q --runas 0:0 -l "$d/log" "$h"
+echo > "$d/go"
+wait "$h"; rc=$?; rm -rf "$d"; exit $rc
+FLOOR
+
+cat > "$work/inner.sh" <<INNER
+set -e
+for d in etc usr/libexec usr/local/bin; do
+    k=\${d//\//_}; mkdir -p $work/ov/up/\$k $work/ov/wk/\$k
+    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$work/ov/up/\$k,workdir=$work/ov/wk/\$k /\$d
+done
+mkdir -p /usr/libexec/claude-sandbox
+install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
+cp "$real" /usr/libexec/claude-sandbox/claude
+ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude
+install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
+rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
+[ -x /usr/libexec/claude-sandbox/claude-sandbox ] && /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
+cd $work/ws
+export HOME=$work/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
+hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
+    -n direct "/usr/libexec/claude-sandbox/claude --version" \\
+    -n "jail off" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
+    -n "jail on" "/usr/local/bin/claude --version" \\
+    -n floor "bash $work/floor.sh"
+INNER
+ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
+
+python3 - "$work/result.json" <<'PY'
+import json, sys, platform, os
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+ms = lambda k: r[k]["mean"] * 1000
+sd = lambda k: r[k]["stddev"] * 1000
+direct, off, on, floor = ms("direct"), ms("jail off"), ms("jail on"), ms("floor")
+print()
+print(f"machine: {os.cpu_count()} cores, {platform.machine()}, kernel {platform.release()}")
+print(f"{'':26}{'mean':>10}{'± σ':>9}")
+for k in ["direct", "jail off", "jail on", "floor"]:
+    print(f"{k:26}{ms(k):8.1f} ms{sd(k):6.1f} ms")
+print(f"added latency, jail off:  {off - direct:8.1f} ms")
+print(f"added latency, jail on:   {on - direct:8.1f} ms")
+ratio = (on - direct) / floor
+print(f"jail on added / floor:    {ratio:8.2f}x   (budget 1.50x: {'OK' if ratio <= 1.5 else 'OVER'})")
+PY
