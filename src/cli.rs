@@ -40,7 +40,7 @@ pub enum Cmd {
     /// Install the sandbox on this machine (as root).
     Install(install::Args),
     /// Remove what `install` placed and restore the real binary.
-    Uninstall(install::Args),
+    Uninstall(install::UninstallArgs),
     /// Explain what is and is not in place.
     Doctor(doctor::Args),
     /// Claude Code hooks of the integrity guard.
@@ -57,6 +57,9 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     let name = Path::new(&argv0).file_name().unwrap_or_default();
     if name == "claude" {
         return launch::shadow_main(&argv[1..]);
+    }
+    if name == "claude-wrapper" {
+        return launch::wrapper_main(&argv[1..]);
     }
     // The shim runs on every launch inside the sandbox: no argument parser.
     if argv.get(1).is_some_and(|a| a == "__shim") {
@@ -81,7 +84,7 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         Cmd::Run { args } => launch::shadow_main(&args),
         Cmd::Plan { args } => print_plan(&args),
         Cmd::Install(a) => install::main(&a),
-        Cmd::Uninstall(a) => install::main(&a),
+        Cmd::Uninstall(a) => install::uninstall(&a),
         Cmd::Doctor(a) => doctor::main(&a),
         Cmd::Hook(a) => hooks::main(&a),
         Cmd::Verify(a) => verify::main(&a),

@@ -69,6 +69,37 @@ pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     launch(&cfg, args)
 }
 
+/// `CLAUDE_CODE_PROCESS_WRAPPER` entry (SPEC §6), installed as
+/// `/usr/libexec/claude-sandbox/claude-wrapper`: Claude Code runs it as
+/// `claude-wrapper BINARY ARGS…` for the processes it starts from its own
+/// binary. Only the pinned real binary is accepted; it is then launched
+/// exactly as the shadow launches it (inside the sandbox: directly).
+pub fn wrapper_main(args: &[OsString]) -> anyhow::Result<i32> {
+    let Some((program, rest)) = args.split_first() else {
+        return Err(crate::error::bad_input(
+            "claude-wrapper: usage: claude-wrapper CLAUDE_BINARY [ARGS…]",
+        ));
+    };
+    if !same_file(Path::new(program), Path::new(paths::REAL_CLAUDE)) {
+        return Err(setup(format!(
+            "claude-wrapper: refusing to launch {}: only the pinned Claude Code binary {} is launched through the sandbox wrapper",
+            Path::new(program).display(),
+            paths::REAL_CLAUDE
+        )));
+    }
+    shadow_main(rest)
+}
+
+/// Whether `a` and `b` are the same file (inside the sandbox the real binary
+/// is also bound at `$HOME/.local/bin/claude`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (a.metadata(), b.metadata()) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// Build the sandbox for `cfg` and run the real binary in it.
 pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let bwrap = preflight()?;

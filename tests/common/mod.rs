@@ -245,7 +245,8 @@ impl World {
              install -m 0755 {real} /usr/libexec/claude-sandbox/claude\n\
              ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude\n\
              install -m 0644 {gitconfig} /etc/claude-gitconfig\n\
-             install -m 0644 {r}/bin/conf /etc/claude-sandbox.conf\n",
+             install -m 0644 {r}/bin/conf /etc/claude-sandbox.conf\n\
+             /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null\n",
             real = real.display(),
             gitconfig = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("etc/claude-gitconfig")
