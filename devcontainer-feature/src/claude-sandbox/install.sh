@@ -1,0 +1,71 @@
+#!/bin/sh
+# devcontainer feature install script for claude-sandbox (runs as root during
+# the image build; no Rust toolchain needed: the binary ships prebuilt, static).
+# Options arrive as upper-cased environment variables.
+set -eu
+
+say() { printf 'claude-sandbox feature: %s\n' "$*"; }
+die() { printf 'claude-sandbox feature: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (it is a devcontainer feature install script)"
+
+. /etc/os-release 2>/dev/null || die "no /etc/os-release: only Debian and Ubuntu bases are supported"
+case " ${ID:-} ${ID_LIKE:-} " in
+    *" debian "*|*" ubuntu "*) ;;
+    *) die "only Debian and Ubuntu bases are supported (this is '${ID:-unknown}'); bubblewrap and passt come from their packages" ;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+case "$(uname -m)" in
+    x86_64|amd64) bin="$here/claude-sandbox-x86_64" ;;
+    aarch64|arm64) bin="$here/claude-sandbox-aarch64" ;;
+    *) die "unsupported architecture $(uname -m)" ;;
+esac
+[ -x "$bin" ] || die "$bin is missing from the feature; it was packaged without its binary (just feature)"
+
+EGRESSJAIL="${EGRESSJAIL:-true}"
+ALLOWIP="${ALLOWIP:-}"
+ALLOWWRITE="${ALLOWWRITE:-}"
+PASSENV="${PASSENV:-}"
+NOFORGE="${NOFORGE:-false}"
+WORKSPACEROOT="${WORKSPACEROOT:-}"
+CLAUDEVERSION="${CLAUDEVERSION:-2.1.330}"
+CLAUDESOURCE="${CLAUDESOURCE:-npm}"
+user="${_REMOTE_USER:-root}"
+
+say "installing packages"
+export DEBIAN_FRONTEND=noninteractive
+pkgs="bubblewrap passt iproute2 git ca-certificates"
+if [ "$CLAUDESOURCE" = npm ] && ! command -v npm >/dev/null 2>&1; then
+    pkgs="$pkgs npm"
+fi
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+
+# The configuration, from the options (validated by the installer).
+conf=$(mktemp)
+trap 'rm -f "$conf"' EXIT
+{
+    echo "# /etc/claude-sandbox.conf, written by the claude-sandbox devcontainer feature"
+    [ "$EGRESSJAIL" = false ] && echo "egress-jail = 0"
+    [ "$NOFORGE" = true ] && echo "no-forge"
+    [ -n "$WORKSPACEROOT" ] && echo "workspace-root = $WORKSPACEROOT"
+    [ -n "$PASSENV" ] && echo "pass-env = $PASSENV"
+    for ip in $(printf '%s' "$ALLOWIP" | tr ',' ' '); do echo "allow-ip = $ip"; done
+    for p in $(printf '%s' "$ALLOWWRITE" | tr ',' ' '); do echo "allow-write = $p"; done
+} > "$conf"
+
+set -- install --no-packages --config "$conf" --user "$user"
+case "$CLAUDESOURCE" in
+    npm) set -- "$@" --claude-version "$CLAUDEVERSION" ;;
+    existing)
+        home=$(getent passwd "$user" | cut -d: -f6)
+        [ -x "$home/.local/bin/claude" ] || [ -x /usr/libexec/claude-sandbox/claude ] \
+            || die "claudeSource is 'existing' but $home/.local/bin/claude does not exist"
+        ;;
+    *) die "claudeSource must be npm or existing, not '$CLAUDESOURCE'" ;;
+esac
+say "installing claude-sandbox for user $user"
+"$bin" "$@"
+say "done; \`claude\` now runs sandboxed (check: claude-sandbox doctor)"
