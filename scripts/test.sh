@@ -37,7 +37,10 @@ cargo --version
 
 step "Real Claude Code $CLAUDE_CODE_VERSION (npm registry) for the end-to-end tests"
 real="$CLAUDE_CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
-have="$(cat "$CLAUDE_CACHE/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' | head -1)"
+# (No pipeline here: under pipefail a missing cache would end the script silently.)
+have=""
+pkg="$CLAUDE_CACHE/node_modules/@anthropic-ai/claude-code/package.json"
+[ -f "$pkg" ] && have="$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$pkg" | head -1)"
 if [ ! -x "$real" ] || [ "$have" != "$CLAUDE_CODE_VERSION" ]; then
     mkdir -p "$CLAUDE_CACHE"
     npm install --prefix "$CLAUDE_CACHE" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
