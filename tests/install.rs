@@ -433,6 +433,13 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         return;
     }
     let Some(real) = real_claude() else { return };
+    // What this machine's own root home holds where the installer writes for root.
+    let machine_root = [
+        "/root/.claude.json",
+        "/root/.config/gh",
+        "/root/.config/glab-cli",
+    ];
+    let before: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
     let w = World::new("fullinstall");
     for who in BOTH {
         let o = w.run_root_raw(&format!(
@@ -463,8 +470,15 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
             stderr(&o)
         );
     }
-    // The world's overlays took every write: this machine has no shadow.
+    // The world's overlays took every write: this machine has no shadow, and
+    // the install for root went to the world's root home, not to /root.
     assert!(!Path::new("/usr/libexec/claude-sandbox").exists());
+    assert!(w.home(Who::Root).join(".claude.json").exists());
+    let after: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
+    assert_eq!(
+        before, after,
+        "the install touched this machine's {machine_root:?}"
+    );
 }
 
 #[test]

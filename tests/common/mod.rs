@@ -147,6 +147,8 @@ impl World {
         }
         std::fs::copy(our_binary(), root.join("bin/claude-sandbox")).unwrap();
         std::fs::copy(probe_binary(), root.join("bin/probe")).unwrap();
+        // Every prelude binds the world's root home over /root: it must exist first.
+        std::fs::create_dir_all(w.home(Who::Root)).unwrap();
         // The test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
             "useradd -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
@@ -219,6 +221,10 @@ impl World {
                  mount -t overlay overlay -o lowerdir=/{d},upperdir={r}/ov/up/{key},workdir={r}/ov/wk/{key} /{d}\n"
             ));
         }
+        // root's home in the user database stays /root: the world's own root
+        // home is bound over it, so an install `--user root` (which resolves
+        // the home from passwd) writes into the world, never this machine's /root.
+        s.push_str(&format!("mount --bind {r}/homes/root /root\n"));
         s
     }
 
