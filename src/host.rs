@@ -71,6 +71,14 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
         run_sockets: run_sockets(),
         resolved,
         proc_mode,
+        launcher_ns: crate::verify::NS_KINDS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), crate::verify::ns_inode(k)?)))
+            .collect(),
+        host_loopback_tcp: crate::verify::loopback_listeners(
+            &std::fs::read_to_string("/proc/net/tcp").unwrap_or_default(),
+            &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default(),
+        ),
     })
 }
 

@@ -290,6 +290,9 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         integrity::pin_text(&pin).as_bytes(),
         0o644,
     )?;
+    // The launch record's mount point: empty outside; each launch binds what
+    // it knew over it, read-only, for `verify` inside (§7).
+    ctx.file(&ctx.at(paths::LAUNCH_RECORD), b"", 0o644)?;
     // The wrapper entry (§6) and the shadow.
     symlink(&mut ctx, paths::SELF_BIN, hooks::WRAPPER)?;
     let shadow = ctx.at(paths::SHADOW);

@@ -231,6 +231,8 @@ fn missing(what: &str, fix: &str) -> anyhow::Error {
 #[derive(Debug)]
 pub struct Jail {
     plan: JailPlan,
+    /// The host's connected subnets (blackholed inside; for the launch record).
+    connected: Vec<(Ipv4Addr, u8)>,
     pasta: PathBuf,
     ip: PathBuf,
     /// Our ends of the holder's pipes for the current attempt.
@@ -293,6 +295,7 @@ impl Jail {
         }
         Ok(Jail {
             plan,
+            connected: routes.connected.clone(),
             pasta,
             ip,
             ready: None,
@@ -303,6 +306,14 @@ impl Jail {
     /// The plan (for `claude-sandbox plan` and tests).
     pub fn plan(&self) -> &JailPlan {
         &self.plan
+    }
+
+    /// The host's connected subnets as `addr/len`.
+    pub fn site_subnets(&self) -> Vec<String> {
+        self.connected
+            .iter()
+            .map(|(n, l)| format!("{n}/{l}"))
+            .collect()
     }
 
     /// bubblewrap options the jail adds before the command.

@@ -142,6 +142,12 @@ pub fn build(
     if let Some(j) = jail {
         plan.insert_before_command(j.bwrap_args());
         plan.data_fds.extend(j.data_fds());
+        if let Some(r) = plan.record.as_mut() {
+            r.site_subnets = j.site_subnets();
+        }
+    }
+    if let Some(r) = &plan.record {
+        plan.data_fds.push((plan::FD_LAUNCH_RECORD, r.to_bytes()));
     }
     Ok(plan)
 }
@@ -483,6 +489,7 @@ mod tests {
             workspace: binds[0].resolved.clone(),
             rw_binds: binds,
             command_at: 0,
+            record: None,
         }
     }
 

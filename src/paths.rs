@@ -15,6 +15,10 @@ pub const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 pub const REAL_CLAUDE: &str = "/usr/libexec/claude-sandbox/claude";
 /// SHA-256, size and fingerprint of the real binary, written at install.
 pub const PIN_FILE: &str = "/usr/libexec/claude-sandbox/claude.pin";
+/// The launch record: an empty placeholder (root 0644) written at install,
+/// over which every launch binds, read-only, what the shadow knew at launch
+/// (`verify` reads it from inside; see [`crate::verify::LaunchRecord`]).
+pub const LAUNCH_RECORD: &str = "/usr/libexec/claude-sandbox/launch.json";
 /// Host-global configuration (SPEC §3).
 pub const CONFIG_FILE: &str = "/etc/claude-sandbox.conf";
 /// Curated git configuration the sandbox uses (SPEC §4.6).

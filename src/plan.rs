@@ -21,6 +21,8 @@ pub const FD_GITCONFIG: i32 = 201;
 pub const FD_RESOLV_CONF: i32 = 202;
 pub const FD_SHIM_STDERR: i32 = 203;
 pub const FD_SHIM_READY: i32 = 204;
+/// The launch record (`verify`), bound over [`paths::LAUNCH_RECORD`].
+pub const FD_LAUNCH_RECORD: i32 = 208;
 /// Read-write binds are handed over as `O_PATH` fds from this number up
 /// (`--bind-fd`), so bubblewrap mounts exactly the inode that was checked.
 pub const FD_RW_BASE: i32 = 210;
@@ -94,6 +96,10 @@ pub struct Facts {
     /// `None` when it does not exist.
     pub resolved: BTreeMap<PathBuf, Option<PathBuf>>,
     pub proc_mode: ProcMode,
+    /// The launcher's namespace inodes, by kind (for the launch record).
+    pub launcher_ns: BTreeMap<String, u64>,
+    /// TCP ports listening on the host's loopback (for the launch record).
+    pub host_loopback_tcp: Vec<u16>,
 }
 
 /// A read-write bind whose resolution is checked again just before exec (§4.3).
@@ -124,6 +130,9 @@ pub struct Plan {
     pub workspace: PathBuf,
     /// Index in `bwrap_args` of the `--` before the command.
     pub command_at: usize,
+    /// What `verify` reads inside, when the placeholder to bind it over exists.
+    /// The executor serializes it (after the jail adds its part).
+    pub record: Option<crate::verify::LaunchRecord>,
 }
 
 impl Plan {
@@ -156,6 +165,7 @@ pub fn candidates(home: &Path) -> Vec<PathBuf> {
         .map(|r| home.join(r))
         .collect();
     v.extend(SYSTEM_NULLED.iter().chain(SYSTEM_TMPFS).map(PathBuf::from));
+    v.push(PathBuf::from(paths::LAUNCH_RECORD));
     v
 }
 
@@ -276,13 +286,6 @@ pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
         ("IS_SANDBOX".into(), "1".into()),
         ("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into()),
         ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
-        // The effective jail setting, so `verify` inside can tell a jail that
-        // is deliberately off from one that failed (it cannot see the launcher's
-        // environment). Forging it inside only fools that process's own check.
-        (
-            crate::config::ENV_EGRESS_JAIL.into(),
-            if cfg.egress_jail { "1" } else { "0" }.into(),
-        ),
     ];
     let mut push = |k: &OsStr, v: OsString| {
         if !env.iter().any(|(e, _)| e == k) {
@@ -297,6 +300,11 @@ pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
     for (k, v) in &facts.env {
         if k.as_bytes().starts_with(b"LC_") && config_name_ok(k) {
             push(k, v.clone());
+        }
+    }
+    if crate::testhooks::mutation("pass-gh-token") {
+        if let Some(v) = get("GH_TOKEN") {
+            push(OsStr::new("GH_TOKEN"), v);
         }
     }
     for k in &cfg.pass_env {
@@ -379,16 +387,21 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
-        "--cap-drop",
-        "ALL",
     ]);
+    if crate::testhooks::mutation("keep-caps") {
+        a.push(["--cap-add", "ALL"]);
+    } else {
+        a.push(["--cap-drop", "ALL"]);
+    }
     // §4.1 file system.
     a.push(["--ro-bind", "/", "/", "--dev", "/dev"]);
     match facts.proc_mode {
         ProcMode::Fresh => a.push(["--proc", "/proc"]),
         ProcMode::HostReadOnly => a.push(["--ro-bind", "/proc", "/proc"]),
     }
-    a.push(["--tmpfs", "/tmp"]);
+    if !crate::testhooks::mutation("tmp-not-tmpfs") {
+        a.push(["--tmpfs", "/tmp"]);
+    }
     for d in SYSTEM_TMPFS {
         if has(Path::new(d)) {
             a.push(["--tmpfs", d]);
@@ -430,6 +443,10 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
     for rel in HOME_RO {
         bind_back(&mut a, "--ro-bind", rel);
     }
+    if crate::testhooks::mutation("bind-ssh") {
+        let ssh = home.join(".ssh");
+        a.push([OsStr::new("--bind"), ssh.as_os_str(), ssh.as_os_str()]);
+    }
     let inside_claude = home.join(paths::INSIDE_REAL_CLAUDE_REL);
     a.push([
         OsStr::new("--ro-bind"),
@@ -449,6 +466,28 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         FD_GITCONFIG.to_string().into(),
         paths::GITCONFIG.into(),
     ]);
+    // What `verify` needs to know from outside, read-only (§7).
+    let record = has(Path::new(paths::LAUNCH_RECORD)).then(|| crate::verify::LaunchRecord {
+        version: crate::verify::RECORD_VERSION,
+        egress_jail: cfg.egress_jail,
+        no_forge: cfg.no_forge,
+        home: home.clone(),
+        workspace: workspace.clone(),
+        workspace_configured: cfg.workspace_root.is_some(),
+        allow_write: rw_binds[1..].iter().map(|b| b.resolved.clone()).collect(),
+        pass_env: cfg.pass_env.clone(),
+        allow_ip: cfg.allow_ip.clone(),
+        site_subnets: Vec::new(),
+        launcher_ns: facts.launcher_ns.clone(),
+        host_loopback_tcp: facts.host_loopback_tcp.clone(),
+    });
+    if record.is_some() {
+        a.push([
+            OsString::from("--ro-bind-data"),
+            FD_LAUNCH_RECORD.to_string().into(),
+            paths::LAUNCH_RECORD.into(),
+        ]);
+    }
     // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
     for b in &rw_binds {
         a.push([
@@ -489,6 +528,7 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         rw_binds,
         workspace,
         command_at,
+        record,
     })
 }
 
@@ -548,6 +588,8 @@ pub(crate) mod tests {
             run_sockets: vec![PathBuf::from("/run/docker.sock")],
             resolved,
             proc_mode: ProcMode::Fresh,
+            launcher_ns: BTreeMap::new(),
+            host_loopback_tcp: Vec::new(),
         }
     }
 
@@ -645,7 +687,6 @@ pub(crate) mod tests {
         assert_eq!(
             keys,
             [
-                "CLAUDE_SANDBOX_EGRESS_JAIL",
                 "GIT_CONFIG_GLOBAL",
                 "GIT_CONFIG_SYSTEM",
                 "HOME",
@@ -656,10 +697,6 @@ pub(crate) mod tests {
                 "TERM",
                 "USER"
             ]
-        );
-        assert_eq!(
-            env["CLAUDE_SANDBOX_EGRESS_JAIL"], "1",
-            "the jail is on by default"
         );
         assert_eq!(
             env["USER"], "dev",

@@ -1,18 +1,1517 @@
-//! `claude-sandbox verify`: not built yet (issue #5).
+//! `claude-sandbox verify` (SPEC §7): the deterministic battery, run from
+//! inside a session. Each check proves one defence from what the process can
+//! observe itself — kernel facts (`/proc/self/*`, namespace ownership, route
+//! lookups that send no packet), the mount table, the environment — plus the
+//! *launch record*: a small JSON file the shadow binds read-only over
+//! [`paths::LAUNCH_RECORD`] at every launch, saying what the launcher knew and
+//! the sandbox cannot see (the jail setting, the launcher's namespaces, the
+//! host's loopback listeners, the configured read-write paths). Outside a
+//! sandbox that file is the empty placeholder the installer wrote.
+//!
+//! Output: a table (or `--json`, an array of `{id, name, status, detail,
+//! defence}`), then `N PASS / M FAIL`; the exit status is M. A check of the
+//! egress jail passes with a note when the jail is deliberately off, and
+//! fails when it is on but incomplete. docs/verify.md maps every check to the
+//! defence and the mechanism behind it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{inside, paths, plan};
 
 /// Command-line arguments of `claude-sandbox verify`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Everything else, for now.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<std::ffi::OsString>,
+    /// Print one JSON array of {id, name, status, detail, defence} instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Run `claude-sandbox verify`; returns the exit status.
-pub fn main(_args: &Args) -> anyhow::Result<i32> {
-    Err(crate::error::Fail::new(
-        1,
-        "`claude-sandbox verify` is not available yet in this build",
-    )
-    .into())
+/// What the shadow knew at launch, bound read-only into the sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    /// Format version.
+    pub version: u32,
+    /// The effective egress-jail setting (config, then environment).
+    pub egress_jail: bool,
+    /// `no-forge` in effect.
+    pub no_forge: bool,
+    /// `$HOME` as the sandbox sees it.
+    pub home: PathBuf,
+    /// The read-write workspace root, resolved.
+    pub workspace: PathBuf,
+    /// Whether `workspace-root` was configured (a broad root is then deliberate).
+    pub workspace_configured: bool,
+    /// `allow-write` paths, resolved.
+    pub allow_write: Vec<PathBuf>,
+    /// Names forwarded by `pass-env` (an operator's deliberate choice).
+    pub pass_env: Vec<String>,
+    /// `allow-ip` hosts the jail punches through.
+    pub allow_ip: Vec<Ipv4Addr>,
+    /// The host's connected IPv4 subnets (`addr/len`), when the jail is on.
+    pub site_subnets: Vec<String>,
+    /// The launcher's namespace inode numbers, by kind (`ipc`, `uts`, `pid`, `net`, …).
+    pub launcher_ns: BTreeMap<String, u64>,
+    /// TCP ports listening on the host's loopback (or on every address) at launch.
+    pub host_loopback_tcp: Vec<u16>,
+}
+
+impl LaunchRecord {
+    /// The bytes bound into the sandbox.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec(self).expect("a launch record serializes");
+        v.push(b'\n');
+        v
+    }
+}
+
+/// The current record format.
+pub const RECORD_VERSION: u32 = 1;
+
+/// The namespace kinds the launcher records.
+pub const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
+
+/// The inode of `/proc/self/ns/KIND` (the namespace's identity).
+pub fn ns_inode(kind: &str) -> Option<u64> {
+    std::fs::metadata(format!("/proc/self/ns/{kind}"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// TCP ports listening on 127.0.0.0/8, ::1 or the wildcard addresses, from
+/// the texts of `/proc/net/tcp` and `/proc/net/tcp6` (at most 64, sorted).
+pub fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
+    let mut ports = BTreeSet::new();
+    for (text, v6) in [(tcp, false), (tcp6, true)] {
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 4 || f[3] != "0A" {
+                continue; // not LISTEN
+            }
+            let Some((addr, port)) = f[1].split_once(':') else {
+                continue;
+            };
+            let local = if v6 {
+                // Kernel order: four host-endian 32-bit words.
+                addr == "00000000000000000000000000000000"
+                    || addr == "00000000000000000000000001000000"
+                    || addr == "0000000000000000FFFF00000100007F"
+            } else {
+                addr == "00000000" || addr.ends_with("7F")
+            };
+            if let (true, Ok(p)) = (local, u16::from_str_radix(port, 16)) {
+                ports.insert(p);
+            }
+        }
+    }
+    ports.into_iter().take(64).collect()
+}
+
+/// PASS or FAIL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Pass,
+    Fail,
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub id: u32,
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    /// The defence this check proves.
+    pub defence: &'static str,
+}
+
+/// One entry of `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub point: PathBuf,
+    pub read_only: bool,
+    pub fstype: String,
+    pub source: String,
+}
+
+/// Undo mountinfo's octal escapes (`\040` for a space, …).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        if let (b'\\', Some(d)) = (b[i], octal) {
+            let v =
+                u32::from(d[0] - b'0') * 64 + u32::from(d[1] - b'0') * 8 + u32::from(d[2] - b'0');
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parse `/proc/self/mountinfo`, in mount order.
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split(' ').collect();
+            let post: Vec<&str> = post.split(' ').collect();
+            if pre.len() < 6 || post.len() < 2 {
+                return None;
+            }
+            Some(Mount {
+                point: PathBuf::from(unescape(pre[4])),
+                read_only: pre[5].split(',').any(|o| o == "ro"),
+                fstype: post[0].to_string(),
+                source: unescape(post[1]),
+            })
+        })
+        .collect()
+}
+
+/// The mount visible at exactly `point` (the last one mounted there).
+fn top_mount<'a>(mounts: &'a [Mount], point: &Path) -> Option<&'a Mount> {
+    mounts.iter().rev().find(|m| m.point == point)
+}
+
+/// An IPv4 route of `/proc/net/route`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub dst: Ipv4Addr,
+    pub len: u8,
+    pub gateway: Ipv4Addr,
+    /// Blackhole, unreachable or prohibit: traffic is refused.
+    pub reject: bool,
+}
+
+/// Parse `/proc/net/route` (reject routes included: they have `*` as interface).
+pub fn parse_routes(text: &str) -> Vec<Route> {
+    let hex = |s: &str| {
+        u32::from_str_radix(s, 16)
+            .ok()
+            .map(|v| Ipv4Addr::from(u32::from_be(v)))
+    };
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 8 {
+                return None;
+            }
+            let flags = u32::from_str_radix(f[3], 16).ok()?;
+            const RTF_UP: u32 = 0x1;
+            const RTF_REJECT: u32 = 0x200;
+            if flags & RTF_UP == 0 {
+                return None;
+            }
+            Some(Route {
+                dst: hex(f[1])?,
+                gateway: hex(f[2])?,
+                len: u32::from(hex(f[7])?).count_ones() as u8,
+                reject: flags & RTF_REJECT != 0,
+            })
+        })
+        .collect()
+}
+
+/// The ranges the jail must blackhole, and link-local, which it makes unreachable.
+pub fn required_rejects() -> Vec<(Ipv4Addr, u8)> {
+    let mut v: Vec<(Ipv4Addr, u8)> = crate::jail::BLACKHOLES.to_vec();
+    v.push(crate::jail::UNREACHABLE);
+    v
+}
+
+/// Required ranges (as `addr/len`) with a sample host that `routable` says
+/// the kernel would route. (Blackhole routes do not show in /proc/net/route,
+/// so the ranges are proven by route lookups, which send no packet.)
+pub fn open_ranges(
+    required: &[(Ipv4Addr, u8)],
+    routable: &dyn Fn(Ipv4Addr) -> bool,
+) -> Vec<String> {
+    required
+        .iter()
+        .map(|(net, len)| format!("{net}/{len}"))
+        .filter(|r| subnet_samples(r).into_iter().any(routable))
+        .collect()
+}
+
+/// Mount points under `home` that are not among the allowed bind-backs and
+/// masks (§4.2) and not inside a configured read-write path.
+pub fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
+    let home = &record.home;
+    let mut allowed: Vec<PathBuf> = plan::HOME_RW
+        .iter()
+        .chain(plan::HOME_SHARE_MASKED)
+        .chain(plan::HOME_RO)
+        .chain(plan::HOME_NULLED)
+        .chain(std::iter::once(&paths::INSIDE_REAL_CLAUDE_REL))
+        .map(|r| home.join(r))
+        .collect();
+    if !record.no_forge {
+        allowed.extend(plan::HOME_FORGE.iter().map(|r| home.join(r)));
+    }
+    let rw: Vec<&PathBuf> = std::iter::once(&record.workspace)
+        .chain(&record.allow_write)
+        .collect();
+    let mut out = Vec::new();
+    for m in mounts {
+        if m.point == *home || !m.point.starts_with(home) {
+            continue;
+        }
+        if allowed.contains(&m.point) || rw.iter().any(|p| m.point.starts_with(p)) {
+            continue;
+        }
+        // Mounts the host had below an allowed directory come along with it.
+        if allowed.iter().any(|a| {
+            m.point.starts_with(a) && !plan::HOME_NULLED.iter().any(|n| home.join(n) == *a)
+        }) {
+            continue;
+        }
+        let rel = m.point.strip_prefix(home).unwrap_or(&m.point);
+        let entry = format!("~/{}", rel.display());
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    out
+}
+
+/// Variables that carry credentials or open an IDE channel.
+pub fn is_secret_var(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "SSH_AUTH_SOCK",
+        "GPG_AGENT_INFO",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "KUBECONFIG",
+        "DOCKER_HOST",
+        "VSCODE_IPC_HOOK_CLI",
+        "VSCODE_GIT_IPC_HANDLE",
+        "VSCODE_GIT_ASKPASS_MAIN",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+    ];
+    const PREFIX: &[&str] = &["AWS_", "AZURE_", "ARM_CLIENT_", "VAULT_"];
+    const PART: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY"];
+    // Claude Code sets CLAUDE_CODE_* for its own children inside the sandbox;
+    // the launcher never forwards such a name (only §4.5's list and pass-env).
+    if name.starts_with("CLAUDE_CODE_") || name == "CLAUDECODE" {
+        return false;
+    }
+    let up = name.to_ascii_uppercase();
+    EXACT.contains(&name)
+        || PREFIX.iter().any(|p| up.starts_with(p))
+        || PART.iter().any(|p| up.contains(p))
+}
+
+/// Entries `bwrap --dev` creates; anything else in `/dev` came from the host.
+pub const DEV_EXPECTED: &[&str] = &[
+    "console", "core", "fd", "full", "mqueue", "null", "ptmx", "pts", "random", "shm", "stderr",
+    "stdin", "stdout", "tty", "urandom", "zero",
+];
+
+/// What the battery observes, gathered once.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub env: BTreeMap<String, String>,
+    pub facts: inside::Facts,
+    pub status: String,
+    pub mounts: Vec<Mount>,
+    /// The launch record, or why there is none.
+    pub record: Result<LaunchRecord, String>,
+    pub ns_ino: BTreeMap<String, u64>,
+    pub dev_entries: Vec<String>,
+    pub tmp_entries: Vec<String>,
+    /// `/run/user`, `/run/secrets` → their entries (absent: not listed).
+    pub run_masked: BTreeMap<String, Vec<String>>,
+    /// Unix sockets still reachable under `/run`.
+    pub run_sockets: Vec<PathBuf>,
+    /// `.netrc`, `.Xauthority` → size (absent: not listed).
+    pub home_secret_sizes: BTreeMap<String, u64>,
+    pub gitconfig: Result<String, String>,
+    pub gitconfig_writable: bool,
+    /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us).
+    pub config_file: (bool, bool, bool),
+    pub routes: Vec<Route>,
+    /// Route lookups (UDP connect, no packet): destination → Ok or the error.
+    pub lookups: BTreeMap<IpAddr, Result<(), String>>,
+    /// IPv4 nameservers of /etc/resolv.conf inside (punched through the jail on purpose).
+    pub resolvers: Vec<Ipv4Addr>,
+    /// IPv6 addresses configured (lines of /proc/net/if_inet6).
+    pub ipv6_addrs: Vec<String>,
+    /// Host loopback ports answering from inside.
+    pub loopback_reached: Vec<u16>,
+    /// Host loopback ports listening inside too (not tested: they are ours).
+    pub loopback_own: Vec<u16>,
+    pub pin: Result<(), String>,
+    /// errno of ioctl(TIOCSTI) on /dev/null, of keyctl(GET_KEYRING_ID).
+    pub tiocsti_errno: i32,
+    pub keyctl_errno: i32,
+}
+
+impl Default for Observed {
+    /// Nothing observed: every fact absent, every file unread.
+    fn default() -> Observed {
+        let unread = || Err("not observed".to_string());
+        Observed {
+            env: BTreeMap::new(),
+            facts: inside::Facts::default(),
+            status: String::new(),
+            mounts: Vec::new(),
+            record: Err("not observed".into()),
+            ns_ino: BTreeMap::new(),
+            dev_entries: Vec::new(),
+            tmp_entries: Vec::new(),
+            run_masked: BTreeMap::new(),
+            run_sockets: Vec::new(),
+            home_secret_sizes: BTreeMap::new(),
+            gitconfig: unread(),
+            gitconfig_writable: false,
+            config_file: (false, false, false),
+            routes: Vec::new(),
+            lookups: BTreeMap::new(),
+            resolvers: Vec::new(),
+            ipv6_addrs: Vec::new(),
+            loopback_reached: Vec::new(),
+            loopback_own: Vec::new(),
+            pin: Err("not observed".into()),
+            tiocsti_errno: 0,
+            keyctl_errno: 0,
+        }
+    }
+}
+
+/// Cloud metadata.
+pub const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+/// A public address (TEST-NET-2) whose route is looked up, never contacted.
+pub const PUBLIC_SAMPLE: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+/// An IPv6 address (documentation range) whose route is looked up.
+pub const V6_SAMPLE: &str = "2001:db8::1";
+
+/// Hosts of a subnet `addr/len` to look up: the first and the last usable.
+pub fn subnet_samples(subnet: &str) -> Vec<Ipv4Addr> {
+    let Some((a, l)) = subnet.split_once('/') else {
+        return Vec::new();
+    };
+    let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
+        return Vec::new();
+    };
+    if !(8..=30).contains(&l) {
+        return Vec::new();
+    }
+    let base = u32::from(a) & (u32::MAX << (32 - l));
+    let last = base | !(u32::MAX << (32 - l));
+    vec![Ipv4Addr::from(base + 1), Ipv4Addr::from(last - 1)]
+}
+
+fn lookup(ip: IpAddr) -> Result<(), String> {
+    let bind = match ip {
+        IpAddr::V4(_) => "0.0.0.0:0",
+        IpAddr::V6(_) => "[::]:0",
+    };
+    let s = UdpSocket::bind(bind).map_err(|e| e.to_string())?;
+    s.connect(SocketAddr::new(ip, 9)).map_err(|e| e.to_string())
+}
+
+fn errno_of(r: i64) -> i32 {
+    if r < 0 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+fn names_in(dir: &str) -> Option<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+fn writable(p: &Path) -> bool {
+    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
+fn sockets_under(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 3 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_socket() {
+            out.push(e.path());
+        } else if ft.is_dir() {
+            sockets_under(&e.path(), depth + 1, out);
+        }
+    }
+}
+
+impl Observed {
+    /// Observe this process and its sandbox.
+    pub fn gather() -> Observed {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let record = match std::fs::read_to_string(paths::LAUNCH_RECORD) {
+            Err(e) => Err(format!("{} unreadable: {e}", paths::LAUNCH_RECORD)),
+            Ok(t) if t.trim().is_empty() || t.trim() == "{}" => Err(format!(
+                "{} is the empty placeholder: this process was not started by the shadow",
+                paths::LAUNCH_RECORD
+            )),
+            Ok(t) => serde_json::from_str(&t)
+                .map_err(|e| format!("{} malformed: {e}", paths::LAUNCH_RECORD)),
+        };
+        let rec: LaunchRecord = record.clone().unwrap_or_default();
+        let home = env.get("HOME").map(PathBuf::from).unwrap_or_default();
+        let mut home_secret_sizes = BTreeMap::new();
+        for f in [".netrc", ".Xauthority"] {
+            if let Ok(m) = std::fs::metadata(home.join(f)) {
+                home_secret_sizes.insert(f.to_string(), m.len());
+            }
+        }
+        let mut run_masked = BTreeMap::new();
+        for d in plan::SYSTEM_TMPFS {
+            if let Some(n) = names_in(d) {
+                run_masked.insert(d.to_string(), n);
+            }
+        }
+        let mut run_sockets = Vec::new();
+        sockets_under(Path::new("/run"), 0, &mut run_sockets);
+        run_sockets.retain(|s| {
+            !s.starts_with("/run/systemd/resolve")
+                && !rec.allow_write.iter().any(|a| s.starts_with(a))
+        });
+        let routes = parse_routes(&read("/proc/net/route"));
+        let mut lookups = BTreeMap::new();
+        let mut dests: Vec<Ipv4Addr> = required_rejects()
+            .iter()
+            .flat_map(|(n, l)| subnet_samples(&format!("{n}/{l}")))
+            .collect();
+        dests.push(METADATA);
+        dests.push(PUBLIC_SAMPLE);
+        for s in &rec.site_subnets {
+            dests.extend(subnet_samples(s));
+        }
+        for d in dests {
+            lookups.insert(IpAddr::V4(d), lookup(IpAddr::V4(d)));
+        }
+        let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
+        lookups.insert(v6, lookup(v6));
+        let own_listen = loopback_listeners(&read("/proc/net/tcp"), &read("/proc/net/tcp6"));
+        let (mut loopback_reached, mut loopback_own) = (Vec::new(), Vec::new());
+        let jail_netns = rec.launcher_ns.get("net") != ns_inode("net").as_ref();
+        for &p in &rec.host_loopback_tcp {
+            if own_listen.contains(&p) {
+                loopback_own.push(p);
+            } else if jail_netns
+                && TcpStream::connect_timeout(
+                    &SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
+                    Duration::from_millis(300),
+                )
+                .is_ok()
+            {
+                loopback_reached.push(p);
+            }
+        }
+        let tiocsti_errno = match std::fs::File::open("/dev/null") {
+            Ok(f) => {
+                let b = b'x';
+                errno_of(unsafe {
+                    nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCSTI, &b as *const u8)
+                } as i64)
+            }
+            Err(_) => 0,
+        };
+        let keyctl_errno =
+            errno_of(unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) });
+        let mut ns_ino = BTreeMap::new();
+        for k in NS_KINDS {
+            if let Some(i) = ns_inode(k) {
+                ns_ino.insert(k.to_string(), i);
+            }
+        }
+        let cfg = Path::new(paths::CONFIG_FILE);
+        let config_file = match cfg.metadata() {
+            Ok(m) => (
+                true,
+                writable(cfg),
+                m.uid() == nix::unistd::getuid().as_raw(),
+            ),
+            Err(_) => (false, false, false),
+        };
+        Observed {
+            facts: inside::Facts::read(),
+            status: read("/proc/self/status"),
+            mounts: parse_mountinfo(&read("/proc/self/mountinfo")),
+            record,
+            ns_ino,
+            dev_entries: names_in("/dev").unwrap_or_default(),
+            tmp_entries: names_in("/tmp").unwrap_or_default(),
+            run_masked,
+            run_sockets,
+            home_secret_sizes,
+            gitconfig: std::fs::read_to_string(paths::GITCONFIG).map_err(|e| e.to_string()),
+            gitconfig_writable: writable(Path::new(paths::GITCONFIG)),
+            config_file,
+            routes,
+            lookups,
+            resolvers: crate::jail::parse_resolv(&read("/etc/resolv.conf")).nameservers,
+            ipv6_addrs: read("/proc/net/if_inet6")
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect(),
+            loopback_reached,
+            loopback_own,
+            pin: crate::integrity::verify_pin(),
+            tiocsti_errno,
+            keyctl_errno,
+            env,
+        }
+    }
+}
+
+/// A check's outcome: PASS with a note, or FAIL saying what regressed.
+type Outcome = Result<String, String>;
+
+struct Def {
+    name: &'static str,
+    defence: &'static str,
+    run: fn(&Observed) -> Outcome,
+}
+
+const fn def(name: &'static str, defence: &'static str, run: fn(&Observed) -> Outcome) -> Def {
+    Def { name, defence, run }
+}
+
+/// The battery, in order; ids are positions (1-based) and stay stable.
+const BATTERY: &[Def] = &[
+    def("inside-marker", "the recursion rule and the prompt gate tell a sandbox by kernel facts, not IS_SANDBOX alone (§2.1)", check_inside),
+    def("no-new-privs", "no setuid or file-capability gain inside (§4.4)", check_nnp),
+    def("strict-home", "$HOME by inversion: only the allowlisted entries are bound back (§4.2)", check_home),
+    def("token-env-absent", "credentials in the environment never arrive (§4.5)", check_tokens),
+    def("display-empty", "no X11/Wayland display to drive (§4.5)", check_display),
+    def("capabilities-dropped", "every capability dropped (§4.4)", check_caps),
+    def("pid-namespace", "own PID namespace: host processes invisible and unsignalable (§4.4)", check_pid_ns),
+    def("ipc-uts-namespaces", "own IPC and UTS namespaces (§4.4)", check_ipc_uts),
+    def("dev-fresh", "a fresh /dev: no host devices (§4.1)", check_dev),
+    def("tmp-tmpfs", "a fresh /tmp: no VS Code IPC sockets or host temp files (§4.1)", check_tmp),
+    def("run-masked", "/run/user and /run/secrets empty; host sockets under /run masked (§4.1)", check_run),
+    def("netrc-xauthority-empty", "~/.netrc and ~/.Xauthority read as empty (§4.2)", check_netrc),
+    def("gitconfig-curated", "the curated git config is in effect and read-only (§4.6)", check_gitconfig),
+    def("workspace-scoped", "only the workspace and allow-write paths are writable (§4.3)", check_workspace),
+    def("config-pinned", "the config is read from /etc only and cannot be changed from inside (§1, §3)", check_config),
+    def("jail-routes", "egress jail: internal ranges blackholed, link-local unreachable (§4.7)", check_jail_routes),
+    def("internal-unroutable", "egress jail: site subnets and cloud metadata unroutable while the gateway carries internet traffic (§4.7)", check_internal),
+    def("no-ipv6", "egress jail: no IPv6 at all (§4.7)", check_ipv6),
+    def("host-loopback-unreachable", "egress jail: the host's loopback services are out of reach (§4.7)", check_loopback),
+    def("real-binary-pinned", "the real Claude Code matches its install-time SHA-256 (§5)", check_pin),
+    def("tiocsti-refused", "no terminal injection into the caller's terminal (§4.4)", check_tiocsti),
+    def("keyring-refused", "no reach into the caller's kernel keyring (§4.4)", check_keyring),
+];
+
+/// Evaluate every check against `o`.
+pub fn evaluate(o: &Observed) -> Vec<Check> {
+    BATTERY
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (status, detail) = match (d.run)(o) {
+                Ok(note) => (Status::Pass, note),
+                Err(why) => (Status::Fail, why),
+            };
+            Check {
+                id: i as u32 + 1,
+                name: d.name,
+                status,
+                detail,
+                defence: d.defence,
+            }
+        })
+        .collect()
+}
+
+fn record(o: &Observed) -> Result<&LaunchRecord, String> {
+    o.record
+        .as_ref()
+        .map_err(|e| format!("no launch record ({e})"))
+}
+
+fn check_inside(o: &Observed) -> Outcome {
+    let f = &o.facts;
+    let mut missing = Vec::new();
+    if !f.is_sandbox_env {
+        missing.push("IS_SANDBOX=1 is not set".to_string());
+    }
+    if !f.single_id_userns {
+        missing.push("the user namespace maps more than one id (not bubblewrap's)".into());
+    }
+    if let Err(e) = &o.record {
+        missing.push(format!("no launch record ({e})"));
+    }
+    if missing.is_empty() {
+        Ok("IS_SANDBOX=1, a one-id user namespace, the shadow's launch record".into())
+    } else {
+        Err(format!("not inside claude-sandbox: {}", missing.join("; ")))
+    }
+}
+
+fn check_nnp(o: &Observed) -> Outcome {
+    match inside::status_field(&o.status, "NoNewPrivs") {
+        Some("1") => Ok("NoNewPrivs: 1".into()),
+        v => Err(format!(
+            "NoNewPrivs is {}: setuid programs could gain privilege (bubblewrap's no-new-privs regressed)",
+            v.unwrap_or("unknown")
+        )),
+    }
+}
+
+fn check_home(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    let home = &rec.home;
+    match top_mount(&o.mounts, home) {
+        Some(m) if m.fstype == "tmpfs" => {}
+        Some(m) => {
+            return Err(format!(
+                "$HOME {} is a {} mount from {}, not a fresh tmpfs: the $HOME inversion regressed",
+                home.display(),
+                m.fstype,
+                m.source
+            ))
+        }
+        None => {
+            return Err(format!(
+            "$HOME {} is the host's directory, not a fresh tmpfs: the $HOME inversion regressed",
+            home.display()
+        ))
+        }
+    }
+    let extra = unexpected_home_mounts(&o.mounts, rec);
+    if extra.is_empty() {
+        Ok(format!(
+            "$HOME is a tmpfs; only allowlisted entries are bound back{}",
+            if rec.no_forge { " (no-forge)" } else { "" }
+        ))
+    } else {
+        Err(format!(
+            "{} bound in from the host: the $HOME allowlist regressed (a bind-back was added)",
+            extra.join(", ")
+        ))
+    }
+}
+
+fn check_tokens(o: &Observed) -> Outcome {
+    let passed: &[String] = o.record.as_ref().map(|r| &r.pass_env[..]).unwrap_or(&[]);
+    let (opted, leaked): (Vec<&String>, Vec<&String>) = o
+        .env
+        .iter()
+        .filter(|(k, v)| is_secret_var(k) && !v.is_empty())
+        .map(|(k, _)| k)
+        .partition(|k| passed.contains(k));
+    if !leaked.is_empty() {
+        let names: Vec<&str> = leaked.iter().map(|s| s.as_str()).collect();
+        return Err(format!(
+            "{} present: the environment is not cleared (or pass-through regressed)",
+            names.join(", ")
+        ));
+    }
+    if opted.is_empty() {
+        Ok("no credential or IDE-channel variable".into())
+    } else {
+        let names: Vec<&str> = opted.iter().map(|s| s.as_str()).collect();
+        Ok(format!(
+            "none leaked; forwarded on purpose by pass-env: {}",
+            names.join(", ")
+        ))
+    }
+}
+
+fn check_display(o: &Observed) -> Outcome {
+    let set: Vec<&str> = ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"]
+        .into_iter()
+        .filter(|k| o.env.get(*k).is_some_and(|v| !v.is_empty()))
+        .collect();
+    if set.is_empty() {
+        Ok("DISPLAY and WAYLAND_DISPLAY empty".into())
+    } else {
+        Err(format!("{} set: a display could be driven", set.join(", ")))
+    }
+}
+
+fn check_caps(o: &Observed) -> Outcome {
+    let mut bad = Vec::new();
+    for k in ["CapEff", "CapPrm", "CapAmb"] {
+        let v = inside::status_field(&o.status, k).unwrap_or("");
+        if v.is_empty() || !v.chars().all(|c| c == '0') {
+            bad.push(format!("{k} {v}"));
+        }
+    }
+    if bad.is_empty() {
+        Ok("CapEff, CapPrm, CapAmb all 0".into())
+    } else {
+        Err(format!(
+            "{}: capabilities were kept (bubblewrap's --cap-drop ALL regressed)",
+            bad.join(", ")
+        ))
+    }
+}
+
+/// Namespace `kind` is the sandbox's own: its inode differs from the one the
+/// launcher recorded for itself. (Ownership by this process's user namespace
+/// cannot be required: for a non-root user bubblewrap nests a second user
+/// namespace after unsharing the others.)
+fn own_ns(o: &Observed, kind: &str) -> Result<(), String> {
+    let rec = record(o)?;
+    match (rec.launcher_ns.get(kind), o.ns_ino.get(kind)) {
+        (Some(l), Some(m)) if l != m => Ok(()),
+        (Some(_), Some(_)) => Err(format!(
+            "the {kind} namespace is the launcher's: bubblewrap's --unshare-{kind} regressed"
+        )),
+        _ => Err(format!("the {kind} namespace could not be identified")),
+    }
+}
+
+fn check_pid_ns(o: &Observed) -> Outcome {
+    own_ns(o, "pid")?;
+    if !o.facts.nested_pid_ns() {
+        return Err(
+            "PID 1 is not bubblewrap and NSpid shows one level: host processes are visible".into(),
+        );
+    }
+    Ok("own PID namespace, nested under the launcher's".into())
+}
+
+fn check_ipc_uts(o: &Observed) -> Outcome {
+    own_ns(o, "ipc")?;
+    own_ns(o, "uts")?;
+    Ok("own IPC and UTS namespaces".into())
+}
+
+fn check_dev(o: &Observed) -> Outcome {
+    match top_mount(&o.mounts, Path::new("/dev")) {
+        Some(m) if m.fstype == "tmpfs" => {}
+        other => {
+            return Err(format!(
+                "/dev is {}, not bubblewrap's fresh tmpfs",
+                other.map_or("the host's".to_string(), |m| format!(
+                    "a {} mount",
+                    m.fstype
+                ))
+            ))
+        }
+    }
+    let extra: Vec<&str> = o
+        .dev_entries
+        .iter()
+        .map(String::as_str)
+        .filter(|e| !DEV_EXPECTED.contains(e))
+        .collect();
+    if extra.is_empty() {
+        Ok("fresh /dev with only the standard nodes".into())
+    } else {
+        Err(format!("/dev holds host entries: {}", extra.join(", ")))
+    }
+}
+
+fn check_tmp(o: &Observed) -> Outcome {
+    match top_mount(&o.mounts, Path::new("/tmp")) {
+        Some(m) if m.fstype == "tmpfs" && !m.read_only => {}
+        other => {
+            return Err(format!(
+                "/tmp is {}, not a fresh tmpfs: host temp files and IDE sockets are exposed (--tmpfs /tmp regressed)",
+                other.map_or("the host's /tmp".to_string(), |m| format!("a {} mount from {}", m.fstype, m.source))
+            ))
+        }
+    }
+    let ide: Vec<&str> = o
+        .tmp_entries
+        .iter()
+        .map(String::as_str)
+        .filter(|e| e.starts_with("vscode-") || *e == ".X11-unix" || e.starts_with("ssh-"))
+        .collect();
+    if ide.is_empty() {
+        Ok(format!(
+            "tmpfs, {} entries, no IDE socket",
+            o.tmp_entries.len()
+        ))
+    } else {
+        Err(format!(
+            "/tmp holds {}: IDE or agent sockets reachable",
+            ide.join(", ")
+        ))
+    }
+}
+
+fn check_run(o: &Observed) -> Outcome {
+    let mut bad: Vec<String> = o
+        .run_masked
+        .iter()
+        .filter(|(_, n)| !n.is_empty())
+        .map(|(d, n)| format!("{d} holds {}", n.join(" ")))
+        .collect();
+    bad.extend(
+        o.run_sockets
+            .iter()
+            .map(|s| format!("socket {} unmasked", s.display())),
+    );
+    if bad.is_empty() {
+        Ok("/run/user and /run/secrets empty; no host socket under /run".into())
+    } else {
+        Err(bad.join("; "))
+    }
+}
+
+fn check_netrc(o: &Observed) -> Outcome {
+    let bad: Vec<String> = o
+        .home_secret_sizes
+        .iter()
+        .filter(|(_, s)| **s > 0)
+        .map(|(f, s)| format!("~/{f} has {s} bytes"))
+        .collect();
+    if bad.is_empty() {
+        Ok("~/.netrc and ~/.Xauthority empty or absent".into())
+    } else {
+        Err(format!("{}: the /dev/null masks regressed", bad.join(", ")))
+    }
+}
+
+fn check_gitconfig(o: &Observed) -> Outcome {
+    let g = o.env.get("GIT_CONFIG_GLOBAL").map(String::as_str);
+    let s = o.env.get("GIT_CONFIG_SYSTEM").map(String::as_str);
+    if g != Some(paths::GITCONFIG) || s != Some("/dev/null") {
+        return Err(format!(
+            "GIT_CONFIG_GLOBAL={} GIT_CONFIG_SYSTEM={}: git may read the user's own config (tokens, hooks)",
+            g.unwrap_or("unset"),
+            s.unwrap_or("unset")
+        ));
+    }
+    let text = o
+        .gitconfig
+        .as_ref()
+        .map_err(|e| format!("{} unreadable: {e}", paths::GITCONFIG))?;
+    if !text.contains("defaultBranch = main") || !text.contains("directory = *") {
+        return Err(format!("{} is not the curated config", paths::GITCONFIG));
+    }
+    if o.gitconfig_writable {
+        return Err(format!("{} is writable from inside", paths::GITCONFIG));
+    }
+    let forge = text.contains("auth git-credential");
+    if let Ok(rec) = &o.record {
+        if rec.no_forge && forge {
+            return Err(
+                "no-forge is set but the git config carries forge credential helpers".into(),
+            );
+        }
+    }
+    Ok(format!(
+        "{} read-only, GIT_CONFIG_SYSTEM=/dev/null{}",
+        paths::GITCONFIG,
+        if forge {
+            ", forge helpers"
+        } else {
+            ", no forge helpers"
+        }
+    ))
+}
+
+/// File systems that hold no host data (fresh per sandbox).
+const VIRTUAL_FS: &[&str] = &[
+    "tmpfs",
+    "proc",
+    "devpts",
+    "mqueue",
+    "sysfs",
+    "cgroup",
+    "cgroup2",
+    "devtmpfs",
+    "nsfs",
+    "bpf",
+    "securityfs",
+    "debugfs",
+    "tracefs",
+    "pstore",
+    "fusectl",
+    "configfs",
+    "hugetlbfs",
+    "binfmt_misc",
+    "autofs",
+];
+
+fn check_workspace(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    let ws = &rec.workspace;
+    let home_rw: Vec<PathBuf> = plan::HOME_RW
+        .iter()
+        .chain(plan::HOME_FORGE)
+        .map(|r| rec.home.join(r))
+        .collect();
+    let allowed = |p: &Path| {
+        p.starts_with(ws)
+            || rec.allow_write.iter().any(|a| p.starts_with(a))
+            || home_rw.iter().any(|h| p.starts_with(h))
+    };
+    let broad: Vec<String> = o
+        .mounts
+        .iter()
+        .filter(|m| !m.read_only && !VIRTUAL_FS.contains(&m.fstype.as_str()))
+        // Under $HOME, strict-home decides.
+        .filter(|m| !m.point.starts_with(&rec.home) || m.point.starts_with(ws))
+        .filter(|m| !allowed(&m.point))
+        .map(|m| m.point.display().to_string())
+        .collect();
+    if !broad.is_empty() {
+        return Err(format!(
+            "writable host mounts outside the workspace: {}",
+            broad.join(", ")
+        ));
+    }
+    let depth = ws.components().count();
+    if depth <= 2 && !rec.workspace_configured {
+        return Err(format!(
+            "the workspace {} is a top-level directory (every project under it is writable) and workspace-root was not set to it deliberately",
+            ws.display()
+        ));
+    }
+    if !writable(ws) {
+        return Err(format!("the workspace {} is not writable", ws.display()));
+    }
+    Ok(format!(
+        "writable: {}{}",
+        ws.display(),
+        rec.allow_write
+            .iter()
+            .map(|a| format!(", {}", a.display()))
+            .collect::<String>()
+    ))
+}
+
+fn check_config(o: &Observed) -> Outcome {
+    let (exists, writable, ours) = o.config_file;
+    if paths::CONFIG_FILE != "/etc/claude-sandbox.conf" {
+        return Err(format!("the config path is {}", paths::CONFIG_FILE));
+    }
+    let non_root_owner = ours && !nix::unistd::getuid().is_root();
+    if exists && (writable || non_root_owner) {
+        return Err(format!(
+            "{} is {}: a session could rewrite its own sandbox",
+            paths::CONFIG_FILE,
+            if writable {
+                "writable from inside"
+            } else {
+                "owned by this (non-root) user"
+            }
+        ));
+    }
+    Ok(format!(
+        "{} (compile-time path){}",
+        paths::CONFIG_FILE,
+        if exists {
+            ", read-only, not ours"
+        } else {
+            ", absent: defaults"
+        }
+    ))
+}
+
+/// Jail checks: PASS with a note when the jail is deliberately off.
+fn jail_on(o: &Observed) -> Result<Option<&LaunchRecord>, String> {
+    let rec = record(o)?;
+    Ok(rec.egress_jail.then_some(rec))
+}
+
+const JAIL_OFF: &str =
+    "egress jail deliberately off (egress-jail = 0 or CLAUDE_SANDBOX_EGRESS_JAIL=0 at launch)";
+
+/// Destinations the jail opens on purpose: `allow-ip` hosts and resolvers.
+fn punched(o: &Observed, rec: &LaunchRecord, ip: &Ipv4Addr) -> bool {
+    rec.allow_ip.contains(ip) || o.resolvers.contains(ip)
+}
+
+fn check_jail_routes(o: &Observed) -> Outcome {
+    let Some(rec) = jail_on(o)? else {
+        return Ok(JAIL_OFF.into());
+    };
+    if !o.routes.iter().any(|r| r.len == 0 && !r.reject) {
+        return Err("the jail is on but has no default route".into());
+    }
+    let routable = |ip: Ipv4Addr| {
+        !punched(o, rec, &ip) && matches!(o.lookups.get(&IpAddr::V4(ip)), Some(Ok(())))
+    };
+    let open = open_ranges(&required_rejects(), &routable);
+    if open.is_empty() {
+        Ok(format!(
+            "no route into {} (first and last host of each looked up)",
+            required_rejects()
+                .iter()
+                .map(|(n, l)| format!("{n}/{l}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        Err(format!(
+            "the jail is on but incomplete: {} routable (its blackhole route is missing)",
+            open.join(", ")
+        ))
+    }
+}
+
+fn check_internal(o: &Observed) -> Outcome {
+    let Some(rec) = jail_on(o)? else {
+        return Ok(JAIL_OFF.into());
+    };
+    let mut dests: Vec<Ipv4Addr> = vec![METADATA];
+    for s in &rec.site_subnets {
+        dests.extend(subnet_samples(s));
+    }
+    let reached: Vec<String> = dests
+        .iter()
+        .filter(|ip| !punched(o, rec, ip))
+        .filter(|ip| matches!(o.lookups.get(&IpAddr::V4(**ip)), Some(Ok(()))))
+        .map(|ip| ip.to_string())
+        .collect();
+    if !reached.is_empty() {
+        return Err(format!(
+            "routable from inside: {} (site network or cloud metadata)",
+            reached.join(", ")
+        ));
+    }
+    match o.lookups.get(&IpAddr::V4(PUBLIC_SAMPLE)) {
+        Some(Ok(())) => Ok(format!(
+            "site subnets [{}] and {METADATA} unroutable; internet routable via the gateway",
+            rec.site_subnets.join(", ")
+        )),
+        Some(Err(e)) => Err(format!(
+            "the internet is not routable ({PUBLIC_SAMPLE}: {e}): the default route via the gateway is missing"
+        )),
+        None => Err("the public route was not looked up".into()),
+    }
+}
+
+fn check_ipv6(o: &Observed) -> Outcome {
+    if jail_on(o)?.is_none() {
+        return Ok(JAIL_OFF.into());
+    }
+    if !o.ipv6_addrs.is_empty() {
+        return Err(format!(
+            "{} IPv6 address(es) configured inside the jail",
+            o.ipv6_addrs.len()
+        ));
+    }
+    let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
+    match o.lookups.get(&v6) {
+        Some(Ok(())) => Err(format!("{V6_SAMPLE} is routable: IPv6 leaves the jail")),
+        _ => Ok("no IPv6 address, no IPv6 route".into()),
+    }
+}
+
+fn check_loopback(o: &Observed) -> Outcome {
+    let Some(rec) = jail_on(o)? else {
+        return Ok(JAIL_OFF.into());
+    };
+    match (rec.launcher_ns.get("net"), o.ns_ino.get("net")) {
+        (Some(a), Some(b)) if a != b => {}
+        _ => {
+            return Err(
+                "the jail shares the launcher's network namespace: host loopback is reachable"
+                    .into(),
+            )
+        }
+    }
+    if !o.loopback_reached.is_empty() {
+        return Err(format!(
+            "host loopback port(s) {:?} answer on 127.0.0.1 from inside (pasta forwards host loopback)",
+            o.loopback_reached
+        ));
+    }
+    Ok(format!(
+        "own network namespace; {} host loopback listener(s) tried, none answers{}",
+        rec.host_loopback_tcp.len() - o.loopback_own.len(),
+        if o.loopback_own.is_empty() {
+            String::new()
+        } else {
+            format!(" (ports {:?} also listen inside: skipped)", o.loopback_own)
+        }
+    ))
+}
+
+fn check_pin(o: &Observed) -> Outcome {
+    match &o.pin {
+        Ok(()) => Ok(format!("{} matches {}", paths::REAL_CLAUDE, paths::PIN_FILE)),
+        Err(e) if e.starts_with("sha256") => Err(format!(
+            "{e}: the real binary changed after install and was launched anyway (the launch-time pin check regressed)"
+        )),
+        Err(e) => Err(format!("{e}: the sandbox is not installed (sudo claude-sandbox install)")),
+    }
+}
+
+fn check_tiocsti(o: &Observed) -> Outcome {
+    match o.tiocsti_errno {
+        nix::libc::EPERM => Ok("ioctl(TIOCSTI) refused with EPERM by the seccomp filter".into()),
+        e => Err(format!(
+            "ioctl(TIOCSTI) answered errno {e}, not EPERM: the seccomp filter is not in place"
+        )),
+    }
+}
+
+fn check_keyring(o: &Observed) -> Outcome {
+    match o.keyctl_errno {
+        nix::libc::EPERM => Ok("keyctl refused with EPERM by the seccomp filter".into()),
+        0 => Err(
+            "keyctl(GET_KEYRING_ID) succeeded: the caller's session keyring is reachable".into(),
+        ),
+        e => Err(format!(
+            "keyctl answered errno {e}, not EPERM: the seccomp filter is not in place"
+        )),
+    }
+}
+
+/// The table a person reads.
+pub fn render_table(checks: &[Check]) -> String {
+    let mut out = String::new();
+    let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in checks {
+        let st = match c.status {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+        };
+        out.push_str(&format!(
+            "{:>2}  {st}  {:width$}  {}\n",
+            c.id, c.name, c.detail
+        ));
+    }
+    out.push_str(&summary(checks));
+    out.push('\n');
+    out
+}
+
+/// `N PASS / M FAIL`.
+pub fn summary(checks: &[Check]) -> String {
+    let fail = failures(checks);
+    format!("{} PASS / {fail} FAIL", checks.len() - fail)
+}
+
+fn failures(checks: &[Check]) -> usize {
+    checks.iter().filter(|c| c.status == Status::Fail).count()
+}
+
+/// Run `claude-sandbox verify`; the exit status is the number of failures.
+pub fn main(args: &Args) -> anyhow::Result<i32> {
+    let checks = evaluate(&Observed::gather());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        print!("{}", render_table(&checks));
+    }
+    Ok(failures(&checks) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\
+23 22 0:5 / /dev rw,nosuid - tmpfs tmpfs rw\n\
+24 22 0:6 / /tmp rw,nosuid - tmpfs tmpfs rw\n\
+25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
+26 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n\
+27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh rw - ext4 /dev/vda1 rw\n\
+28 25 0:8 / /home/dev/.local/share/claude rw - tmpfs tmpfs rw\n\
+29 25 0:5 /null /home/dev/.netrc ro - tmpfs tmpfs rw\n\
+30 22 252:1 /workspaces/app /workspaces/app rw - ext4 /dev/vda1 rw\n\
+31 22 252:1 /home/dev/my\\040dir /home/dev/my\\040dir ro - ext4 /dev/vda1 rw\n";
+
+    fn rec() -> LaunchRecord {
+        LaunchRecord {
+            version: RECORD_VERSION,
+            egress_jail: true,
+            home: "/home/dev".into(),
+            workspace: "/workspaces/app".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn mountinfo_parsed_with_escapes() {
+        let m = parse_mountinfo(MOUNTINFO);
+        assert_eq!(m.len(), 10);
+        assert!(m[0].read_only && m[0].fstype == "ext4");
+        assert_eq!(m[9].point, PathBuf::from("/home/dev/my dir"));
+        assert_eq!(top_mount(&m, Path::new("/tmp")).unwrap().fstype, "tmpfs");
+    }
+
+    #[test]
+    fn home_allowlist_catches_a_bound_back_ssh() {
+        let mut m = parse_mountinfo(MOUNTINFO);
+        m.pop(); // the odd "my dir" mount
+        assert!(unexpected_home_mounts(&m, &rec()).is_empty());
+        m.push(Mount {
+            point: "/home/dev/.ssh".into(),
+            read_only: false,
+            fstype: "ext4".into(),
+            source: "/dev/vda1".into(),
+        });
+        assert_eq!(unexpected_home_mounts(&m, &rec()), ["~/.ssh"]);
+        // no-forge: the gh dir is no longer allowed.
+        let mut r = rec();
+        r.no_forge = true;
+        assert_eq!(unexpected_home_mounts(&m, &r), ["~/.config/gh", "~/.ssh"]);
+        // A workspace under $HOME is allowed, with whatever is mounted inside it.
+        r.workspace = "/home/dev/.ssh".into();
+        assert_eq!(unexpected_home_mounts(&m, &r), ["~/.config/gh"]);
+    }
+
+    #[test]
+    fn secret_variables_recognised() {
+        for k in [
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "SSH_AUTH_SOCK",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_PROFILE",
+            "NPM_TOKEN",
+            "VSCODE_IPC_HOOK_CLI",
+            "DB_PASSWORD",
+        ] {
+            assert!(is_secret_var(k), "{k}");
+        }
+        for k in [
+            "PATH",
+            "HOME",
+            "TERM",
+            "LANG",
+            "IS_SANDBOX",
+            "CLAUDE_CODE_ENTRYPOINT",
+        ] {
+            assert!(!is_secret_var(k), "{k}");
+        }
+    }
+
+    const JAIL_ROUTES: &str =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+        eth0\t00000000\t01004D0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+        *\t0000000A\t00000000\t0201\t0\t0\t0\t000000FF\t0\t0\t0\n\
+        *\t000010AC\t00000000\t0201\t0\t0\t0\t0000F0FF\t0\t0\t0\n\
+        *\t0000A8C0\t00000000\t0201\t0\t0\t0\t0000FFFF\t0\t0\t0\n\
+        *\t00004064\t00000000\t0201\t0\t0\t0\t0000C0FF\t0\t0\t0\n\
+        *\t0000FEA9\t00000000\t0201\t0\t0\t0\t0000FFFF\t0\t0\t0\n\
+        *\t00004D0A\t00000000\t0201\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+
+    #[test]
+    fn jail_routes_complete_or_named_missing() {
+        let routes = parse_routes(JAIL_ROUTES);
+        assert_eq!(routes.len(), 7);
+        assert!(routes[0].len == 0 && !routes[0].reject);
+        assert!(routes[1..].iter().all(|r| r.reject));
+        // Every range closed: nothing open.
+        assert!(open_ranges(&required_rejects(), &|_| false).is_empty());
+        // Only the top of 172.16/12 routable (a narrower blackhole): named.
+        let top = Ipv4Addr::new(172, 31, 255, 254);
+        assert_eq!(
+            open_ranges(&required_rejects(), &|ip| ip == top),
+            ["172.16.0.0/12"]
+        );
+    }
+
+    #[test]
+    fn loopback_listeners_from_proc_net_tcp() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue\n\
+           0: 0100007F:1F90 00000000:0000 0A 00000000:00000000\n\
+           1: 00000000:0016 00000000:0000 0A 00000000:00000000\n\
+           2: 0900A8C0:0050 00000000:0000 0A 00000000:00000000\n\
+           3: 0100007F:1F91 0100007F:C000 01 00000000:00000000\n";
+        let tcp6 = "  sl  local_address\n\
+           0: 00000000000000000000000001000000:0035 00000000000000000000000000000000:0000 0A x\n";
+        assert_eq!(loopback_listeners(tcp, tcp6), vec![22, 53, 8080]);
+    }
+
+    #[test]
+    fn subnet_samples_first_and_last_host() {
+        assert_eq!(
+            subnet_samples("10.77.0.0/24"),
+            [Ipv4Addr::new(10, 77, 0, 1), Ipv4Addr::new(10, 77, 0, 254)]
+        );
+        assert!(subnet_samples("0.0.0.0/0").is_empty());
+        assert!(subnet_samples("junk").is_empty());
+    }
+
+    /// An Observed that passes everything, for the per-check tests below.
+    fn healthy() -> Observed {
+        let mut o = Observed {
+            record: Ok(rec()),
+            facts: inside::Facts {
+                is_sandbox_env: true,
+                no_new_privs: true,
+                cap_eff_zero: true,
+                single_id_userns: true,
+                nspid_nested: false,
+                pid1_is_bwrap: true,
+            },
+            status: "NoNewPrivs:\t1\nCapEff:\t0000000000000000\nCapPrm:\t0000000000000000\nCapAmb:\t0000000000000000\n".into(),
+            mounts: parse_mountinfo(MOUNTINFO),
+            tiocsti_errno: nix::libc::EPERM,
+            keyctl_errno: nix::libc::EPERM,
+            routes: parse_routes(JAIL_ROUTES),
+            gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
+            pin: Ok(()),
+            ..Default::default()
+        };
+        o.mounts.pop();
+        o.env
+            .insert("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into());
+        o.env.insert("GIT_CONFIG_SYSTEM".into(), "/dev/null".into());
+        for (n, l) in required_rejects() {
+            for ip in subnet_samples(&format!("{n}/{l}")) {
+                o.lookups
+                    .insert(IpAddr::V4(ip), Err("Invalid argument".into()));
+            }
+        }
+        o.lookups
+            .insert(IpAddr::V4(METADATA), Err("No route to host".into()));
+        o.lookups.insert(IpAddr::V4(PUBLIC_SAMPLE), Ok(()));
+        let mut r = rec();
+        for k in NS_KINDS {
+            r.launcher_ns.insert(k.to_string(), 1);
+            o.ns_ino.insert(k.to_string(), 2);
+        }
+        o.record = Ok(r);
+        o
+    }
+
+    fn failing(o: &Observed) -> Vec<&'static str> {
+        evaluate(o)
+            .into_iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| c.name)
+            .collect()
+    }
+
+    #[test]
+    fn each_regression_fails_exactly_its_check() {
+        // (Workspace writability is a live probe; everything else is pure.)
+        let base: Vec<&str> = failing(&healthy());
+        assert_eq!(base, ["workspace-scoped"], "only the live probe fails here");
+        type Mutate = Box<dyn Fn(&mut Observed)>;
+        let cases: Vec<(&str, Mutate)> = vec![
+            (
+                "token-env-absent",
+                Box::new(|o| {
+                    o.env.insert("GH_TOKEN".into(), "ghp_x".into());
+                }),
+            ),
+            (
+                "capabilities-dropped",
+                Box::new(|o| {
+                    o.status = o
+                        .status
+                        .replace("CapEff:\t0000000000000000", "CapEff:\t000001ffffffffff")
+                }),
+            ),
+            (
+                "tmp-tmpfs",
+                Box::new(|o| o.mounts.retain(|m| m.point != Path::new("/tmp"))),
+            ),
+            (
+                "jail-routes",
+                Box::new(|o| {
+                    o.lookups
+                        .insert(IpAddr::V4(Ipv4Addr::new(172, 16, 0, 1)), Ok(()));
+                }),
+            ),
+            (
+                "real-binary-pinned",
+                Box::new(|o| o.pin = Err("sha256 differs".into())),
+            ),
+            (
+                "strict-home",
+                Box::new(|o| {
+                    o.mounts.push(Mount {
+                        point: "/home/dev/.ssh".into(),
+                        read_only: false,
+                        fstype: "ext4".into(),
+                        source: "/dev/vda1".into(),
+                    })
+                }),
+            ),
+            (
+                "tiocsti-refused",
+                Box::new(|o| o.tiocsti_errno = nix::libc::ENOTTY),
+            ),
+            (
+                "ipc-uts-namespaces",
+                Box::new(|o| {
+                    o.ns_ino.insert("uts".into(), 1);
+                }),
+            ),
+        ];
+        for (name, mutate) in cases {
+            let mut o = healthy();
+            mutate(&mut o);
+            let mut f = failing(&o);
+            f.retain(|n| *n != "workspace-scoped");
+            assert_eq!(f, [name], "{name}");
+        }
+    }
+
+    #[test]
+    fn jail_checks_pass_with_a_note_when_deliberately_off() {
+        let mut o = healthy();
+        o.routes.clear();
+        o.lookups.clear();
+        if let Ok(r) = o.record.as_mut() {
+            r.egress_jail = false;
+        }
+        for c in evaluate(&o) {
+            if [
+                "jail-routes",
+                "internal-unroutable",
+                "no-ipv6",
+                "host-loopback-unreachable",
+            ]
+            .contains(&c.name)
+            {
+                assert_eq!(c.status, Status::Pass, "{}", c.name);
+                assert!(c.detail.contains("deliberately off"), "{}", c.detail);
+            }
+        }
+        // On, but empty: every jail check fails.
+        if let Ok(r) = o.record.as_mut() {
+            r.egress_jail = true;
+        }
+        let f = failing(&o);
+        for n in ["jail-routes", "internal-unroutable"] {
+            assert!(f.contains(&n), "{n}: {f:?}");
+        }
+    }
+
+    #[test]
+    fn outside_fails_the_marker_and_names_it() {
+        let mut o = healthy();
+        o.record = Err("placeholder".into());
+        o.facts.is_sandbox_env = false;
+        let c = &evaluate(&o)[0];
+        assert_eq!((c.name, c.status), ("inside-marker", Status::Fail));
+        assert!(c.detail.contains("IS_SANDBOX=1 is not set"), "{}", c.detail);
+        let table = render_table(&evaluate(&o));
+        assert!(table.lines().last().unwrap().ends_with(" FAIL"));
+    }
 }

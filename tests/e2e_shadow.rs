@@ -87,17 +87,13 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         keys.sort();
         assert_eq!(
             keys,
-            ["CLAUDE_SANDBOX_EGRESS_JAIL", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "HOME", "IS_SANDBOX", "LANG", "PATH", "PWD", "TERM", "USER"],
+            ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "HOME", "IS_SANDBOX", "LANG", "PATH", "PWD", "TERM", "USER"],
             "{who:?}: environment is exactly §4.5 (plus PWD, which bubblewrap sets to the working directory)"
         );
         assert_eq!(env["PWD"], r["cwd"]);
         assert_eq!(env["USER"], World::user_name(who));
         assert_eq!(env["HOME"], home.as_str());
         assert_eq!(env["IS_SANDBOX"], "1");
-        assert_eq!(
-            env["CLAUDE_SANDBOX_EGRESS_JAIL"], "0",
-            "the world runs with the jail off"
-        );
         assert_eq!(env["GIT_CONFIG_GLOBAL"], "/etc/claude-gitconfig");
         assert_eq!(env["GIT_CONFIG_SYSTEM"], "/dev/null");
         assert_eq!(

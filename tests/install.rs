@@ -100,6 +100,7 @@ fn staging_install_is_complete_idempotent_and_reversible() {
         ("usr/libexec/claude-sandbox/claude-sandbox", Some(0o755)),
         ("usr/libexec/claude-sandbox/claude", Some(0o755)),
         ("usr/libexec/claude-sandbox/claude.pin", Some(0o644)),
+        ("usr/libexec/claude-sandbox/launch.json", Some(0o644)),
         ("etc/claude-sandbox.conf", Some(0o644)),
         ("etc/claude-gitconfig", Some(0o644)),
         ("etc/claude-code/managed-settings.json", Some(0o644)),

@@ -5,79 +5,8 @@
 mod common;
 use common::*;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static NETS: AtomicUsize = AtomicUsize::new(0);
-
-fn testnet(file: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testnet")
-        .join(file);
-    assert!(
-        p.exists(),
-        "{} missing (shared/ must sit beside the repository)",
-        p.display()
-    );
-    p
-}
-
-/// A private site network; torn down on drop, listeners included.
-struct Lan {
-    prefix: String,
-    host: String,
-    lan: String,
-    listeners: Vec<Child>,
-}
-
-impl Lan {
-    fn up() -> Lan {
-        let prefix = format!(
-            "cj{}x{}",
-            std::process::id() % 100_000,
-            NETS.fetch_add(1, Ordering::SeqCst)
-        );
-        let out = Command::new("bash")
-            .arg(testnet("lan.sh"))
-            .args(["up", &prefix])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "lan.sh up: {}", stderr(&out));
-        Lan {
-            host: format!("{prefix}-host"),
-            lan: format!("{prefix}-lan"),
-            prefix,
-            listeners: Vec::new(),
-        }
-    }
-
-    /// Start a bounded netprobe listener in namespace `ns`.
-    fn listen(&mut self, ns: &str, args: &[&str]) {
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, "python3"])
-            .arg(testnet("netprobe.py"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.listeners.push(child);
-    }
-}
-
-impl Drop for Lan {
-    fn drop(&mut self) {
-        for c in &mut self.listeners {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new("bash")
-            .arg(testnet("lan.sh"))
-            .args(["down", &self.prefix])
-            .output();
-    }
-}
+use common::lan::*;
+use std::process::Command;
 
 /// Every destination of acceptance line 1, with what it answers.
 const INTERNET: &str = "203.0.113.10:8080";

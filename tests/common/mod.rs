@@ -11,6 +11,8 @@
 //! is skipped with a loud message.
 #![allow(dead_code)]
 
+pub mod lan;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -252,6 +254,7 @@ impl World {
              ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude\n\
              install -m 0644 {gitconfig} /etc/claude-gitconfig\n\
              install -m 0644 {r}/bin/conf /etc/claude-sandbox.conf\n\
+             install -m 0644 /dev/null /usr/libexec/claude-sandbox/launch.json\n\
              /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null\n",
             real = real.display(),
             gitconfig = Path::new(env!("CARGO_MANIFEST_DIR"))

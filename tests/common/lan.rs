@@ -1,0 +1,81 @@
+//! A private "site network" for end-to-end tests: `../shared/testnet/lan.sh`
+//! builds gateway, LAN host, internal ranges, metadata, IPv6 and an
+//! "internet" host in namespaces the test owns; every packet stays there.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::stderr;
+
+static NETS: AtomicUsize = AtomicUsize::new(0);
+
+pub fn testnet(file: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/testnet")
+        .join(file);
+    assert!(
+        p.exists(),
+        "{} missing (shared/ must sit beside the repository)",
+        p.display()
+    );
+    p
+}
+
+/// A private site network; torn down on drop, listeners included.
+pub struct Lan {
+    pub prefix: String,
+    /// The "devcontainer" namespace.
+    pub host: String,
+    /// The LAN host's namespace (10.77.0.9).
+    pub lan: String,
+    pub listeners: Vec<Child>,
+}
+
+impl Lan {
+    pub fn up() -> Lan {
+        let prefix = format!(
+            "cj{}x{}",
+            std::process::id() % 100_000,
+            NETS.fetch_add(1, Ordering::SeqCst)
+        );
+        let out = Command::new("bash")
+            .arg(testnet("lan.sh"))
+            .args(["up", &prefix])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lan.sh up: {}", stderr(&out));
+        Lan {
+            host: format!("{prefix}-host"),
+            lan: format!("{prefix}-lan"),
+            prefix,
+            listeners: Vec::new(),
+        }
+    }
+
+    /// Start a bounded netprobe listener in namespace `ns`.
+    pub fn listen(&mut self, ns: &str, args: &[&str]) {
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.listeners.push(child);
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        for c in &mut self.listeners {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("bash")
+            .arg(testnet("lan.sh"))
+            .args(["down", &self.prefix])
+            .output();
+    }
+}

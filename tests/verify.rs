@@ -1,0 +1,286 @@
+//! End-to-end: `claude-sandbox verify` (issue #5) inside a real sandbox with
+//! the egress jail on, on the private site network of `../shared/testnet`;
+//! outside any sandbox; and against deliberate regressions (debug-build
+//! test mutations, see src/testhooks.rs), each of which must turn exactly
+//! its own check to FAIL.
+
+mod common;
+use common::lan::*;
+use common::*;
+
+use serde_json::Value;
+
+const BATTERY: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+
+/// A world with the probe as the real binary and the jail on (the default).
+fn verify_world(name: &str) -> World {
+    let w = World::new(name);
+    w.install_by_hand(&w.root.join("bin/probe"), "");
+    w
+}
+
+/// Run `verify ARGS` inside the sandbox, launched through `claude` in the
+/// LAN's "devcontainer" namespace, whose own loopback has a service listening.
+fn verify_inside(
+    w: &World,
+    lan: &Lan,
+    who: Who,
+    env: &[(&str, &str)],
+    args: &str,
+) -> std::process::Output {
+    let cmd = w.command(
+        who,
+        env,
+        &["claude", "shell", &format!("{BATTERY} verify {args}")],
+    );
+    in_netns(&lan.host, &cmd).output().unwrap()
+}
+
+/// The JSON report: one object per check.
+fn checks(o: &std::process::Output) -> Vec<Value> {
+    let v: Value = serde_json::from_str(&stdout(o)).unwrap_or_else(|e| {
+        panic!(
+            "verify --json did not parse ({e}): {}{}",
+            stdout(o),
+            stderr(o)
+        )
+    });
+    v.as_array().expect("a JSON array").clone()
+}
+
+fn failing(checks: &[Value]) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|c| c["status"] == "FAIL")
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["name"].as_str().unwrap(),
+                c["detail"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A jail-side loopback service the sandbox must not reach.
+const LOOPBACK_SERVICE: &str = "127.0.0.1:9191";
+
+fn lan_with_loopback_service() -> Lan {
+    let mut lan = Lan::up();
+    let h = lan.host.clone();
+    lan.listen(
+        &h,
+        &["serve", LOOPBACK_SERVICE, "HOST-LOOPBACK-SECRET", "120"],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan
+}
+
+#[test]
+fn inside_a_jailed_sandbox_every_check_passes_for_root_and_user() {
+    if !require("verify_inside") {
+        return;
+    }
+    let lan = lan_with_loopback_service();
+    let w = verify_world("verifyok");
+    for who in BOTH {
+        let o = verify_inside(&w, &lan, who, &[], "--json");
+        let c = checks(&o);
+        assert!(c.len() >= 20, "{who:?}: only {} checks", c.len());
+        for (i, check) in c.iter().enumerate() {
+            assert_eq!(check["id"], i + 1, "{who:?}: ids are 1..N in order");
+            for k in ["name", "status", "detail"] {
+                assert!(check[k].is_string(), "{who:?}: {k} missing in {check}");
+            }
+        }
+        assert_eq!(failing(&c), Vec::<String>::new(), "{who:?}: {}", stderr(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{who:?}: exit status is the failure count"
+        );
+        // The loopback check really tried the devcontainer's own service.
+        let lb = c
+            .iter()
+            .find(|x| x["name"] == "host-loopback-unreachable")
+            .unwrap();
+        assert!(
+            !lb["detail"].as_str().unwrap().contains(" 0 host loopback"),
+            "{who:?}: the loopback service was not among those tried: {lb}"
+        );
+        let jr = c.iter().find(|x| x["name"] == "jail-routes").unwrap();
+        assert!(
+            !jr["detail"].as_str().unwrap().contains("deliberately off"),
+            "{who:?}: the jail was on: {jr}"
+        );
+    }
+    // The table a person reads ends with the summary.
+    let o = verify_inside(&w, &lan, Who::Root, &[], "");
+    let out = stdout(&o);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with(" PASS / 0 FAIL"),
+        "summary line: {last:?} in {out}"
+    );
+    assert!(out.contains("PASS  strict-home"), "{out}");
+}
+
+#[test]
+fn jail_checks_pass_with_a_note_when_the_jail_is_deliberately_off() {
+    if !require("verify_jail_off") {
+        return;
+    }
+    let w = World::with_probe("verifyoff");
+    let o = w.run(
+        Who::User,
+        &[],
+        &["claude", "shell", &format!("{BATTERY} verify --json")],
+    );
+    let c = checks(&o);
+    assert_eq!(failing(&c), Vec::<String>::new(), "{}", stderr(&o));
+    for name in [
+        "jail-routes",
+        "internal-unroutable",
+        "no-ipv6",
+        "host-loopback-unreachable",
+    ] {
+        let x = c.iter().find(|x| x["name"] == name).unwrap();
+        assert!(
+            x["detail"].as_str().unwrap().contains("deliberately off"),
+            "{name}: {x}"
+        );
+    }
+}
+
+#[test]
+fn outside_any_sandbox_verify_fails_and_names_the_missing_defences() {
+    if !require("verify_outside") {
+        return;
+    }
+    // Run straight on this machine (read-only: it looks, sends no packet).
+    let o = std::process::Command::new(our_binary())
+        .arg("verify")
+        .env_remove("IS_SANDBOX")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}");
+    for name in ["inside-marker", "no-new-privs", "capabilities-dropped"] {
+        assert!(
+            out.lines().any(|l| l.contains("FAIL") && l.contains(name)),
+            "{name} not failed outside: {out}"
+        );
+    }
+    let fails = out.lines().filter(|l| l.contains("  FAIL  ")).count();
+    assert_eq!(
+        o.status.code(),
+        Some(fails as i32),
+        "exit status = failures: {out}"
+    );
+    // A forged IS_SANDBOX=1 changes nothing.
+    let o = std::process::Command::new(our_binary())
+        .args(["verify", "--json"])
+        .env("IS_SANDBOX", "1")
+        .output()
+        .unwrap();
+    let f = failing(&checks(&o));
+    assert!(f.iter().any(|l| l.starts_with("inside-marker")), "{f:?}");
+}
+
+#[test]
+fn each_deliberate_regression_fails_exactly_its_check() {
+    if !require("verify_regressions") {
+        return;
+    }
+    let lan = lan_with_loopback_service();
+    let w = verify_world("verifyreg");
+    w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
+    let cases = [
+        ("bind-ssh", "strict-home"),
+        ("pass-gh-token", "token-env-absent"),
+        ("tmp-not-tmpfs", "tmp-tmpfs"),
+        ("keep-caps", "capabilities-dropped"),
+        ("jail-no-172", "jail-routes"),
+    ];
+    for (mutation, check) in cases {
+        let o = verify_inside(
+            &w,
+            &lan,
+            Who::Root,
+            &[
+                ("CLAUDE_SANDBOX_TEST_MUTATION", mutation),
+                ("GH_TOKEN", "ghp_decoy_token"),
+            ],
+            "--json",
+        );
+        let f = failing(&checks(&o));
+        assert_eq!(f.len(), 1, "{mutation}: exactly one FAIL expected: {f:#?}");
+        assert!(
+            f[0].starts_with(&format!("{check}: ")),
+            "{mutation}: {f:#?}"
+        );
+        assert_eq!(o.status.code(), Some(1), "{mutation}");
+    }
+    // The real binary changed after install, launched anyway.
+    let o = w.run_root_raw("printf x >> /usr/libexec/claude-sandbox/claude");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let refused = verify_inside(&w, &lan, Who::Root, &[], "--json");
+    assert_eq!(
+        refused.status.code(),
+        Some(126),
+        "the shadow refuses a changed binary"
+    );
+    let o = verify_inside(
+        &w,
+        &lan,
+        Who::Root,
+        &[("CLAUDE_SANDBOX_TEST_MUTATION", "skip-pin-check")],
+        "--json",
+    );
+    let f = failing(&checks(&o));
+    assert_eq!(f.len(), 1, "skip-pin-check: {f:#?}");
+    assert!(f[0].starts_with("real-binary-pinned: "), "{f:#?}");
+}
+
+#[test]
+fn the_battery_is_off_path_root_owned_and_read_only_inside() {
+    if !require("verify_battery_ro") {
+        return;
+    }
+    let w = World::with_probe("verifyro");
+    let o = w.run_root_raw(&format!(
+        "stat -c '%u %a' {BATTERY} /usr/libexec/claude-sandbox"
+    ));
+    assert_eq!(
+        stdout(&o),
+        "0 755\n0 755\n",
+        "root-owned 0755: {}",
+        stderr(&o)
+    );
+    let script = format!(
+        "command -v claude-sandbox && echo ON-PATH; \
+         for t in 'printf x >> {BATTERY}' 'truncate -s 0 {BATTERY}' 'chmod 777 {BATTERY}' \
+                  'mv {BATTERY} /usr/libexec/claude-sandbox/moved' 'rm -f {BATTERY}' \
+                  'cp /bin/true /usr/libexec/claude-sandbox/planted' 'touch {BATTERY}'; do \
+           if sh -c \"$t\" 2>/dev/null; then echo \"MODIFIED by: $t\"; fi; \
+         done; sha256sum {BATTERY}"
+    );
+    let before = stdout(&w.run_root_raw(&format!("sha256sum {BATTERY}")));
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "shell", &script]);
+        let out = stdout(&o);
+        assert!(
+            !out.contains("ON-PATH"),
+            "{who:?}: the battery is on PATH: {out}"
+        );
+        assert!(!out.contains("MODIFIED"), "{who:?}: {out}");
+        assert!(
+            out.contains(before.split_whitespace().next().unwrap()),
+            "{who:?}: {out}"
+        );
+    }
+    assert_eq!(
+        stdout(&w.run_root_raw(&format!("sha256sum {BATTERY}"))),
+        before
+    );
+}
