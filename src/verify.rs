@@ -1250,6 +1250,34 @@ mod tests {
     }
 
     #[test]
+    fn every_check_is_documented() {
+        let doc = include_str!("../docs/verify.md");
+        for (i, d) in BATTERY.iter().enumerate() {
+            assert!(
+                doc.contains(&format!("| {} | {} |", i + 1, d.name)),
+                "docs/verify.md lacks row {} {}",
+                i + 1,
+                d.name
+            );
+        }
+    }
+
+    #[test]
+    fn slash_command_runs_the_battery_by_path_then_probes() {
+        let cmd = crate::promote::VERIFY_COMMAND;
+        assert!(cmd.contains(&format!("{} verify", paths::SELF_BIN)));
+        for w in [
+            "at least 10",
+            "BLOCKED",
+            "ESCAPED",
+            "INCONCLUSIVE",
+            "RESULT: SANDBOX LEAKING",
+        ] {
+            assert!(cmd.contains(w), "{w}");
+        }
+    }
+
+    #[test]
     fn mountinfo_parsed_with_escapes() {
         let m = parse_mountinfo(MOUNTINFO);
         assert_eq!(m.len(), 10);
