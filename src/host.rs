@@ -60,10 +60,16 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
             (p, r)
         })
         .collect();
+    let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .and_then(|p| p.dir.canonicalize().ok())
+        .filter(|p| *p != home);
     Ok(Facts {
         uid,
         gid,
         user,
+        passwd_home,
         home,
         cwd,
         env: std::env::vars_os().collect(),

@@ -115,7 +115,9 @@ pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         let plan = build(cfg, args, mode, jail.as_ref())?;
         match execute(&bwrap, &plan, jail.as_mut(), &git)? {
             Outcome::Exited(code) => return Ok(code),
-            Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("proc") => {
+            // bubblewrap's own words for a refused procfs ("Can't mount proc on
+            // /newroot/proc: …"); other failures naming /proc are not retried.
+            Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("mount proc") => {
                 // The kernel refuses a fresh procfs here (typical in a nested
                 // container); §4.1 allows the host's bound read-only.
                 mode = ProcMode::HostReadOnly;

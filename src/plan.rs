@@ -84,6 +84,10 @@ pub struct Facts {
     pub user: String,
     /// `$HOME`, canonical.
     pub home: PathBuf,
+    /// The home directory the user database gives, canonical, when it exists
+    /// and differs from `$HOME` (sudo keeping HOME, tools that set it): it is
+    /// masked too, or the real home would show through the read-only root.
+    pub passwd_home: Option<PathBuf>,
     /// The current directory, canonical.
     pub cwd: PathBuf,
     /// The launching environment.
@@ -190,7 +194,12 @@ const PROTECTED: &[&str] = &[
 
 /// Refuse a read-write root that would expose `$HOME` wholesale, the whole
 /// file system, or one of our own security inputs.
-fn check_rw_root(what: &str, requested: &Path, resolved: &Path, home: &Path) -> anyhow::Result<()> {
+fn check_rw_root(
+    what: &str,
+    requested: &Path,
+    resolved: &Path,
+    homes: &[&Path],
+) -> anyhow::Result<()> {
     let shown = if requested == resolved {
         format!("{}", requested.display())
     } else {
@@ -206,7 +215,7 @@ fn check_rw_root(what: &str, requested: &Path, resolved: &Path, home: &Path) -> 
             paths::CONFIG_FILE
         )));
     }
-    if home.starts_with(resolved) {
+    if let Some(home) = homes.iter().find(|h| h.starts_with(resolved)) {
         return Err(bad_input(format!(
             "refusing {what} {shown}: it holds $HOME ({}), which would expose every credential in it; cd into a project directory or set workspace-root in {}",
             home.display(),
@@ -364,7 +373,10 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
                     paths::CONFIG_FILE
                 ))
             })?;
-        check_rw_root(what, &requested, &resolved, home)?;
+        let homes: Vec<&Path> = std::iter::once(home.as_path())
+            .chain(facts.passwd_home.as_deref())
+            .collect();
+        check_rw_root(what, &requested, &resolved, &homes)?;
         let fd = FD_RW_BASE + rw_binds.len() as i32;
         rw_binds.push(RwBind {
             fd,
@@ -419,7 +431,15 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
             a.push(["--ro-bind", "/dev/null", f]);
         }
     }
-    // §4.2 $HOME by inversion.
+    // §4.2 $HOME by inversion; the user database's home too, when it differs
+    // and $HOME does not already cover it.
+    if let Some(ph) = facts
+        .passwd_home
+        .as_ref()
+        .filter(|ph| !ph.starts_with(home) && ph.as_path() != Path::new("/"))
+    {
+        a.push([OsStr::new("--tmpfs"), ph.as_os_str()]);
+    }
     a.push([OsStr::new("--tmpfs"), home.as_os_str()]);
     let bind_back = |a: &mut Args, flag: &str, rel: &str| {
         let p = home.join(rel);
@@ -590,6 +610,7 @@ pub(crate) mod tests {
             proc_mode: ProcMode::Fresh,
             launcher_ns: BTreeMap::new(),
             host_loopback_tcp: Vec::new(),
+            passwd_home: None,
         }
     }
 
@@ -915,6 +936,46 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string()
             .contains("allow-write"));
+    }
+
+    #[test]
+    fn the_user_databases_home_is_masked_when_home_differs() {
+        let mut f = facts();
+        f.passwd_home = Some(PathBuf::from("/home/real"));
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        let args: Vec<String> = plan
+            .bwrap_args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let masked = args.windows(2).position(|w| w == ["--tmpfs", "/home/real"]);
+        let home = args.windows(2).position(|w| w == ["--tmpfs", "/home/dev"]);
+        assert!(masked.is_some() && masked < home, "{args:?}");
+        // A workspace holding the real home is refused like one holding $HOME.
+        f.cwd = PathBuf::from("/home");
+        f.resolved
+            .insert(f.cwd.clone(), Some(PathBuf::from("/home")));
+        assert!(build(&Config::default(), &f, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("holds $HOME (/home/"));
+        // Under $HOME already, or /: nothing more to mask.
+        for ph in ["/home/dev/sub", "/"] {
+            let mut f = facts();
+            f.passwd_home = Some(PathBuf::from(ph));
+            let plan = build(&Config::default(), &f, &[]).unwrap();
+            let n = plan.bwrap_args.iter().filter(|a| *a == "--tmpfs").count();
+            assert_eq!(
+                n,
+                build(&Config::default(), &facts(), &[])
+                    .unwrap()
+                    .bwrap_args
+                    .iter()
+                    .filter(|a| *a == "--tmpfs")
+                    .count(),
+                "{ph}"
+            );
+        }
     }
 
     #[test]

@@ -25,6 +25,11 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         let mut paths = Vec::new();
         for (rel, content) in DECOYS {
             paths.push(w.put(who, rel, content).to_string_lossy().into_owned());
+            if who == Who::Root {
+                // The world's root home is also the user database's home
+                // (/root), which differs from $HOME: it must be masked too.
+                paths.push(format!("/root/{rel}"));
+            }
         }
         w.put(who, ".claude/settings.json", "{}");
         let mut argv = vec!["claude", "report"];
@@ -36,8 +41,20 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
             ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
             ("DISPLAY", ":0"),
             ("AWS_SECRET_ACCESS_KEY", "aws-leak"),
+            ("USER", "mallory"),
         ];
-        let o = w.run(who, &secrets, &argv);
+        // The host's /tmp holds a file; the sandbox's must not.
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                "mount -t tmpfs tmpfs /tmp && echo decoy > /tmp/host-tmp-decoy",
+                &secrets,
+                &argv,
+            )
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{who:?}: {}", stderr(&o));
         let r = report(&o);
         assert_eq!(
