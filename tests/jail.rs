@@ -173,36 +173,82 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
     let mut lan = Lan::up();
     let (l, h) = (lan.lan.clone(), lan.host.clone());
     // A stub resolver on the devcontainer's loopback (like systemd-resolved),
-    // and a routable one on the gateway host; both answer 203.0.113.10.
+    // and a routable one on the gateway host; both answer 203.0.113.10, so
+    // which one answered is shown by which one is running.
+    let w = jail_world("jaildns", "");
+    let resolve = |lan: &Lan, who: Who, ns: &str| {
+        let o = probe_net(&w, lan, who, &resolv(ns), &[], "resolve example.test");
+        stdout(&o).trim().to_string()
+    };
+    // Only the stub runs: a loopback-only resolv.conf resolves (through the
+    // jail's forwarder to the host's stub); one naming 10.77.0.1 does not.
     lan.listen(&h, &["dns", "127.0.0.53", "120"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for who in BOTH {
+        assert_eq!(
+            resolve(&lan, who, "127.0.0.53"),
+            "203.0.113.10",
+            "{who:?} via the stub"
+        );
+        assert!(
+            resolve(&lan, who, "10.77.0.1").starts_with("NORESOLVE"),
+            "{who:?}: answered without the routable resolver"
+        );
+    }
+    // Only the routable one runs: queries go to it, and the stub path is dead.
+    for c in &mut lan.listeners {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
     lan.listen(&l, &["dns", "10.77.0.1", "120"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let w = jail_world("jaildns", "");
     for who in BOTH {
-        for ns in ["127.0.0.53", "10.77.0.1"] {
-            let o = probe_net(&w, &lan, who, &resolv(ns), &[], "resolve example.test");
-            assert_eq!(
-                stdout(&o).trim(),
-                "203.0.113.10",
-                "{who:?} with nameserver {ns}: {}{}",
-                stdout(&o),
-                stderr(&o)
+        assert_eq!(
+            resolve(&lan, who, "10.77.0.1"),
+            "203.0.113.10",
+            "{who:?} via 10.77.0.1"
+        );
+        assert!(
+            resolve(&lan, who, "127.0.0.53").starts_with("NORESOLVE"),
+            "{who:?}: the stub path answered with no stub running"
+        );
+    }
+}
+
+/// With the gateway punched open (it is the resolver), the gateway address
+/// must still not lead to the devcontainer's own loopback services: pasta
+/// maps the gateway to host loopback unless told `--no-map-gw`. (With a
+/// loopback resolver the gateway is blackholed and this path is untestable.)
+#[test]
+fn host_loopback_unreachable_through_a_punched_gateway() {
+    if !require("jail_map_gw") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let w = jail_world("jailmapgw", "");
+    for who in BOTH {
+        let o = probe_net(
+            &w,
+            &lan,
+            who,
+            &resolv("10.77.0.1"),
+            &[],
+            &format!("connect {INTERNET} 10.77.0.1:9090 127.0.0.1:9090"),
+        );
+        let out = stdout(&o);
+        assert!(reached(&out, INTERNET), "{who:?}: {out}{}", stderr(&o));
+        for t in ["10.77.0.1:9090", "127.0.0.1:9090"] {
+            assert!(
+                !reached(&out, t),
+                "{who:?}: host loopback reached via {t}: {out}"
+            );
+            assert!(
+                out.contains(&format!("{t} BLOCKED")),
+                "{who:?}: {t} not tried: {out}"
             );
         }
     }
-    // The routable resolver really is the one asked: without it, no answer.
-    for c in &mut lan.listeners {
-        let _ = c.kill();
-    }
-    let o = probe_net(
-        &w,
-        &lan,
-        Who::Root,
-        &resolv("10.77.0.1"),
-        &[],
-        "resolve example.test",
-    );
-    assert!(stdout(&o).starts_with("NORESOLVE"), "{}", stdout(&o));
 }
 
 #[test]
@@ -213,7 +259,8 @@ fn routes_cannot_be_changed_from_inside() {
     let lan = Lan::up();
     let w = jail_world("jaileperm", "");
     for who in BOTH {
-        let script = "for c in 'route add 1.2.3.4/32 dev lo' 'route del default' 'route del blackhole 10.0.0.0/8' 'link add x0 type dummy'; do \
+        let script = "ip route | grep -q 'blackhole 10.0.0.0/8' && echo JAILED; \
+                      for c in 'route add 1.2.3.4/32 dev lo' 'route del default' 'route del blackhole 10.0.0.0/8' 'link add x0 type dummy'; do \
                       ip $c 2>&1 | head -1; done";
         let cmd = w.command_with_setup(
             who,
@@ -224,6 +271,10 @@ fn routes_cannot_be_changed_from_inside() {
         );
         let o = in_netns(&lan.host, &cmd).output().unwrap();
         let out = stdout(&o);
+        assert!(
+            out.starts_with("JAILED\n"),
+            "{who:?}: the jail was not on: {out}"
+        );
         assert_eq!(
             out.matches("Operation not permitted").count(),
             4,
@@ -275,30 +326,34 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
     let w = jail_world("jailprereq", "");
     let r = w.root.display().to_string();
     std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
-    type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str);
+    type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str, &'a str);
     let cases: Vec<Case> = vec![
         (
             format!("mount --bind {r}/bin/not-exec /usr/bin/pasta"),
             vec![],
             "pasta is not installed",
+            "apt-get install passt",
         ),
         (
             "mount -t tmpfs tmpfs /dev/net".into(),
             vec![],
             "/dev/net/tun does not exist",
+            "--device=/dev/net/tun",
         ),
         (
             String::new(),
             vec![("CLAUDE_SANDBOX_TEST_MUTATION", "pasta-attach-fails")],
             "pasta could not attach",
+            "check that /dev/net/tun works",
         ),
         (
             String::new(),
             vec![("CLAUDE_SANDBOX_TEST_MUTATION", "route-step-fails")],
             "route step failed",
+            "claude-sandbox doctor",
         ),
     ];
-    for (setup, env, what) in &cases {
+    for (setup, env, what, fix) in &cases {
         for who in BOTH {
             let setup = format!("{}{setup}\n", resolv("127.0.0.53"));
             let cmd =
@@ -309,6 +364,10 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
             assert!(stdout(&o).is_empty(), "{who:?} {what}: the probe ran");
             assert_eq!(err.lines().count(), 1, "{who:?}: one line: {err}");
             assert!(err.contains(what), "{who:?}: {err}");
+            assert!(
+                err.contains(fix),
+                "{who:?} {what}: the fix ({fix}) is not named: {err}"
+            );
             assert!(
                 err.contains("CLAUDE_SANDBOX_EGRESS_JAIL=0"),
                 "{who:?}: no escape hatch named: {err}"
