@@ -352,8 +352,22 @@ pub fn execute(
         let _ = std::io::copy(&mut err, &mut std::io::stderr());
     });
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    std::thread::spawn(move || loop {
-        if let Ok(sig @ (Signal::SIGTERM | Signal::SIGHUP)) = forwarded_signals().wait() {
+    std::thread::spawn(move || {
+        let set = forwarded_signals();
+        loop {
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let raw = unsafe { libc::sigwaitinfo(set.as_ref(), &mut info) };
+            let Ok(sig) = Signal::try_from(raw) else {
+                continue; // EINTR
+            };
+            // Ctrl-C and Ctrl-\ from the terminal (si_code SI_KERNEL) already
+            // reached the whole foreground process group, the real binary
+            // included: forwarding them would deliver them twice. Sent by a
+            // process (kill), they reach only us and must be passed on.
+            let from_terminal = info.si_code == libc::SI_KERNEL;
+            if matches!(sig, Signal::SIGINT | Signal::SIGQUIT) && from_terminal {
+                continue;
+            }
             // The real binary gets the signal itself, so it can restore the
             // terminal and save its state. Failing that, bubblewrap gets it,
             // and the sandbox dies with bubblewrap.

@@ -169,6 +169,21 @@ fn resize_reaches_the_sandbox_and_sigterm_ends_it() {
             shown.contains("GOT SIGWINCH"),
             "{who:?}: sandbox did not survive Ctrl-C: {shown}"
         );
+        assert!(
+            !shown.contains("GOT SIGINT"),
+            "{who:?}: one Ctrl-C arrived twice: {shown}"
+        );
+        // SIGINT sent to the shadow by a process (not the terminal) is passed on.
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let shown = read_until(&master, "GOT SIGINT", Duration::from_secs(5));
+        assert!(
+            shown.contains("GOT SIGINT"),
+            "{who:?}: kill -INT of the shadow did not reach the probe: {shown}"
+        );
 
         let t0 = Instant::now();
         nix::sys::signal::kill(
