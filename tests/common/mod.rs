@@ -153,7 +153,7 @@ impl World {
         std::fs::create_dir_all(w.home(Who::Root)).unwrap();
         // The test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
-            "useradd -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            "useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
             home = w.home(Who::User).display()
         ));
         assert!(
