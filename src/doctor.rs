@@ -23,6 +23,38 @@ impl Report {
     }
 }
 
+/// A minimal sandbox with the namespaces every launch uses (no `/proc`: a
+/// launch falls back to the host's when a fresh one is refused).
+fn probe_bwrap(bwrap: &Path) -> Result<(), String> {
+    let out = Command::new(bwrap)
+        .args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--",
+            "/bin/true",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let msg = String::from_utf8_lossy(&out.stderr)
+        .trim()
+        .replace('\n', " ");
+    Err(if msg.is_empty() {
+        format!("{} exited with {}", bwrap.display(), out.status)
+    } else {
+        msg
+    })
+}
+
 /// Run `claude-sandbox doctor`; returns the number of failed facts (capped at 1 for the exit status).
 pub fn main(_args: &Args) -> anyhow::Result<i32> {
     let mut r = Report { failed: 0 };
@@ -104,13 +136,45 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         ),
         Err(e) => r.line(false, "config", e),
     }
+    // Read-write paths named in the config must exist, or every launch refuses.
+    if let Ok(c) = &cfg {
+        let named = c
+            .workspace_root
+            .iter()
+            .map(|p| ("workspace-root", p))
+            .chain(c.allow_write.iter().map(|p| ("allow-write", p)));
+        for (key, p) in named {
+            let ok = p.exists();
+            r.line(
+                ok,
+                key,
+                if ok {
+                    format!("{} exists", p.display())
+                } else {
+                    format!(
+                        "{} does not exist, and every launch refuses until it does; create it or fix {}",
+                        p.display(),
+                        paths::CONFIG_FILE
+                    )
+                },
+            );
+        }
+    }
     // Prerequisites.
     match launch::preflight() {
-        Ok(b) => r.line(
-            true,
-            "sandbox prerequisites",
-            format!("bubblewrap at {}, user namespaces enabled", b.display()),
-        ),
+        Ok(b) => {
+            r.line(
+                true,
+                "sandbox prerequisites",
+                format!("bubblewrap at {}, user namespaces enabled", b.display()),
+            );
+            // The sysctls can say yes while a container's seccomp profile says
+            // no: build a throw-away sandbox to know.
+            match probe_bwrap(&b) {
+                Ok(()) => r.line(true, "bubblewrap", "builds a sandbox here (user, PID and mount namespaces)"),
+                Err(why) => r.line(false, "bubblewrap", format!("cannot build a sandbox here: {why}; inside a Docker container the usual cause is its default seccomp profile, which refuses new namespaces: add \"--security-opt\", \"seccomp=unconfined\" to runArgs in devcontainer.json (or use Podman) and rebuild")),
+            }
+        }
         Err(e) => r.line(false, "sandbox prerequisites", e),
     }
     if let Ok(c) = &cfg {

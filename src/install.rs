@@ -57,6 +57,22 @@ pub struct UninstallArgs {
 }
 
 const MANIFEST: &str = "/usr/libexec/claude-sandbox/install-manifest.json";
+/// What VS Code's Claude Code extension runs for its chat panel when the
+/// devcontainer feature sets `claudeCode.claudeProcessWrapper` to it.
+pub const VSCODE_WRAPPER: &str = "/usr/libexec/claude-sandbox/vscode-wrapper";
+/// The extension runs its process wrapper as `WRAPPER BUNDLED_CLAUDE ARGS…`
+/// (its own copy of the CLI first). That copy is never run: the arguments go
+/// to the shadow, which launches the pinned real binary sandboxed.
+pub const VSCODE_WRAPPER_SCRIPT: &str = "#!/bin/sh
+# Written by claude-sandbox install. VS Code's Claude Code extension runs this
+# (claudeCode.claudeProcessWrapper) as: vscode-wrapper BUNDLED_CLAUDE ARGS...
+# The extension's bundled CLI is never run; the shadow launches the pinned
+# Claude Code inside the sandbox with the remaining arguments.
+case \"${1-}\" in
+/*) if [ -f \"$1\" ]; then shift; fi ;;
+esac
+exec /usr/local/bin/claude \"$@\"
+";
 const DISPLACED: &str = "/usr/libexec/claude-sandbox/displaced-claude";
 
 /// What install did, for uninstall.
@@ -66,6 +82,10 @@ struct Manifest {
     created: Vec<PathBuf>,
     /// Where the real binary was found, when install moved it from there.
     real_origin: Option<PathBuf>,
+    /// The target of `real_origin` when it was a symlink (a native install's
+    /// link into `~/.local/share/claude/versions/`), restored as a link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    real_origin_link: Option<PathBuf>,
     /// What the managed-settings merge added.
     settings: hooks::Added,
     /// Whether install created the managed settings file.
@@ -249,11 +269,16 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     let stray = home.join(".local/bin/claude");
     let mut origin = None;
     let mut _npm_dir = None;
+    let user_claude = if args.real_claude.is_some() {
+        None
+    } else {
+        user_claude(&root, &stray, &user)?
+    };
     let source: PathBuf = if let Some(rc) = &args.real_claude {
         rc.clone()
-    } else if stray.symlink_metadata().is_ok_and(|m| m.is_file()) {
+    } else if let Some(found) = user_claude {
         origin = Some(user.dir.join(".local/bin/claude"));
-        stray.clone()
+        found
     } else if installed_real.exists() {
         installed_real.clone()
     } else {
@@ -273,6 +298,7 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     };
     if origin.is_some() && ctx.manifest.real_origin.is_none() {
         ctx.manifest.real_origin = origin.clone();
+        ctx.manifest.real_origin_link = std::fs::read_link(&stray).ok();
     }
     ctx.dir(&ctx.at(paths::LIBEXEC_DIR), 0o755)?;
     let me = std::env::current_exe()?;
@@ -310,6 +336,12 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         }
     }
     symlink(&mut ctx, paths::SELF_BIN, paths::SHADOW)?;
+    // The entry VS Code's Claude Code extension runs (`claudeCode.claudeProcessWrapper`).
+    ctx.file(
+        &ctx.at(VSCODE_WRAPPER),
+        VSCODE_WRAPPER_SCRIPT.as_bytes(),
+        0o755,
+    )?;
     // Config: the given file, else keep an existing one, else the documented default.
     let conf = ctx.at(paths::CONFIG_FILE);
     match &conf_text {
@@ -366,8 +398,9 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         ctx.file(&cj, b"{}\n", 0o600)?;
         let _ = nix::unistd::chown(&cj, Some(user.uid), Some(user.gid));
     }
-    // Only now is the relocated binary safe to remove from where PATH found it.
-    if origin.is_some() && stray.exists() {
+    // Only now is the relocated binary safe to remove from where PATH found it
+    // (a native install's symlink goes; the version it points at stays the user's).
+    if origin.is_some() && stray.symlink_metadata().is_ok() {
         fs_err::remove_file(&stray)?;
         ctx.placed.push(format!(
             "removed {} (it is now {})",
@@ -375,16 +408,13 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             paths::REAL_CLAUDE
         ));
     }
-    let manifest_text = serde_json::to_string_pretty(&ctx.manifest)? + "\n";
     let mpath = ctx.at(MANIFEST);
-    let mexisted = mpath.exists();
-    ctx.file(&mpath, manifest_text.as_bytes(), 0o644)?;
-    if !mexisted {
-        // Recorded after the fact: the manifest names itself.
+    if !mpath.exists() {
+        // The manifest names itself, so uninstall removes it too.
         ctx.note_created(&mpath);
-        let text = serde_json::to_string_pretty(&ctx.manifest)? + "\n";
-        ctx.file(&mpath, text.as_bytes(), 0o644)?;
     }
+    let manifest_text = serde_json::to_string_pretty(&ctx.manifest)? + "\n";
+    ctx.file(&mpath, manifest_text.as_bytes(), 0o644)?;
     if ctx.placed.is_empty() {
         println!("claude-sandbox: already installed; nothing changed");
     } else {
@@ -392,7 +422,7 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             println!("claude-sandbox: {p}");
         }
         println!(
-            "claude-sandbox: installed; `claude` now runs sandboxed (check: claude-sandbox doctor)"
+            "claude-sandbox: installed; `claude` now runs sandboxed (check: /usr/libexec/claude-sandbox/claude-sandbox doctor)"
         );
     }
     Ok(0)
@@ -487,14 +517,87 @@ fn install_packages() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The user's `~/.local/bin/claude` as the file to relocate: the file itself,
+/// or the file its symlink leads to (Claude Code's native installer links it
+/// into `~/.local/share/claude/versions/`). `None` when there is none (a
+/// dangling link included). A link is followed only to an executable regular
+/// file the user owns, or a world-readable one root owns: root copies it to a
+/// world-readable place, so it must not be a file the user could not read.
+fn user_claude(
+    root: &Path,
+    stray: &Path,
+    user: &nix::unistd::User,
+) -> anyhow::Result<Option<PathBuf>> {
+    let Ok(m) = stray.symlink_metadata() else {
+        return Ok(None);
+    };
+    if m.is_file() {
+        return Ok(Some(stray.to_path_buf()));
+    }
+    if !m.file_type().is_symlink() {
+        return Ok(None);
+    }
+    let mut p = stray.to_path_buf();
+    for _ in 0..40 {
+        let Ok(m) = p.symlink_metadata() else {
+            return Ok(None);
+        };
+        if !m.file_type().is_symlink() {
+            let owner_ok = m.uid() == user.uid.as_raw() || (m.uid() == 0 && m.mode() & 0o004 != 0);
+            if m.is_file() && m.mode() & 0o111 != 0 && owner_ok {
+                return Ok(Some(p));
+            }
+            return Err(bad_input(format!(
+                "{} links to {}, which is not an executable file owned by {} (or a world-readable one owned by root); remove the link, or pass --real-claude PATH",
+                stray.display(),
+                p.display(),
+                user.name
+            )));
+        }
+        let target = fs_err::read_link(&p)?;
+        // Absolute targets are relative to the install root (a staging --prefix).
+        p = if target.is_absolute() {
+            rebase(root, &target)
+        } else {
+            p.parent().unwrap_or(Path::new("/")).join(target)
+        };
+    }
+    Err(bad_input(format!(
+        "{}: too many levels of symbolic links; remove it, or pass --real-claude PATH",
+        stray.display()
+    )))
+}
+
+/// npm: the distribution's, else the first on PATH (the devcontainer node
+/// feature installs it under /usr/local/share/nvm). The installer runs as
+/// root, so PATH is root's own.
+fn find_npm() -> Option<PathBuf> {
+    let fixed = ["/usr/bin/npm", "/usr/local/bin/npm"].map(PathBuf::from);
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join("npm"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    fixed.into_iter().chain(on_path).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
 fn fetch_from_npm(version: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let npm = ["/usr/bin/npm", "/usr/local/bin/npm"].iter().map(PathBuf::from).find(|p| p.exists()).ok_or_else(|| {
+    let npm = find_npm().ok_or_else(|| {
         fail("no real Claude Code binary given and npm is not installed: pass --real-claude PATH, or install npm (apt-get install npm)")
     })?;
     let dir = nix::unistd::mkdtemp(&std::env::temp_dir().join("claude-sandbox-npm-XXXXXX"))?;
     let st = Command::new(npm)
         .args([
             "install",
+            // No package script runs as root: the platform binary arrives as
+            // an optional dependency, not from a script.
+            "--ignore-scripts",
             "--no-audit",
             "--no-fund",
             "--loglevel=error",
@@ -519,11 +622,57 @@ fn fetch_from_npm(version: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
 }
 
 /// Claude Code honours CLAUDE_CODE_PROCESS_WRAPPER from v2.1.208.
+///
+/// Asking the binary means running it, and it is the very binary about to be
+/// pinned, perhaps found in a user's home: never as root with our
+/// environment. It runs as `nobody`, with an empty environment, from `/`,
+/// for 10 s at most; anything else counts as "not supported".
 fn supports_process_wrapper(real: &Path) -> bool {
-    let out = Command::new(real).arg("--version").output();
-    let v = out
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    let mut cmd = Command::new(real);
+    cmd.arg("--version")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", "/nonexistent")
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    unsafe {
+        cmd.pre_exec(|| {
+            use nix::libc;
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(NOBODY) != 0
+                || libc::setuid(NOBODY) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let Ok(mut child) = cmd.spawn() else {
+        return false;
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+    let mut v = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut v);
+    }
     version_at_least(v.split_whitespace().next().unwrap_or(""), (2, 1, 208))
 }
 
@@ -548,7 +697,33 @@ pub fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
     // The real binary back where it was found.
     if let Some(origin) = &m.real_origin {
         let dest = rebase(&root, origin);
-        if !dest.exists() && at(paths::REAL_CLAUDE).exists() {
+        let owner = dest
+            .parent()
+            .and_then(|p| p.metadata().ok())
+            .map(|m| (m.uid(), m.gid()));
+        // A link whose version file is still there comes back as that link.
+        let link_target = m.real_origin_link.as_ref().filter(|t| {
+            let resolved = if t.is_absolute() {
+                rebase(&root, t)
+            } else {
+                dest.parent().unwrap_or(Path::new("/")).join(t)
+            };
+            resolved.is_file()
+        });
+        if let (Some(t), Err(_)) = (link_target, dest.symlink_metadata()) {
+            if let Some(p) = dest.parent() {
+                fs_err::create_dir_all(p)?;
+            }
+            std::os::unix::fs::symlink(t, &dest)?;
+            if let Some((uid, gid)) = owner {
+                let _ = std::os::unix::fs::lchown(&dest, Some(uid), Some(gid));
+            }
+            println!(
+                "claude-sandbox: restored {} -> {}",
+                dest.display(),
+                t.display()
+            );
+        } else if !dest.exists() && at(paths::REAL_CLAUDE).exists() {
             if let Some(p) = dest.parent() {
                 fs_err::create_dir_all(p)?;
             }

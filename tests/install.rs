@@ -4,71 +4,189 @@ mod common;
 use common::*;
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-/// Every entry under `root`: (kind, mode, size, mtime, content or link target).
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (String, u32, u64, i64, Vec<u8>)> {
-    let mut out = BTreeMap::new();
-    fn walk(
-        root: &Path,
-        dir: &Path,
-        out: &mut BTreeMap<PathBuf, (String, u32, u64, i64, Vec<u8>)>,
-    ) {
+use sha2::{Digest, Sha256};
+
+const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
+const REPIN: &str = "claude-sandbox install --repin";
+
+/// What [`snapshot`] records of one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: &'static str,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: u64,
+    /// 0 for directories (creating an entry changes its directory's mtime).
+    mtime_ns: i64,
+    /// SHA-256 of a file's bytes, a link's target, or "" for a directory.
+    content: String,
+}
+
+type Snapshot = BTreeMap<PathBuf, Entry>;
+
+fn sha_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every entry under `root`, recursively, symlinks not followed.
+fn snapshot(root: &Path) -> Snapshot {
+    fn walk(root: &Path, dir: &Path, out: &mut Snapshot) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
             let m = p.symlink_metadata().unwrap();
-            let rel = p.strip_prefix(root).unwrap().to_path_buf();
             let (kind, content) = if m.file_type().is_symlink() {
                 (
                     "link",
-                    std::fs::read_link(&p)
-                        .unwrap()
-                        .into_os_string()
-                        .into_encoded_bytes(),
+                    std::fs::read_link(&p).unwrap().display().to_string(),
                 )
             } else if m.is_dir() {
-                ("dir", Vec::new())
+                ("dir", String::new())
             } else {
-                ("file", std::fs::read(&p).unwrap())
+                ("file", sha_hex(&std::fs::read(&p).unwrap()))
             };
             out.insert(
-                rel,
-                (
-                    kind.to_string(),
-                    m.mode() & 0o7777,
-                    m.len(),
-                    if m.is_dir() {
+                p.strip_prefix(root).unwrap().to_path_buf(),
+                Entry {
+                    kind,
+                    mode: m.mode() & 0o7777,
+                    uid: m.uid(),
+                    gid: m.gid(),
+                    size: m.len(),
+                    mtime_ns: if m.is_dir() {
                         0
                     } else {
-                        m.mtime_nsec() + m.mtime() * 1_000_000_000
+                        m.mtime() * 1_000_000_000 + m.mtime_nsec()
                     },
                     content,
-                ),
+                },
             );
             if m.is_dir() {
                 walk(root, &p, out);
             }
         }
     }
+    let mut out = Snapshot::new();
     walk(root, root, &mut out);
     out
 }
 
-fn stage(name: &str) -> PathBuf {
-    let d = PathBuf::from(format!("/var/tmp/csb-stage-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The snapshot with every mtime blanked (for "restored as found": a
+/// restored copy is new, so only its bytes, mode and owner can match).
+fn ignoring_mtimes(s: &Snapshot) -> Snapshot {
+    s.iter()
+        .map(|(p, e)| {
+            (
+                p.clone(),
+                Entry {
+                    mtime_ns: 0,
+                    ..e.clone()
+                },
+            )
+        })
+        .collect()
 }
 
-fn csb(args: &[&str]) -> std::process::Output {
+/// Panic with only the entries that differ.
+fn assert_same(now: &Snapshot, then: &Snapshot, what: &str) {
+    if now == then {
+        return;
+    }
+    let mut diff = Vec::new();
+    for (p, e) in then {
+        match now.get(p) {
+            None => diff.push(format!("  gone:    {} {e:?}", p.display())),
+            Some(n) if n != e => diff.push(format!(
+                "  changed: {}\n    was {e:?}\n    now {n:?}",
+                p.display()
+            )),
+            Some(_) => {}
+        }
+    }
+    for (p, n) in now {
+        if !then.contains_key(p) {
+            diff.push(format!("  new:     {} {n:?}", p.display()));
+        }
+    }
+    panic!("{what}:\n{}", diff.join("\n"));
+}
+
+static SCRATCH: AtomicUsize = AtomicUsize::new(0);
+
+/// A private directory under /var/tmp for one test's staging roots and
+/// inputs, removed when dropped (panics included).
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::env::var_os("CSB_KEEP_WORLDS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let n = SCRATCH.fetch_add(1, Ordering::SeqCst);
+        let dir = PathBuf::from(format!(
+            "/var/tmp/csb-install-{name}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = Scratch { dir };
+        std::fs::create_dir_all(&s.dir).unwrap();
+        std::fs::set_permissions(&s.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        s
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// An empty directory (a staging root, say).
+    fn dir(&self, rel: &str) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// A file with `content` and `mode`.
+    fn file(&self, rel: &str, content: &[u8], mode: u32) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+}
+
+/// A stand-in Claude Code that reports a version supporting
+/// CLAUDE_CODE_PROCESS_WRAPPER (v2.1.208+).
+const WRAPPER_CAPABLE_CLAUDE: &[u8] =
+    b"#!/bin/sh\nif [ \"$1\" = --version ]; then echo '2.1.330 (Claude Code)'; fi\nexit 0\n";
+
+/// npm stand-in: a test that expects the installer to find the binary itself
+/// must fail, not download Claude Code, when the installer looks elsewhere.
+const NO_NPM: &[u8] = b"#!/bin/sh\necho 'npm is disabled in this test' >&2\nexit 1\n";
+
+fn csb(args: &[&str]) -> Output {
     Command::new(our_binary()).args(args).output().unwrap()
 }
 
-fn install_into(root: &Path, extra: &[&str]) -> std::process::Output {
-    let probe = probe_binary();
+fn install_into(root: &Path, real: &Path, extra: &[&str]) -> Output {
     let mut a = vec![
         "install",
         "--prefix",
@@ -77,10 +195,28 @@ fn install_into(root: &Path, extra: &[&str]) -> std::process::Output {
         "--user",
         "root",
         "--real-claude",
-        probe.to_str().unwrap(),
+        real.to_str().unwrap(),
     ];
     a.extend_from_slice(extra);
     csb(&a)
+}
+
+fn uninstall_from(root: &Path) -> Output {
+    csb(&["uninstall", "--prefix", root.to_str().unwrap()])
+}
+
+fn managed_settings(root: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(root.join("etc/claude-code/managed-settings.json")).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Non-empty lines of stderr.
+fn stderr_lines(o: &Output) -> Vec<String> {
+    stderr(o)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -88,17 +224,20 @@ fn staging_install_is_complete_idempotent_and_reversible() {
     if !require("staging_install") {
         return;
     }
-    let root = stage("idem");
+    let s = Scratch::new("idem");
+    let root = s.dir("stage");
+    let real = s.file("in/claude", WRAPPER_CAPABLE_CLAUDE, 0o755);
     // Something foreign that must survive untouched.
     std::fs::create_dir_all(root.join("etc")).unwrap();
     std::fs::write(root.join("etc/hostname"), "foreign\n").unwrap();
     let before = snapshot(&root);
-    let o = install_into(&root, &[]);
+    let o = install_into(&root, &real, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     for (path, mode) in [
         ("usr/local/bin/claude", None),
         ("usr/libexec/claude-sandbox/claude-sandbox", Some(0o755)),
         ("usr/libexec/claude-sandbox/claude", Some(0o755)),
+        ("usr/libexec/claude-sandbox/claude-wrapper", None),
         ("usr/libexec/claude-sandbox/claude.pin", Some(0o644)),
         ("usr/libexec/claude-sandbox/launch.json", Some(0o644)),
         ("etc/claude-sandbox.conf", Some(0o644)),
@@ -119,27 +258,68 @@ fn staging_install_is_complete_idempotent_and_reversible() {
     }
     assert_eq!(
         std::fs::read_link(root.join("usr/local/bin/claude")).unwrap(),
-        PathBuf::from("/usr/libexec/claude-sandbox/claude-sandbox")
+        PathBuf::from(SELF_BIN)
+    );
+    // The launch record's mount point: an empty file.
+    assert_eq!(
+        std::fs::metadata(root.join("usr/libexec/claude-sandbox/launch.json"))
+            .unwrap()
+            .len(),
+        0,
+        "launch.json must be empty outside a launch"
+    );
+    // This Claude Code supports the process wrapper: the entry is our binary
+    // by name, and the managed settings point Claude Code at it.
+    assert_eq!(
+        std::fs::read_link(root.join("usr/libexec/claude-sandbox/claude-wrapper")).unwrap(),
+        PathBuf::from(SELF_BIN)
+    );
+    assert_eq!(
+        managed_settings(&root)["env"]["CLAUDE_CODE_PROCESS_WRAPPER"],
+        WRAPPER
+    );
+    let flag = root.join("etc/claude-code/allow-unwrapped");
+    assert!(
+        flag.symlink_metadata().is_err(),
+        "allow-unwrapped created without --allow-unwrapped"
     );
     let installed = snapshot(&root);
-    let o = install_into(&root, &[]);
+    let o = install_into(&root, &real, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("nothing changed"), "{}", stdout(&o));
-    assert_eq!(
-        snapshot(&root),
-        installed,
-        "a second install changed a byte, a mode or an mtime"
+    assert_same(
+        &snapshot(&root),
+        &installed,
+        "a second install changed a byte, a mode or an mtime",
     );
-    let o = csb(&["uninstall", "--prefix", root.to_str().unwrap()]);
+    // The gate flag: --allow-unwrapped creates it (root 0644, presence is
+    // the signal); an install without the flag removes the stale one.
+    let o = install_into(&root, &real, &["--allow-unwrapped"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let after = snapshot(&root);
-    assert_eq!(
-        after.keys().collect::<Vec<_>>(),
-        before.keys().collect::<Vec<_>>(),
-        "uninstall left the staging root different"
+    let m = flag
+        .symlink_metadata()
+        .expect("--allow-unwrapped did not create /etc/claude-code/allow-unwrapped");
+    assert!(m.is_file());
+    assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o644));
+    let o = install_into(&root, &real, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        flag.symlink_metadata().is_err(),
+        "an install without --allow-unwrapped left the stale flag: {}",
+        stdout(&o)
     );
-    assert_eq!(after, before);
-    std::fs::remove_dir_all(&root).unwrap();
+    // Flag in place again; uninstall must take it too.
+    assert!(install_into(&root, &real, &["--allow-unwrapped"])
+        .status
+        .success());
+    assert!(flag.exists());
+    let o = uninstall_from(&root);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same(
+        &snapshot(&root),
+        &before,
+        "uninstall left the staging root different",
+    );
 }
 
 #[test]
@@ -147,13 +327,22 @@ fn managed_settings_merged_never_owned() {
     if !require("managed_settings") {
         return;
     }
-    let root = stage("settings");
+    let s = Scratch::new("settings");
+    let root = s.dir("stage");
+    let probe = probe_binary();
     std::fs::create_dir_all(root.join("etc/claude-code")).unwrap();
     let foreign = r#"{"permissions":{"deny":["Read(./.env)"]},"hooks":{"SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"/opt/corp/audit"}]}]},"model":"corp"}"#;
     std::fs::write(root.join("etc/claude-code/managed-settings.json"), foreign).unwrap();
+    // A gate flag left by an earlier install with --allow-unwrapped.
+    std::fs::write(root.join("etc/claude-code/allow-unwrapped"), "").unwrap();
     for _ in 0..3 {
-        assert!(install_into(&root, &[]).status.success());
+        let o = install_into(&root, &probe, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
     }
+    assert!(
+        !root.join("etc/claude-code/allow-unwrapped").exists(),
+        "an install without --allow-unwrapped kept a stale flag"
+    );
     let text = std::fs::read_to_string(root.join("etc/claude-code/managed-settings.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["permissions"]["deny"][0], "Read(./.env)");
@@ -166,27 +355,31 @@ fn managed_settings_merged_never_owned() {
     assert_eq!(text.matches("hook prompt-gate").count(), 1, "{text}");
     assert_eq!(v["env"]["DISABLE_AUTOUPDATER"], "1");
     assert_eq!(v["autoUpdates"], false);
+    // The probe reports no Claude Code version: no process wrapper in the
+    // settings, and if the entry exists at all it is our binary.
+    assert!(
+        v["env"].get("CLAUDE_CODE_PROCESS_WRAPPER").is_none(),
+        "process wrapper set for a Claude Code that does not support it: {text}"
+    );
+    if let Ok(t) = std::fs::read_link(root.join("usr/libexec/claude-sandbox/claude-wrapper")) {
+        assert_eq!(t, PathBuf::from(SELF_BIN));
+    }
     // Uninstall removes only ours.
-    assert!(csb(&["uninstall", "--prefix", root.to_str().unwrap()])
-        .status
-        .success());
-    let back: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("etc/claude-code/managed-settings.json")).unwrap(),
-    )
-    .unwrap();
+    assert!(uninstall_from(&root).status.success());
+    let back: serde_json::Value = managed_settings(&root);
     assert_eq!(
         back,
         serde_json::from_str::<serde_json::Value>(foreign).unwrap()
     );
     // A file that is not JSON is left byte-identical, with a warning; the rest installs.
-    let root2 = stage("settings-bad");
+    let root2 = s.dir("stage-bad-json");
     std::fs::create_dir_all(root2.join("etc/claude-code")).unwrap();
     std::fs::write(
         root2.join("etc/claude-code/managed-settings.json"),
         "{ this is: not json",
     )
     .unwrap();
-    let o = install_into(&root2, &[]);
+    let o = install_into(&root2, &probe, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("warning") && stderr(&o).contains("not JSON"),
@@ -198,8 +391,33 @@ fn managed_settings_merged_never_owned() {
         "{ this is: not json"
     );
     assert!(root2.join("usr/libexec/claude-sandbox/claude.pin").exists());
-    std::fs::remove_dir_all(&root).unwrap();
-    std::fs::remove_dir_all(&root2).unwrap();
+}
+
+/// Every launch of the shadow, by root and by the unprivileged user, is
+/// refused with 126, runs nothing, and names both digests and the re-pin command.
+fn assert_refused(w: &World, pinned: &str, actual: &str, what: &str) {
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "report"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(126), "{what}, {who:?}: {err}");
+        assert!(
+            stdout(&o).is_empty(),
+            "{what}, {who:?}: the binary ran: {}",
+            stdout(&o)
+        );
+        assert!(
+            err.contains("expected") && err.contains(pinned),
+            "{what}, {who:?}: the pinned sha256 {pinned} is not named: {err}"
+        );
+        assert!(
+            err.contains(actual),
+            "{what}, {who:?}: the actual sha256 {actual} is not named: {err}"
+        );
+        assert!(
+            err.contains(REPIN),
+            "{what}, {who:?}: the re-pin command is not named: {err}"
+        );
+    }
 }
 
 #[test]
@@ -208,50 +426,80 @@ fn tampered_binary_refused_until_repinned() {
         return;
     }
     let w = World::with_probe("pin");
+    let real = "/usr/libexec/claude-sandbox/claude";
+    let probe = std::fs::read(w.root.join("bin/probe")).unwrap();
+    let pinned = sha_hex(&probe);
+    let o = w.run_root_raw("cat /usr/libexec/claude-sandbox/claude.pin");
+    let pin: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&o), stderr(&o)));
+    assert_eq!(pin["sha256"], pinned.as_str());
+    assert_eq!(pin["size"], probe.len() as u64);
     let o = w.run(Who::User, &[], &["claude", "exit", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // One byte appended.
+
+    // One byte appended, in place.
     assert!(w
-        .run_root_raw("printf x >> /usr/libexec/claude-sandbox/claude")
+        .run_root_raw(&format!("printf x >> {real}"))
         .status
         .success());
+    let mut appended = probe.clone();
+    appended.push(b'x');
+    assert_refused(&w, &pinned, &sha_hex(&appended), "one byte appended");
+
+    // Another executable of exactly the pinned size: a script that would
+    // announce itself, padded with a comment.
+    let mut same = b"#!/bin/sh\necho TAMPERED-BINARY-RAN\nexit 0\n#".to_vec();
+    assert!(same.len() < probe.len());
+    same.resize(probe.len() - 1, b'x');
+    same.push(b'\n');
+    assert_eq!(same.len(), probe.len());
+    let same_path = w.root.join("bin/same-size");
+    std::fs::write(&same_path, &same).unwrap();
+    std::fs::set_permissions(&same_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = Command::new(&same_path).output().unwrap();
+    assert_eq!(
+        stdout(&ran),
+        "TAMPERED-BINARY-RAN\n",
+        "the stand-in is not a working executable"
+    );
+    let o = w.run_root_raw(&format!(
+        "install -m 0755 {} {real} && stat -c %s {real}",
+        same_path.display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), probe.len().to_string());
+    assert_refused(&w, &pinned, &sha_hex(&same), "same-size swap");
+
+    // Re-pin a deliberately changed binary (the probe plus one byte, still a
+    // working ELF): old and new digests shown, and launches work again.
+    let new_path = w.root.join("bin/probe-changed");
+    std::fs::write(&new_path, &appended).unwrap();
+    assert!(w
+        .run_root_raw(&format!("install -m 0755 {} {real}", new_path.display()))
+        .status
+        .success());
+    let o = w.run_root_raw(&format!("{SELF_BIN} install --repin"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let new = sha_hex(&appended);
+    assert!(
+        out.lines()
+            .any(|l| l.contains("old") && l.contains(&pinned)),
+        "the old digest {pinned} is not shown: {out}"
+    );
+    assert!(
+        out.lines().any(|l| l.contains("new") && l.contains(&new)),
+        "the new digest {new} is not shown: {out}"
+    );
     for who in BOTH {
-        let o = w.run(who, &[], &["claude", "report"]);
-        assert_eq!(o.status.code(), Some(126), "{who:?}: {}", stderr(&o));
-        assert!(stdout(&o).is_empty(), "the tampered binary ran");
-        let err = stderr(&o);
-        assert!(
-            err.contains("expected sha256")
-                && err.contains("found sha256")
-                && err.contains("claude-sandbox install --repin"),
-            "{err}"
+        let o = w.run(who, &[], &["claude", "exit", "7"]);
+        assert_eq!(
+            o.status.code(),
+            Some(7),
+            "{who:?} after re-pin: {}",
+            stderr(&o)
         );
     }
-    // Another executable of the same size.
-    let size = std::fs::metadata(w.root.join("bin/probe")).unwrap().len() + 1;
-    assert!(w.run_root_raw(&format!("head -c {size} /bin/bash > /tmp/same && install -m 0755 /tmp/same /usr/libexec/claude-sandbox/claude && stat -c %s /usr/libexec/claude-sandbox/claude")).status.success());
-    assert_eq!(
-        w.run(Who::Root, &[], &["claude", "report"]).status.code(),
-        Some(126)
-    );
-    // Re-pin: prints old and new digests; launches work again.
-    assert!(w
-        .run_root_raw(&format!(
-            "install -m 0755 {}/bin/probe /usr/libexec/claude-sandbox/claude",
-            w.root.display()
-        ))
-        .status
-        .success());
-    let o = w.run_root_raw("/usr/libexec/claude-sandbox/claude-sandbox install --repin");
-    assert!(
-        stdout(&o).contains("old pin sha256") && stdout(&o).contains("new pin sha256"),
-        "{}",
-        stdout(&o)
-    );
-    assert!(w
-        .run(Who::User, &[], &["claude", "exit", "0"])
-        .status
-        .success());
 }
 
 #[test]
@@ -428,6 +676,18 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     assert!(logged.contains("hello-wrapped"), "{logged}");
 }
 
+/// `doctor` as `who`: (exit status, its FAIL lines).
+fn doctor(w: &World, who: Who) -> (Option<i32>, Vec<String>, String) {
+    let o = w.run(who, &[], &[SELF_BIN, "doctor"]);
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    let fails = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("FAIL"))
+        .map(str::to_string)
+        .collect();
+    (o.status.code(), fails, out)
+}
+
 #[test]
 fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
     if !require("full_install") {
@@ -452,23 +712,75 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         assert!(o.status.success(), "{who:?}: {}", stderr(&o));
     }
     for who in BOTH {
-        let o = w.run(
-            who,
-            &[],
-            &["/usr/libexec/claude-sandbox/claude-sandbox", "doctor"],
-        );
-        assert!(
-            o.status.success(),
-            "{who:?} doctor: {}{}",
-            stdout(&o),
-            stderr(&o)
-        );
+        let (code, fails, out) = doctor(&w, who);
+        assert_eq!(code, Some(0), "{who:?} doctor: {out}");
+        assert!(fails.is_empty(), "{who:?} doctor: {out}");
         let o = w.run(who, &[], &["claude", "--version"]);
         assert!(
             stdout(&o).contains("(Claude Code)"),
             "{who:?}: {}{}",
             stdout(&o),
             stderr(&o)
+        );
+    }
+    // The process wrapper, exactly when this Claude Code supports it (v2.1.208+).
+    let version = Command::new(&real).arg("--version").output().unwrap();
+    let v: Vec<u64> = stdout(&version)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    let supported = v.len() == 3 && (v[0], v[1], v[2]) >= (2, 1, 208);
+    let o = w.run_root_raw(&format!(
+        "readlink {WRAPPER}; cat /etc/claude-code/managed-settings.json"
+    ));
+    let out = stdout(&o);
+    let (link, settings) = out.split_once('\n').unwrap_or(("", &out));
+    let settings: serde_json::Value =
+        serde_json::from_str(settings).unwrap_or_else(|e| panic!("{e}: {out}"));
+    if supported {
+        assert_eq!(link, SELF_BIN, "{WRAPPER}: {out}{}", stderr(&o));
+        assert_eq!(settings["env"]["CLAUDE_CODE_PROCESS_WRAPPER"], WRAPPER);
+    } else {
+        assert!(settings["env"].get("CLAUDE_CODE_PROCESS_WRAPPER").is_none());
+    }
+    // doctor names a stray ~/.local/bin/claude (and is happy again without it).
+    for who in BOTH {
+        let stray = w.put(who, ".local/bin/claude", "#!/bin/sh\necho unsandboxed\n");
+        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (code, fails, out) = doctor(&w, who);
+        assert_ne!(
+            code,
+            Some(0),
+            "{who:?}: doctor passed with {stray:?}: {out}"
+        );
+        assert!(
+            fails.iter().any(|l| l.contains(".local/bin/claude")),
+            "{who:?}: doctor does not name the stray ~/.local/bin/claude: {out}"
+        );
+        std::fs::remove_file(&stray).unwrap();
+        let (code, _, out) = doctor(&w, who);
+        assert_eq!(code, Some(0), "{who:?} doctor after removing it: {out}");
+    }
+    // doctor names a real binary that no longer matches its pin.
+    assert!(w
+        .run_root_raw("printf x >> /usr/libexec/claude-sandbox/claude")
+        .status
+        .success());
+    for who in BOTH {
+        let (code, fails, out) = doctor(&w, who);
+        assert_ne!(
+            code,
+            Some(0),
+            "{who:?}: doctor passed a tampered binary: {out}"
+        );
+        assert!(
+            fails
+                .iter()
+                .any(|l| l.contains("pin") && l.contains("does not match") && l.contains(REPIN)),
+            "{who:?}: doctor does not name the pin mismatch and the fix: {out}"
         );
     }
     // The world's overlays took every write: this machine has no shadow, and
@@ -487,91 +799,450 @@ fn bad_input_leaves_nothing_half_installed() {
     if !require("install_bad_input") {
         return;
     }
-    let root = stage("bad");
+    let s = Scratch::new("bad");
+    let root = s.dir("stage");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/hostname"), "foreign\n").unwrap();
     let before = snapshot(&root);
     let probe = probe_binary();
-    std::fs::write(
-        root.join("../csb-bad.conf"),
-        "egress-jail = 0\nallow-ip = 10.0.0.0/8\n",
-    )
-    .unwrap();
-    let bad_conf = root.join("../csb-bad.conf");
-    let not_exec = root.join("../csb-not-exec");
-    std::fs::write(&not_exec, "#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(&not_exec, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let p = probe.to_str().unwrap();
+    let bad_conf = s.file(
+        "in/bad.conf",
+        b"egress-jail = 0\nallow-ip = 10.0.0.0/8\n",
+        0o644,
+    );
+    let not_exec = s.file("in/not-exec", b"#!/bin/sh\n", 0o644);
+    let zero = s.file("in/zero", b"0\n", 0o644);
+    let missing = s.path("no-such-dir");
     let r = root.to_str().unwrap();
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let bin = our_binary();
+    let direct = |args: &[&str]| {
+        let mut c = Command::new(&bin);
+        c.args(args);
+        c
+    };
+    let mut not_root = Command::new("setpriv");
+    not_root
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args([
+            "install",
+            "--prefix",
+            r,
+            "--no-packages",
+            "--real-claude",
+            p,
+        ]);
+    // User namespaces disabled, simulated in a private mount namespace.
+    let mut no_userns = Command::new("unshare");
+    no_userns
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1" /proc/sys/user/max_user_namespaces && shift && exec "$@""#)
+        .arg("sh")
+        .arg(&zero)
+        .arg(&bin)
+        .args([
+            "install",
+            "--prefix",
+            r,
+            "--no-packages",
+            "--real-claude",
+            p,
+        ]);
+    let cases: Vec<(&str, Command, Vec<&str>)> = vec![
         (
-            vec![
+            "missing prefix",
+            direct(&[
                 "install",
                 "--prefix",
-                "/var/tmp/csb-no-such-dir",
+                missing.to_str().unwrap(),
                 "--no-packages",
-            ],
-            "not a directory",
+            ]),
+            vec!["not a directory"],
         ),
         (
-            vec![
+            "real binary not executable",
+            direct(&[
                 "install",
                 "--prefix",
                 r,
                 "--no-packages",
                 "--real-claude",
                 not_exec.to_str().unwrap(),
-            ],
-            "not an executable file",
+            ]),
+            vec!["not an executable file"],
         ),
         (
-            vec![
+            "bad config",
+            direct(&[
                 "install",
                 "--prefix",
                 r,
                 "--no-packages",
                 "--real-claude",
-                probe.to_str().unwrap(),
+                p,
                 "--config",
                 bad_conf.to_str().unwrap(),
+            ]),
+            vec!["bad.conf:2"],
+        ),
+        (
+            "not root",
+            not_root,
+            vec!["must run as root", "sudo claude-sandbox install"],
+        ),
+        (
+            "user namespaces disabled",
+            no_userns,
+            vec![
+                "user namespaces are disabled",
+                "sysctl -w user.max_user_namespaces",
             ],
-            "csb-bad.conf:2",
         ),
     ];
-    for (args, needle) in &cases {
-        let o = csb(args);
-        assert!(!o.status.success(), "{args:?}");
-        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
-        assert_eq!(snapshot(&root), before, "{args:?} left something behind");
+    for (what, mut cmd, needles) in cases {
+        let o = cmd.stdin(Stdio::null()).output().unwrap();
+        assert!(!o.status.success(), "{what}: exit 0");
+        let lines = stderr_lines(&o);
+        assert_eq!(lines.len(), 1, "{what}: not one line: {}", stderr(&o));
+        for n in needles {
+            assert!(lines[0].contains(n), "{what}: {n:?} not in {}", lines[0]);
+        }
+        assert_same(
+            &snapshot(&root),
+            &before,
+            &format!("{what}: the staging root changed"),
+        );
     }
-    // Not root.
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(our_binary())
-        .args(["install", "--prefix", r])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("must run as root"), "{}", stderr(&o));
-    // User namespaces disabled (simulated in a private mount namespace).
-    std::fs::write(root.join("../csb-zero"), "0\n").unwrap();
-    let o = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg(format!(
-            "mount --bind {z} /proc/sys/user/max_user_namespaces && exec {bin} install --prefix {r} --no-packages --real-claude {p}",
-            z = root.join("../csb-zero").display(),
-            bin = our_binary().display(),
-            p = probe.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("user namespaces are disabled"),
-        "{}",
+        missing.symlink_metadata().is_err(),
+        "a missing --prefix was created"
+    );
+}
+
+/// `install` for `--user root` into `root` with no `--real-claude`: the
+/// installer must find the binary in the user's home (npm is disabled).
+fn install_finding_user_claude(s: &Scratch, root: &Path) -> Output {
+    let npm = s.file("in/npm", NO_NPM, 0o755);
+    let tmp = s.dir("tmp");
+    Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            r#"if [ -e /usr/bin/npm ]; then mount --bind "$1" /usr/bin/npm; fi && shift && exec "$@""#,
+        )
+        .arg("sh")
+        .arg(&npm)
+        .arg(our_binary())
+        .args(["install", "--prefix", root.to_str().unwrap()])
+        .args(["--no-packages", "--user", "root"])
+        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Where the native installer keeps a version, and the link it makes.
+const NATIVE_VERSION: &str = ".local/share/claude/versions/2.1.330";
+
+#[test]
+fn users_local_bin_claude_relocated_pinned_and_restored() {
+    if !require("relocate_local_bin_claude") {
+        return;
+    }
+    let probe = std::fs::read(probe_binary()).unwrap();
+    let probe_sha = sha_hex(&probe);
+    let root_home = nix::unistd::User::from_name("root")
+        .unwrap()
+        .expect("root in passwd")
+        .dir;
+    for case in ["regular file", "native installer symlink"] {
+        let s = Scratch::new("relocate");
+        let root = s.dir("stage");
+        let home = install_rebase(&root, &root_home);
+        let local = home.join(".local/bin/claude");
+        std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+        let version = home.join(NATIVE_VERSION);
+        if case == "regular file" {
+            std::fs::write(&local, &probe).unwrap();
+            std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o755)).unwrap();
+        } else {
+            std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+            std::fs::write(&version, &probe).unwrap();
+            std::fs::set_permissions(&version, std::fs::Permissions::from_mode(0o755)).unwrap();
+            // Absolute, as the native installer writes it (the home as passwd has it).
+            std::os::unix::fs::symlink(root_home.join(NATIVE_VERSION), &local).unwrap();
+        }
+        let before = snapshot(&root);
+        let o = install_finding_user_claude(&s, &root);
+        assert!(o.status.success(), "{case}: {}{}", stdout(&o), stderr(&o));
+        let installed = root.join("usr/libexec/claude-sandbox/claude");
+        let m = installed.symlink_metadata().unwrap();
+        assert!(
+            m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o755,
+            "{case}: {installed:?} is not a root 0755 regular file: {m:?}"
+        );
+        assert_eq!(
+            sha_hex(&std::fs::read(&installed).unwrap()),
+            probe_sha,
+            "{case}: relocated the wrong bytes"
+        );
+        let pin: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join("usr/libexec/claude-sandbox/claude.pin")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(pin["sha256"], probe_sha.as_str(), "{case}: pin");
+        assert!(
+            local.symlink_metadata().is_err(),
+            "{case}: ~/.local/bin/claude still there after install: {}",
+            stdout(&o)
+        );
+        if case != "regular file" {
+            assert_eq!(
+                sha_hex(&std::fs::read(&version).unwrap()),
+                probe_sha,
+                "{case}: the user's version file was changed"
+            );
+        }
+        let o = uninstall_from(&root);
+        assert!(o.status.success(), "{case}: {}", stderr(&o));
+        let restored = local.symlink_metadata().unwrap_or_else(|_| {
+            panic!(
+                "{case}: uninstall did not restore ~/.local/bin/claude: {}",
+                stdout(&o)
+            )
+        });
+        if case == "regular file" {
+            assert_eq!(
+                sha_hex(&std::fs::read(&local).unwrap()),
+                probe_sha,
+                "{case}: restored with other bytes"
+            );
+        } else {
+            // The link's absolute target names the home as passwd has it,
+            // outside this staging root: compare the link, then the file.
+            assert!(
+                restored.file_type().is_symlink(),
+                "{case}: restored as a {:?}, not as the link to {NATIVE_VERSION} it was",
+                restored.file_type()
+            );
+            assert_eq!(
+                std::fs::read_link(&local).unwrap(),
+                root_home.join(NATIVE_VERSION),
+                "{case}: restored link points elsewhere"
+            );
+            assert_eq!(
+                sha_hex(&std::fs::read(&version).unwrap()),
+                probe_sha,
+                "{case}: the version the link names changed"
+            );
+        }
+        assert_same(
+            &ignoring_mtimes(&snapshot(&root)),
+            &ignoring_mtimes(&before),
+            &format!("{case}: uninstall did not leave the staging root as it found it"),
+        );
+    }
+}
+
+fn install_rebase(root: &Path, abs: &Path) -> PathBuf {
+    root.join(abs.strip_prefix("/").unwrap_or(abs))
+}
+
+#[test]
+fn native_install_of_unprivileged_user_relocated_and_restored() {
+    if !require("relocate_native_install") {
+        return;
+    }
+    let w = World::new("native");
+    let home = w.home(Who::User);
+    let version = home.join(NATIVE_VERSION);
+    let local = home.join(".local/bin/claude");
+    std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    // A launch masks ~/.local/share/applications with a tmpfs, and bubblewrap
+    // creates that (empty) mount point in the bound-back ~/.local/share; a
+    // desktop user has it anyway. Present from the start, it is no difference.
+    std::fs::create_dir_all(home.join(".local/share/applications")).unwrap();
+    std::fs::copy(w.root.join("bin/probe"), &version).unwrap();
+    std::fs::set_permissions(&version, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&version, &local).unwrap();
+    let st = Command::new("chown")
+        .arg("-hR")
+        .arg(format!("{TEST_UID}:{TEST_UID}"))
+        .arg(home.join(".local"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let probe_sha = sha_hex(&std::fs::read(&version).unwrap());
+    let before = snapshot(&home.join(".local"));
+    std::fs::write(w.root.join("bin/conf"), "egress-jail = 0\n").unwrap();
+    std::fs::write(w.root.join("bin/no-npm"), NO_NPM).unwrap();
+    std::fs::set_permissions(
+        w.root.join("bin/no-npm"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.root.join("tmp")).unwrap();
+    let r = w.root.display().to_string();
+    let tmpdir = format!("{r}/tmp");
+    let o = w
+        .command_with_setup(
+            Who::Root,
+            &w.workspace(Who::Root),
+            &format!("if [ -e /usr/bin/npm ]; then mount --bind {r}/bin/no-npm /usr/bin/npm; fi"),
+            &[("TMPDIR", &tmpdir)],
+            &[
+                &format!("{r}/bin/claude-sandbox"),
+                "install",
+                "--no-packages",
+                "--user",
+                TEST_USER,
+                "--config",
+                &format!("{r}/bin/conf"),
+            ],
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        local.symlink_metadata().is_err(),
+        "~/.local/bin/claude still there: {}",
+        stdout(&o)
+    );
+    let o = w.run_root_raw(
+        "stat -c '%u %a %F' /usr/libexec/claude-sandbox/claude && sha256sum < /usr/libexec/claude-sandbox/claude",
+    );
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("0 755 regular file\n") && out.contains(&probe_sha),
+        "the relocated binary is not a root 0755 copy of the user's version: {out}{}",
         stderr(&o)
     );
-    assert_eq!(snapshot(&root), before);
-    let _ = std::fs::remove_file(root.join("../csb-bad.conf"));
-    let _ = std::fs::remove_file(root.join("../csb-zero"));
-    let _ = std::fs::remove_file(&not_exec);
-    std::fs::remove_dir_all(&root).unwrap();
+    // The user's `claude` now runs the relocated binary, sandboxed.
+    let o = w.run(Who::User, &[], &["claude", "exit", "7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let o = w.run_root_raw(&format!("{SELF_BIN} uninstall"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let restored = local
+        .symlink_metadata()
+        .unwrap_or_else(|_| panic!("uninstall did not restore it: {}", stdout(&o)));
+    assert!(
+        restored.file_type().is_symlink(),
+        "restored as a {:?}, not as the link to {NATIVE_VERSION} it was",
+        restored.file_type()
+    );
+    assert_same(
+        &ignoring_mtimes(&snapshot(&home.join(".local"))),
+        &ignoring_mtimes(&before),
+        "uninstall did not restore ~/.local as it found it",
+    );
+}
+
+/// Wait for `child` until `deadline`; kill it and return None when it overruns.
+fn wait_until(child: &mut std::process::Child, deadline: Instant) -> Option<Output> {
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let mut out = String::new();
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return Some(Output {
+                status: child.wait().unwrap(),
+                stdout: out.into_bytes(),
+                stderr: err.into_bytes(),
+            });
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn hooks_return_promptly_when_stdin_never_closes() {
+    if !require("hooks_open_stdin") {
+        return;
+    }
+    let w = World::with_probe("hookstdin");
+    // Outside the sandbox, as Claude Code run unwrapped would: a pipe that
+    // got half a JSON object and whose writer (this test) stays open.
+    let mut running = Vec::new();
+    for (hook, code) in [("session-start", 0), ("prompt-gate", 2)] {
+        let mut child = w
+            .command(Who::User, &[], &[SELF_BIN, "hook", hook])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut writer = child.stdin.take().unwrap();
+        writer.write_all(b"{\"session_id\":\"x\",").unwrap();
+        running.push((hook, code, child, writer, Instant::now()));
+    }
+    for (hook, code, mut child, writer, started) in running {
+        let o = wait_until(&mut child, started + Duration::from_secs(5));
+        let o = o.unwrap_or_else(|| panic!("hook {hook} still running after 5 s"));
+        drop(writer);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "hook {hook}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    // Inside the sandbox: stdin a FIFO opened read-write, so a writer exists
+    // for as long as the hook itself lives (made in the workspace, which is
+    // the world's, and unlinked at once).
+    let script = format!(
+        "mkfifo hook-in && exec 3<>hook-in && rm hook-in\n\
+         for h in session-start prompt-gate; do\n\
+           (s=$(date +%s%N); timeout 20 {SELF_BIN} hook $h <&3 >/dev/null 2>&1; rc=$?; e=$(date +%s%N)\n\
+           echo \"$h rc=$rc ms=$(( (e - s) / 1000000 ))\") &\n\
+         done\n\
+         wait"
+    );
+    let shells: Vec<_> = BOTH
+        .iter()
+        .map(|&who| {
+            let child = w
+                .command(who, &[], &["claude", "shell", &script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (who, child)
+        })
+        .collect();
+    for (who, child) in shells {
+        let o = child.wait_with_output().unwrap();
+        let out = stdout(&o);
+        for hook in ["session-start", "prompt-gate"] {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("{hook} ")))
+                .unwrap_or_else(|| panic!("{who:?} {hook}: {out}{}", stderr(&o)));
+            assert!(line.contains("rc=0 "), "{who:?}: {line}");
+            let ms: u64 = line.rsplit("ms=").next().unwrap().parse().unwrap();
+            eprintln!("{who:?} inside: {line}");
+            assert!(ms < 5000, "{who:?}: {hook} took {ms} ms: {line}");
+        }
+    }
 }
