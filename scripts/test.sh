@@ -22,6 +22,9 @@ for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare de
           file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
+# debootstrap of Debian bookworm (tests/feature.rs) checks signatures with it
+# (preinstalled on Debian, not on Ubuntu).
+[ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || need_pkgs+=(debian-archive-keyring)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -124,7 +124,7 @@ pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
             }
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
-                    "the sandbox could not be built: {msg}; run `claude-sandbox doctor` for the missing piece{}",
+                    "the sandbox could not be built: {msg}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece{}",
                     if cfg.egress_jail { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
                 )))
             }

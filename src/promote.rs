@@ -443,7 +443,15 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         )));
     }
     let dc_dir = dir.join(".devcontainer");
-    let dc = dc_dir.join("devcontainer.json");
+    // The file the devcontainer tools would use: `.devcontainer/devcontainer.json`,
+    // else a `.devcontainer.json` at the top (never shadow it with a new file).
+    let dc = match (
+        dc_dir.join("devcontainer.json"),
+        dir.join(".devcontainer.json"),
+    ) {
+        (nested, top) if !nested.exists() && top.is_file() => top,
+        (nested, _) => nested,
+    };
     let mut changed = Vec::new();
     match std::fs::read_to_string(&dc) {
         Ok(text) => {

@@ -108,3 +108,27 @@ fn refuses_a_file_and_this_repository() {
     assert!(stderr(&o).contains("repository itself"), "{}", stderr(&o));
     std::fs::remove_dir_all(&ws).unwrap();
 }
+
+#[test]
+fn a_top_level_devcontainer_json_is_edited_not_shadowed() {
+    let ws = workspace("toplevel");
+    let team = "{\n  // ours\n  \"image\": \"debian:bookworm\",\n}\n";
+    std::fs::write(ws.join(".devcontainer.json"), team).unwrap();
+    let o = promote(&ws);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !ws.join(".devcontainer/devcontainer.json").exists(),
+        "promote created .devcontainer/devcontainer.json, which would take precedence over the team's .devcontainer.json"
+    );
+    let text = std::fs::read_to_string(ws.join(".devcontainer.json")).unwrap();
+    assert!(
+        text.contains("// ours") && text.contains("debian:bookworm"),
+        "{text}"
+    );
+    assert!(
+        text.contains("claude-sandbox:1") && text.contains("--device=/dev/net/tun"),
+        "{text}"
+    );
+    assert!(stdout(&promote(&ws)).contains("nothing changed"));
+    std::fs::remove_dir_all(&ws).unwrap();
+}

@@ -33,17 +33,34 @@ CLAUDEVERSION="${CLAUDEVERSION:-2.1.330}"
 CLAUDESOURCE="${CLAUDESOURCE:-npm}"
 user="${_REMOTE_USER:-root}"
 
-say "installing packages"
-export DEBIAN_FRONTEND=noninteractive
-pkgs="bubblewrap passt iproute2 git ca-certificates"
-if [ "$CLAUDESOURCE" = npm ] && ! command -v npm >/dev/null 2>&1; then
-    pkgs="$pkgs npm"
-fi
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+case "$CLAUDESOURCE" in
+    npm|existing) ;;
+    *) die "claudeSource must be npm or existing, not '$CLAUDESOURCE'" ;;
+esac
+getent passwd "$user" >/dev/null \
+    || die "the remote user '$user' does not exist yet; create it first (e.g. with the common-utils feature, which this feature installs after)"
 
-# The configuration, from the options (validated by the installer).
+# Only what is missing: an image that has everything builds without the network.
+export DEBIAN_FRONTEND=noninteractive
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+missing=""
+for p in bubblewrap passt iproute2 git ca-certificates; do
+    installed "$p" || missing="$missing $p"
+done
+if [ "$CLAUDESOURCE" = npm ] && ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
+fi
+if [ -n "$missing" ]; then
+    say "installing packages:$missing"
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    rm -rf /var/lib/apt/lists/*
+fi
+
+# The configuration, from the options (validated by the installer). Lists
+# are split on commas and blanks, never glob-expanded.
+set -f
 conf=$(mktemp)
 trap 'rm -f "$conf"' EXIT
 {
@@ -55,6 +72,7 @@ trap 'rm -f "$conf"' EXIT
     for ip in $(printf '%s' "$ALLOWIP" | tr ',' ' '); do echo "allow-ip = $ip"; done
     for p in $(printf '%s' "$ALLOWWRITE" | tr ',' ' '); do echo "allow-write = $p"; done
 } > "$conf"
+set +f
 
 set -- install --no-packages --config "$conf" --user "$user"
 case "$CLAUDESOURCE" in
@@ -62,10 +80,9 @@ case "$CLAUDESOURCE" in
     existing)
         home=$(getent passwd "$user" | cut -d: -f6)
         [ -x "$home/.local/bin/claude" ] || [ -x /usr/libexec/claude-sandbox/claude ] \
-            || die "claudeSource is 'existing' but $home/.local/bin/claude does not exist"
+            || die "claudeSource is 'existing' but $home/.local/bin/claude does not exist; install Claude Code for $user first, or use claudeSource npm"
         ;;
-    *) die "claudeSource must be npm or existing, not '$CLAUDESOURCE'" ;;
 esac
 say "installing claude-sandbox for user $user"
 "$bin" "$@"
-say "done; \`claude\` now runs sandboxed (check: claude-sandbox doctor)"
+say "done; \`claude\` now runs sandboxed (check: /usr/libexec/claude-sandbox/claude-sandbox doctor)"
