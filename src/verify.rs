@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -448,23 +448,6 @@ fn writable(p: &Path) -> bool {
     nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
-fn sockets_under(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth > 3 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_socket() {
-            out.push(e.path());
-        } else if ft.is_dir() {
-            sockets_under(&e.path(), depth + 1, out);
-        }
-    }
-}
-
 impl Observed {
     /// Observe this process and its sandbox.
     pub fn gather() -> Observed {
@@ -493,12 +476,9 @@ impl Observed {
                 run_masked.insert(d.to_string(), n);
             }
         }
-        let mut run_sockets = Vec::new();
-        sockets_under(Path::new("/run"), 0, &mut run_sockets);
-        run_sockets.retain(|s| {
-            !s.starts_with("/run/systemd/resolve")
-                && !rec.allow_write.iter().any(|a| s.starts_with(a))
-        });
+        // The same walk the plan masks from (so the two agree on what counts).
+        let mut run_sockets = crate::host::run_sockets();
+        run_sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
         let routes = parse_routes(&read("/proc/net/route"));
         let mut lookups = BTreeMap::new();
         let mut dests: Vec<Ipv4Addr> = required_rejects()
