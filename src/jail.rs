@@ -308,12 +308,9 @@ impl Jail {
         &self.plan
     }
 
-    /// The host's connected subnets as `addr/len`.
-    pub fn site_subnets(&self) -> Vec<String> {
-        self.connected
-            .iter()
-            .map(|(n, l)| format!("{n}/{l}"))
-            .collect()
+    /// The host's connected subnets (address, prefix length).
+    pub fn site_subnets(&self) -> &[(Ipv4Addr, u8)] {
+        &self.connected
     }
 
     /// bubblewrap options the jail adds before the command.

@@ -145,7 +145,7 @@ pub fn build(
         plan.insert_before_command(j.bwrap_args());
         plan.data_fds.extend(j.data_fds());
         if let Some(r) = plan.record.as_mut() {
-            r.site_subnets = j.site_subnets();
+            r.site_subnets = j.site_subnets().to_vec();
         }
     }
     if let Some(r) = &plan.record {

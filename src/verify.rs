@@ -54,8 +54,8 @@ pub struct LaunchRecord {
     pub pass_env: Vec<String>,
     /// `allow-ip` hosts the jail punches through.
     pub allow_ip: Vec<Ipv4Addr>,
-    /// The host's connected IPv4 subnets (`addr/len`), when the jail is on.
-    pub site_subnets: Vec<String>,
+    /// The host's connected IPv4 subnets (address, prefix length), when the jail is on.
+    pub site_subnets: Vec<(Ipv4Addr, u8)>,
     /// The launcher's namespace inode numbers, by kind (`ipc`, `uts`, `pid`, `net`, …).
     pub launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (or on every address) at launch.
@@ -244,9 +244,14 @@ pub fn open_ranges(
 ) -> Vec<String> {
     required
         .iter()
-        .map(|(net, len)| format!("{net}/{len}"))
-        .filter(|r| subnet_samples(r).into_iter().any(routable))
+        .filter(|(net, len)| subnet_samples(*net, *len).into_iter().any(routable))
+        .map(cidr)
         .collect()
+}
+
+/// `addr/len`, for people.
+fn cidr((net, len): &(Ipv4Addr, u8)) -> String {
+    format!("{net}/{len}")
 }
 
 /// Mount points under `home` that are not among the allowed bind-backs and
@@ -401,14 +406,8 @@ pub const PUBLIC_SAMPLE: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 /// An IPv6 address (documentation range) whose route is looked up.
 pub const V6_SAMPLE: &str = "2001:db8::1";
 
-/// Hosts of a subnet `addr/len` to look up: the first and the last usable.
-pub fn subnet_samples(subnet: &str) -> Vec<Ipv4Addr> {
-    let Some((a, l)) = subnet.split_once('/') else {
-        return Vec::new();
-    };
-    let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
-        return Vec::new();
-    };
+/// Hosts of the subnet `a/l` to look up: the first and the last usable.
+pub fn subnet_samples(a: Ipv4Addr, l: u8) -> Vec<Ipv4Addr> {
     if !(8..=30).contains(&l) {
         return Vec::new();
     }
@@ -482,20 +481,21 @@ impl Observed {
         let routes = parse_routes(&read("/proc/net/route"));
         let mut lookups = BTreeMap::new();
         let mut dests: Vec<Ipv4Addr> = required_rejects()
-            .iter()
-            .flat_map(|(n, l)| subnet_samples(&format!("{n}/{l}")))
+            .into_iter()
+            .flat_map(|(n, l)| subnet_samples(n, l))
             .collect();
         dests.push(METADATA);
         dests.push(PUBLIC_SAMPLE);
-        for s in &rec.site_subnets {
-            dests.extend(subnet_samples(s));
+        for (n, l) in &rec.site_subnets {
+            dests.extend(subnet_samples(*n, *l));
         }
         for d in dests {
             lookups.insert(IpAddr::V4(d), lookup(IpAddr::V4(d)));
         }
         let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
         lookups.insert(v6, lookup(v6));
-        let own_listen = loopback_listeners(&read("/proc/net/tcp"), &read("/proc/net/tcp6"));
+        // This network namespace's own listeners (the jail's, not the host's).
+        let own_listen = crate::host::loopback_listeners();
         let (mut loopback_reached, mut loopback_own) = (Vec::new(), Vec::new());
         let jail_netns = rec.launcher_ns.get("net") != ns_inode("net").as_ref();
         for &p in &rec.host_loopback_tcp {
@@ -1041,7 +1041,7 @@ fn check_jail_routes(o: &Observed) -> Outcome {
             "no route into {} (first and last host of each looked up)",
             required_rejects()
                 .iter()
-                .map(|(n, l)| format!("{n}/{l}"))
+                .map(cidr)
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
@@ -1058,8 +1058,8 @@ fn check_internal(o: &Observed) -> Outcome {
         return Ok(JAIL_OFF.into());
     };
     let mut dests: Vec<Ipv4Addr> = vec![METADATA];
-    for s in &rec.site_subnets {
-        dests.extend(subnet_samples(s));
+    for (n, l) in &rec.site_subnets {
+        dests.extend(subnet_samples(*n, *l));
     }
     let reached: Vec<String> = dests
         .iter()
@@ -1076,7 +1076,11 @@ fn check_internal(o: &Observed) -> Outcome {
     match o.lookups.get(&IpAddr::V4(PUBLIC_SAMPLE)) {
         Some(Ok(())) => Ok(format!(
             "site subnets [{}] and {METADATA} unroutable; internet routable via the gateway",
-            rec.site_subnets.join(", ")
+            rec.site_subnets
+                .iter()
+                .map(cidr)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
         Some(Err(e)) => Err(format!(
             "the internet is not routable ({PUBLIC_SAMPLE}: {e}): the default route via the gateway is missing"
@@ -1355,11 +1359,11 @@ mod tests {
     #[test]
     fn subnet_samples_first_and_last_host() {
         assert_eq!(
-            subnet_samples("10.77.0.0/24"),
+            subnet_samples(Ipv4Addr::new(10, 77, 0, 0), 24),
             [Ipv4Addr::new(10, 77, 0, 1), Ipv4Addr::new(10, 77, 0, 254)]
         );
-        assert!(subnet_samples("0.0.0.0/0").is_empty());
-        assert!(subnet_samples("junk").is_empty());
+        assert!(subnet_samples(Ipv4Addr::UNSPECIFIED, 0).is_empty());
+        assert!(subnet_samples(Ipv4Addr::new(10, 77, 0, 9), 32).is_empty());
     }
 
     /// An Observed that passes everything, for the per-check tests below.
@@ -1388,7 +1392,7 @@ mod tests {
             .insert("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into());
         o.env.insert("GIT_CONFIG_SYSTEM".into(), "/dev/null".into());
         for (n, l) in required_rejects() {
-            for ip in subnet_samples(&format!("{n}/{l}")) {
+            for ip in subnet_samples(n, l) {
                 o.lookups
                     .insert(IpAddr::V4(ip), Err("Invalid argument".into()));
             }
