@@ -216,11 +216,15 @@ impl World {
     fn prelude(&self) -> String {
         let r = self.root.display();
         let mut s = String::from("set -e\n");
+        // One upper directory per world (its state), but a work directory per
+        // mount: overlayfs empties its work directory when mounting, so two
+        // commands of one world started together would pull it from under
+        // each other ("special device overlay does not exist").
         for d in ["etc", "usr/libexec", "usr/local/bin"] {
             let key = d.replace('/', "_");
             s.push_str(&format!(
-                "mkdir -p {r}/ov/up/{key} {r}/ov/wk/{key}\n\
-                 mount -t overlay overlay -o lowerdir=/{d},upperdir={r}/ov/up/{key},workdir={r}/ov/wk/{key} /{d}\n"
+                "mkdir -p {r}/ov/up/{key} {r}/ov/wk/{key}.$$\n\
+                 mount -t overlay overlay -o lowerdir=/{d},upperdir={r}/ov/up/{key},workdir={r}/ov/wk/{key}.$$ /{d}\n"
             ));
         }
         // root's home in the user database stays /root: the world's own root
