@@ -161,12 +161,68 @@ fn warning(msg: &str) -> String {
     .to_string()
 }
 
-/// What the merge added that was not there before (so uninstall removes only that).
+/// What the merge changed (so uninstall undoes exactly that): keys it added
+/// that were absent, and the foreign values of keys it overwrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Added {
     pub disable_autoupdater: bool,
     pub auto_updates: bool,
     pub process_wrapper: bool,
+    /// Values found before the merge overwrote them, by setting
+    /// (`env.DISABLE_AUTOUPDATER`, `env.CLAUDE_CODE_PROCESS_WRAPPER`, `autoUpdates`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub replaced: std::collections::BTreeMap<String, Value>,
+}
+
+impl Added {
+    /// Fold a later install's changes into this record: what was found first
+    /// (the foreign state) wins over what a re-install saw (our own values).
+    pub fn absorb(&mut self, later: Added) {
+        self.disable_autoupdater |= later.disable_autoupdater;
+        self.auto_updates |= later.auto_updates;
+        self.process_wrapper |= later.process_wrapper;
+        for (k, v) in later.replaced {
+            self.replaced.entry(k).or_insert(v);
+        }
+    }
+}
+
+/// Set `map[key] = ours`; note in `added`/`replaced` what was there before.
+fn set_ours(
+    map: &mut Map<String, Value>,
+    key: &str,
+    setting: &str,
+    ours: Value,
+    added: &mut bool,
+    replaced: &mut std::collections::BTreeMap<String, Value>,
+) {
+    match map.insert(key.into(), ours.clone()) {
+        None => *added = true,
+        Some(old) if old != ours => {
+            replaced.insert(setting.into(), old);
+        }
+        Some(_) => {}
+    }
+}
+
+/// Undo [`set_ours`]: only while the value is still ours (an administrator's
+/// later edit stands), put back the foreign value or remove what we added.
+fn unset_ours(
+    map: &mut Map<String, Value>,
+    key: &str,
+    setting: &str,
+    ours: &Value,
+    added: &Added,
+    was_added: bool,
+) {
+    if map.get(key) != Some(ours) {
+        return;
+    }
+    if let Some(old) = added.replaced.get(setting) {
+        map.insert(key.into(), old.clone());
+    } else if was_added {
+        map.remove(key);
+    }
 }
 
 fn obj<'a>(v: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
@@ -211,24 +267,33 @@ pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added
     }
     {
         let env = obj(&mut root, "env").ok_or("its `env` is not an object")?;
-        if env.get("DISABLE_AUTOUPDATER").and_then(Value::as_str) != Some("1") {
-            added.disable_autoupdater = !env.contains_key("DISABLE_AUTOUPDATER");
-            env.insert("DISABLE_AUTOUPDATER".into(), json!("1"));
-        }
-        if wrapper
-            && env
-                .get("CLAUDE_CODE_PROCESS_WRAPPER")
-                .and_then(Value::as_str)
-                != Some(WRAPPER)
-        {
-            added.process_wrapper = !env.contains_key("CLAUDE_CODE_PROCESS_WRAPPER");
-            env.insert("CLAUDE_CODE_PROCESS_WRAPPER".into(), json!(WRAPPER));
+        set_ours(
+            env,
+            "DISABLE_AUTOUPDATER",
+            "env.DISABLE_AUTOUPDATER",
+            json!("1"),
+            &mut added.disable_autoupdater,
+            &mut added.replaced,
+        );
+        if wrapper {
+            set_ours(
+                env,
+                "CLAUDE_CODE_PROCESS_WRAPPER",
+                "env.CLAUDE_CODE_PROCESS_WRAPPER",
+                json!(WRAPPER),
+                &mut added.process_wrapper,
+                &mut added.replaced,
+            );
         }
     }
-    if root.get("autoUpdates") != Some(&json!(false)) {
-        added.auto_updates = !root.contains_key("autoUpdates");
-        root.insert("autoUpdates".into(), json!(false));
-    }
+    set_ours(
+        &mut root,
+        "autoUpdates",
+        "autoUpdates",
+        json!(false),
+        &mut added.auto_updates,
+        &mut added.replaced,
+    );
     Ok((
         serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n",
         added,
@@ -266,19 +331,34 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
         }
     }
     if let Some(Value::Object(env)) = root.get_mut("env") {
-        if added.disable_autoupdater {
-            env.remove("DISABLE_AUTOUPDATER");
-        }
-        if added.process_wrapper {
-            env.remove("CLAUDE_CODE_PROCESS_WRAPPER");
-        }
+        unset_ours(
+            env,
+            "DISABLE_AUTOUPDATER",
+            "env.DISABLE_AUTOUPDATER",
+            &json!("1"),
+            added,
+            added.disable_autoupdater,
+        );
+        unset_ours(
+            env,
+            "CLAUDE_CODE_PROCESS_WRAPPER",
+            "env.CLAUDE_CODE_PROCESS_WRAPPER",
+            &json!(WRAPPER),
+            added,
+            added.process_wrapper,
+        );
         if env.is_empty() {
             root.remove("env");
         }
     }
-    if added.auto_updates {
-        root.remove("autoUpdates");
-    }
+    unset_ours(
+        &mut root,
+        "autoUpdates",
+        "autoUpdates",
+        &json!(false),
+        added,
+        added.auto_updates,
+    );
     (!root.is_empty())
         .then(|| serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n")
 }
@@ -321,6 +401,38 @@ mod tests {
         let v: Value = serde_json::from_str(&back).unwrap();
         let orig: Value = serde_json::from_str(FOREIGN).unwrap();
         assert_eq!(v, orig);
+    }
+
+    #[test]
+    fn overwritten_foreign_values_come_back_on_uninstall() {
+        let foreign = r#"{
+  "env": { "DISABLE_AUTOUPDATER": "0", "CLAUDE_CODE_PROCESS_WRAPPER": "/opt/corp/wrap" },
+  "autoUpdates": true
+}"#;
+        let (once, mut added) = merge_managed(Some(foreign), true).unwrap();
+        let v: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(v["env"]["DISABLE_AUTOUPDATER"], "1");
+        assert_eq!(v["env"]["CLAUDE_CODE_PROCESS_WRAPPER"], WRAPPER);
+        assert_eq!(v["autoUpdates"], false);
+        // A re-install sees our values; the foreign ones recorded first stay.
+        let (twice, again) = merge_managed(Some(&once), true).unwrap();
+        assert_eq!(once, twice);
+        added.absorb(again);
+        let back: Value = serde_json::from_str(&unmerge_managed(&twice, &added).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(foreign).unwrap());
+    }
+
+    #[test]
+    fn an_administrators_later_edit_survives_uninstall() {
+        let (text, added) = merge_managed(Some(r#"{"autoUpdates": true}"#), false).unwrap();
+        let edited = text.replace(
+            r#""DISABLE_AUTOUPDATER": "1""#,
+            r#""DISABLE_AUTOUPDATER": "0""#,
+        );
+        assert_ne!(edited, text);
+        let back: Value = serde_json::from_str(&unmerge_managed(&edited, &added).unwrap()).unwrap();
+        assert_eq!(back["env"]["DISABLE_AUTOUPDATER"], "0");
+        assert_eq!(back["autoUpdates"], true);
     }
 
     #[test]

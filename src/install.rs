@@ -229,6 +229,11 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     if args.repin {
         return repin(&root);
     }
+    if cfg!(debug_assertions) && args.prefix.is_none() {
+        eprintln!(
+            "claude-sandbox: warning: installing a debug build, which honours the test-only CLAUDE_SANDBOX_TEST_MUTATION (it can weaken the sandbox); for real use install a release build: bash scripts/setup.sh"
+        );
+    }
     // Validate everything before the first write.
     crate::launch::userns_available().map_err(|e| fail(format!("cannot install: {e}")))?;
     let conf_text = match &args.config {
@@ -363,10 +368,7 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             if existing.is_none() {
                 ctx.manifest.settings_created = true;
             }
-            let m = &mut ctx.manifest.settings;
-            m.disable_autoupdater |= added.disable_autoupdater;
-            m.auto_updates |= added.auto_updates;
-            m.process_wrapper |= added.process_wrapper;
+            ctx.manifest.settings.absorb(added);
             ctx.file(&settings, text.as_bytes(), 0o644)?;
         }
         Err(why) => eprintln!(

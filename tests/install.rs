@@ -331,7 +331,7 @@ fn managed_settings_merged_never_owned() {
     let root = s.dir("stage");
     let probe = probe_binary();
     std::fs::create_dir_all(root.join("etc/claude-code")).unwrap();
-    let foreign = r#"{"permissions":{"deny":["Read(./.env)"]},"hooks":{"SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"/opt/corp/audit"}]}]},"model":"corp"}"#;
+    let foreign = r#"{"permissions":{"deny":["Read(./.env)"]},"hooks":{"SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"/opt/corp/audit"}]}]},"model":"corp","autoUpdates":true,"env":{"DISABLE_AUTOUPDATER":"0","CORP":"1"}}"#;
     std::fs::write(root.join("etc/claude-code/managed-settings.json"), foreign).unwrap();
     // A gate flag left by an earlier install with --allow-unwrapped.
     std::fs::write(root.join("etc/claude-code/allow-unwrapped"), "").unwrap();
@@ -364,7 +364,9 @@ fn managed_settings_merged_never_owned() {
     if let Ok(t) = std::fs::read_link(root.join("usr/libexec/claude-sandbox/claude-wrapper")) {
         assert_eq!(t, PathBuf::from(SELF_BIN));
     }
-    // Uninstall removes only ours.
+    assert_eq!(v["env"]["CORP"], "1");
+    // Uninstall removes only ours, and puts back the values install overwrote
+    // (the first install's record, not what the later two saw).
     assert!(uninstall_from(&root).status.success());
     let back: serde_json::Value = managed_settings(&root);
     assert_eq!(
