@@ -144,6 +144,19 @@ pub struct JailPlan {
     pub resolv_conf: Option<String>,
 }
 
+/// Whether `ip` is a destination the jail blocks: an internal range, link-local,
+/// a connected subnet, or the gateway itself.
+fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
+    let within = |(net, len): (Ipv4Addr, u8)| {
+        let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+        u32::from(ip) & mask == u32::from(net) & mask
+    };
+    ip == routes.gateway
+        || BLACKHOLES.iter().copied().any(within)
+        || within(UNREACHABLE)
+        || routes.connected.iter().copied().any(within)
+}
+
 /// Plan the routes and DNS of the jail (pure).
 pub fn plan_jail(
     routes: &HostRoutes,
@@ -151,15 +164,22 @@ pub fn plan_jail(
     allow_ip: &[Ipv4Addr],
     drop_172: bool,
 ) -> JailPlan {
-    let (loopback, routable): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) =
-        resolv.nameservers.iter().partition(|ip| ip.is_loopback());
+    // Loopback stubs and internal resolvers (the gateway, a metadata server
+    // that also answers DNS, a VPC resolver) are reached only through pasta's
+    // forwarder, which passes UDP port 53 and nothing else: punching them as
+    // /32s would open every port of those hosts. Public resolvers stay as
+    // they are (punched, which for them changes nothing).
+    let (public, via_forwarder): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = resolv
+        .nameservers
+        .iter()
+        .partition(|ip| !ip.is_loopback() && !is_internal(**ip, routes));
     let dns_forward =
-        (!loopback.is_empty() || resolv.nameservers.is_empty()).then_some(DNS_FORWARDER);
+        (!via_forwarder.is_empty() || resolv.nameservers.is_empty()).then_some(DNS_FORWARDER);
     let resolv_conf = dns_forward.map(|fwd| {
         let mut text =
             String::from("# claude-sandbox egress jail: queries go to pasta's forwarder\n");
         text.push_str(&format!("nameserver {fwd}\n"));
-        for ip in &routable {
+        for ip in &public {
             text.push_str(&format!("nameserver {ip}\n"));
         }
         for l in resolv
@@ -194,7 +214,7 @@ pub fn plan_jail(
         "route replace default via {gw} dev {ifc} onlink\n"
     ));
     let mut punched: Vec<Ipv4Addr> = Vec::new();
-    for ip in routable.iter().chain(allow_ip).chain(dns_forward.iter()) {
+    for ip in public.iter().chain(allow_ip).chain(dns_forward.iter()) {
         if !punched.contains(ip) {
             punched.push(*ip);
             b.push_str(&format!(
@@ -561,7 +581,7 @@ mod tests {
     fn every_internal_range_blocked_and_only_punches_open() {
         let p = plan_jail(
             &lan(),
-            &parse_resolv("nameserver 10.77.0.1\n"),
+            &parse_resolv("nameserver 203.0.113.53\n"),
             &[Ipv4Addr::new(10, 77, 0, 9)],
             false,
         );
@@ -582,8 +602,8 @@ mod tests {
         assert!(b.contains("route replace unreachable 169.254.0.0/16\n"));
         assert!(b.contains("route replace default via 10.77.0.1 dev csb-h0 onlink\n"));
         assert!(
-            b.contains("route replace 10.77.0.1/32 via 10.77.0.1 dev csb-h0 onlink\n"),
-            "resolver punched"
+            b.contains("route replace 203.0.113.53/32 via 10.77.0.1 dev csb-h0 onlink\n"),
+            "public resolver punched"
         );
         assert!(
             b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink\n"),
@@ -594,7 +614,7 @@ mod tests {
             b.contains("address flush dev csb-h0 to ::/0\n")
                 && b.contains("address flush dev lo to ::/0\n")
         );
-        // A routable resolver: the host's resolv.conf works as it is.
+        // A public resolver: the host's resolv.conf works as it is.
         assert_eq!(p.dns_forward, None);
         assert_eq!(p.resolv_conf, None);
     }
@@ -636,19 +656,76 @@ mod tests {
     }
 
     #[test]
-    fn mixed_resolvers_keep_the_routable_ones() {
+    fn mixed_resolvers_keep_the_public_ones() {
         let p = plan_jail(
             &lan(),
-            &parse_resolv("nameserver 127.0.0.53\nnameserver 192.168.1.1\n"),
+            &parse_resolv("nameserver 127.0.0.53\nnameserver 192.168.1.1\nnameserver 9.9.9.9\n"),
             &[],
             false,
         );
         let rc = p.resolv_conf.unwrap();
         assert!(
-            rc.contains("nameserver 169.254.0.53\nnameserver 192.168.1.1\n"),
+            rc.contains("nameserver 169.254.0.53\nnameserver 9.9.9.9\n"),
             "{rc}"
         );
-        assert!(p.route_batch.contains("route replace 192.168.1.1/32 via"));
+        assert!(!rc.contains("192.168.1.1"), "{rc}");
+        assert!(p.route_batch.contains("route replace 9.9.9.9/32 via"));
+        assert!(
+            !p.route_batch.contains("192.168.1.1/32"),
+            "{}",
+            p.route_batch
+        );
+    }
+
+    #[test]
+    fn internal_resolvers_only_through_the_forwarder() {
+        // The gateway (home routers), a metadata server that also answers DNS
+        // (169.254.169.254 on Google Cloud), a VPC resolver, a CGNAT one, one
+        // on a connected subnet outside the RFC1918 ranges: never punched,
+        // since a /32 would open all their ports.
+        for ns in [
+            "10.77.0.1",
+            "169.254.169.254",
+            "10.0.0.2",
+            "100.100.100.100",
+            "172.17.0.1",
+        ] {
+            let p = plan_jail(
+                &lan(),
+                &parse_resolv(&format!("nameserver {ns}\n")),
+                &[],
+                false,
+            );
+            assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
+            let rc = p.resolv_conf.unwrap();
+            assert!(rc.contains("nameserver 169.254.0.53\n"), "{ns}: {rc}");
+            assert!(!rc.contains(ns), "{ns}: {rc}");
+            assert!(
+                !p.route_batch.contains(&format!("{ns}/32")),
+                "{ns}: {}",
+                p.route_batch
+            );
+            assert_eq!(
+                p.route_batch.matches("/32 via").count(),
+                1,
+                "{}",
+                p.route_batch
+            );
+        }
+        let gw_public = HostRoutes {
+            iface: "eth0".into(),
+            gateway: Ipv4Addr::new(198, 51, 100, 1),
+            connected: vec![(Ipv4Addr::new(198, 51, 100, 0), 24)],
+        };
+        for ns in ["198.51.100.1", "198.51.100.7"] {
+            let p = plan_jail(
+                &gw_public,
+                &parse_resolv(&format!("nameserver {ns}\n")),
+                &[],
+                false,
+            );
+            assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
+        }
     }
 
     #[test]

@@ -173,8 +173,9 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
     let mut lan = Lan::up();
     let (l, h) = (lan.lan.clone(), lan.host.clone());
     // A stub resolver on the devcontainer's loopback (like systemd-resolved),
-    // and a routable one on the gateway host; both answer 203.0.113.10, so
-    // which one answered is shown by which one is running.
+    // and one on the gateway (internal, so reached through the forwarder, see
+    // `internal_resolvers_answer_dns_and_open_nothing_else`); both answer
+    // 203.0.113.10, so which one answered is shown by which one is running.
     let w = jail_world("jaildns", "");
     let resolve = |lan: &Lan, who: Who, ns: &str| {
         let o = probe_net(&w, lan, who, &resolv(ns), &[], "resolve example.test");
@@ -215,10 +216,10 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
     }
 }
 
-/// With the gateway punched open (it is the resolver), the gateway address
-/// must still not lead to the devcontainer's own loopback services: pasta
-/// maps the gateway to host loopback unless told `--no-map-gw`. (With a
-/// loopback resolver the gateway is blackholed and this path is untestable.)
+/// With the gateway punched open (`allow-ip`), the gateway address must
+/// still not lead to the devcontainer's own loopback services: pasta maps the
+/// gateway to host loopback unless told `--no-map-gw`. (Otherwise the gateway
+/// is blackholed and this path is untestable.)
 #[test]
 fn host_loopback_unreachable_through_a_punched_gateway() {
     if !require("jail_map_gw") {
@@ -226,13 +227,13 @@ fn host_loopback_unreachable_through_a_punched_gateway() {
     }
     let mut lan = Lan::up();
     start_services(&mut lan);
-    let w = jail_world("jailmapgw", "");
+    let w = jail_world("jailmapgw", "allow-ip = 10.77.0.1\n");
     for who in BOTH {
         let o = probe_net(
             &w,
             &lan,
             who,
-            &resolv("10.77.0.1"),
+            &resolv("127.0.0.53"),
             &[],
             &format!("connect {INTERNET} 10.77.0.1:9090 127.0.0.1:9090"),
         );
@@ -248,6 +249,69 @@ fn host_loopback_unreachable_through_a_punched_gateway() {
                 "{who:?}: {t} not tried: {out}"
             );
         }
+    }
+}
+
+/// A resolver on an internal address — the gateway (home routers), or the
+/// metadata server (Google Cloud's resolver is 169.254.169.254) — answers
+/// through pasta's DNS forwarder, and none of its other ports opens. A public
+/// resolver is used directly, through the host's own resolv.conf.
+#[test]
+fn internal_resolvers_answer_dns_and_open_nothing_else() {
+    if !require("jail_internal_resolver") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let l = lan.lan.clone();
+    for ns in ["10.77.0.1", "169.254.169.254", "203.0.113.10"] {
+        lan.listen(&l, &["dns", ns, "120"]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let w = jail_world("jailresolver", "");
+    let netprobe = format!("python3 {}/bin/netprobe.py", w.root.display());
+    for who in BOTH {
+        for ns in ["10.77.0.1", "169.254.169.254"] {
+            let script = format!(
+                "grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test; \
+                 {netprobe} connect {INTERNET} {ns}:8080"
+            );
+            let cmd = w.command_with_setup(
+                who,
+                &w.workspace(who),
+                &resolv(ns),
+                &[],
+                &["claude", "shell", &script],
+            );
+            let o = in_netns(&lan.host, &cmd).output().unwrap();
+            let out = stdout(&o);
+            assert!(
+                out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n"),
+                "{who:?} resolver {ns}: not answered through the forwarder: {out}{}",
+                stderr(&o)
+            );
+            assert!(!out.contains(&format!("nameserver {ns}")), "{who:?}: {out}");
+            assert!(reached(&out, INTERNET), "{who:?} resolver {ns}: {out}");
+            assert!(
+                out.contains(&format!("{ns}:8080 BLOCKED")),
+                "{who:?}: resolver {ns} opened its other ports: {out}"
+            );
+        }
+        let script = format!("grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test");
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            &resolv("203.0.113.10"),
+            &[],
+            &["claude", "shell", &script],
+        );
+        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        assert_eq!(
+            stdout(&o),
+            "nameserver 203.0.113.10\n203.0.113.10\n",
+            "{who:?}: public resolver: {}",
+            stderr(&o)
+        );
     }
 }
 
