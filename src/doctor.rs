@@ -55,6 +55,67 @@ fn probe_bwrap(bwrap: &Path) -> Result<(), String> {
     })
 }
 
+/// The PATH a fresh login of the current user gets: their login shell from
+/// the user database, run as a login shell with only the variables `login`
+/// sets (so the caller's own PATH does not leak into the answer; `echo
+/// "$PATH"`, not printenv: zsh does not export a PATH it made itself). Returns
+/// the shell and its PATH (None when it cannot be asked).
+fn login_path() -> (String, Option<String>) {
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten();
+    let shell = me
+        .as_ref()
+        .map(|u| u.shell.clone())
+        .filter(|s| {
+            // nologin and false answer nothing; a terminal would not start either.
+            !s.as_os_str().is_empty() && !s.ends_with("nologin") && !s.ends_with("false")
+        })
+        .unwrap_or_else(|| "/bin/sh".into());
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| me.as_ref().map(|u| u.dir.clone()))
+        .unwrap_or_else(|| "/".into());
+    let name = me.map(|u| u.name).unwrap_or_default();
+    let out = Command::new(&shell)
+        .args(["-l", "-c", "echo \"$PATH\""])
+        .env_clear()
+        .env("HOME", &home)
+        .env("USER", &name)
+        .env("LOGNAME", &name)
+        .env("SHELL", &shell)
+        .env("TERM", "dumb")
+        .current_dir(&home)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let path = out.ok().filter(|o| o.status.success()).and_then(|o| {
+        // Profile scripts may print; PATH is the last line.
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .last()
+            .map(str::to_string)
+    });
+    (shell.display().to_string(), path)
+}
+
+/// Every executable `name` along `path`, in order (what `type -ap` lists;
+/// an empty entry is the current directory).
+fn claude_on_path(path: &str, name: &Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found: Vec<std::path::PathBuf> = Vec::new();
+    for dir in path.split(':') {
+        let p = Path::new(if dir.is_empty() { "." } else { dir }).join(name);
+        let exec = p
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if exec && !found.contains(&p) {
+            found.push(p);
+        }
+    }
+    found
+}
+
 /// Run `claude-sandbox doctor`; returns the number of failed facts (capped at 1 for the exit status).
 pub fn main(_args: &Args) -> anyhow::Result<i32> {
     let mut r = Report { failed: 0 };
@@ -75,22 +136,23 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         },
     );
     // What a login shell of this user resolves `claude` to, and anything before it.
-    let out = Command::new("/bin/bash")
-        .args(["-lc", "type -ap claude"])
-        .output();
-    let found: Vec<String> = out
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let (shell, path) = login_path();
+    let found: Vec<String> = path
+        .as_deref()
+        .map(|p| claude_on_path(p, Path::new("claude")))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     let first_ok = found.first().map(String::as_str) == Some(paths::SHADOW);
     r.line(
         first_ok,
         "PATH",
-        if first_ok { format!("a login shell runs {} for `claude`", paths::SHADOW) } else { format!("a login shell resolves `claude` to {:?}, not {}; fix PATH or remove the stray binary", found.first(), paths::SHADOW) },
+        match (&path, first_ok) {
+            (None, _) => format!("cannot ask {shell} (the login shell) for its PATH; check that it runs"),
+            (Some(_), true) => format!("a login shell ({shell}) runs {} for `claude`", paths::SHADOW),
+            (Some(_), false) => format!("a login shell ({shell}) resolves `claude` to {:?}, not {}; fix PATH or remove the stray binary", found.first(), paths::SHADOW),
+        },
     );
     let strays: Vec<&String> = found
         .iter()
@@ -217,5 +279,33 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
     } else {
         println!("all in place: `claude` runs sandboxed");
         Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_walk_lists_each_executable_in_order() {
+        let d = std::env::temp_dir().join(format!("csb-doctor-{}", std::process::id()));
+        let (a, b, c) = (d.join("a"), d.join("b"), d.join("c"));
+        for (dir, mode) in [(&a, 0o755), (&b, 0o644), (&c, 0o755)] {
+            std::fs::create_dir_all(dir).unwrap();
+            let f = dir.join("claude");
+            std::fs::write(&f, "").unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let path = format!(
+            "{}:{}:/nonexistent:{}:{}",
+            c.display(),
+            b.display(),
+            a.display(),
+            c.display()
+        );
+        let found = claude_on_path(&path, Path::new("claude"));
+        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(found, vec![c.join("claude"), a.join("claude")]);
     }
 }

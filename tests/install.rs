@@ -766,6 +766,76 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         let (code, _, out) = doctor(&w, who);
         assert_eq!(code, Some(0), "{who:?} doctor after removing it: {out}");
     }
+    // doctor asks the user's own login shell: a directory its profile puts
+    // first on PATH, holding a `claude`, fails the PATH check; one that is
+    // only on the PATH doctor itself was started with does not count.
+    for who in BOTH {
+        let stray = w.put(who, "opt/bin/claude", "#!/bin/sh\necho unsandboxed\n");
+        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let callers_path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            stray.parent().unwrap().display()
+        );
+        let o = w.run(who, &[("PATH", &callers_path)], &[SELF_BIN, "doctor"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{who:?}: doctor judged the caller's PATH, not a login's: {}",
+            stdout(&o)
+        );
+        let profile = w.put(
+            who,
+            ".profile",
+            "PATH=\"$HOME/opt/bin:$PATH\"\nexport PATH\necho profile-noise\n",
+        );
+        let (code, fails, out) = doctor(&w, who);
+        assert_ne!(
+            code,
+            Some(0),
+            "{who:?}: doctor passed with {stray:?} first on a login's PATH: {out}"
+        );
+        assert!(
+            fails
+                .iter()
+                .any(|l| l.starts_with("FAIL PATH") && l.contains(&stray.display().to_string())),
+            "{who:?}: doctor does not name {stray:?}: {out}"
+        );
+        std::fs::remove_file(&profile).unwrap();
+        std::fs::remove_file(&stray).unwrap();
+    }
+    // The login shell is the user's own (zsh reads ~/.zprofile, which bash
+    // and sh never read).
+    if Path::new("/usr/bin/zsh").exists() {
+        let stray = w.put(Who::User, "opt/bin/claude", "#!/bin/sh\necho unsandboxed\n");
+        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let zprofile = w.put(Who::User, ".zprofile", "path=($HOME/opt/bin $path)\n");
+        let chsh = |shell: &str| {
+            let o = w.run_root_raw(&format!("usermod -s {shell} {TEST_USER}"));
+            assert!(o.status.success(), "usermod: {}", stderr(&o));
+        };
+        chsh("/usr/bin/zsh");
+        let (code, fails, out) = doctor(&w, Who::User);
+        chsh("/bin/sh");
+        assert_ne!(
+            code,
+            Some(0),
+            "doctor passed with {stray:?} first on zsh's PATH: {out}"
+        );
+        assert!(
+            fails
+                .iter()
+                .any(|l| l.contains("(/usr/bin/zsh)") && l.contains(&stray.display().to_string())),
+            "doctor does not name {stray:?} from the zsh login: {out}"
+        );
+        let (code, _, out) = doctor(&w, Who::User);
+        assert_eq!(code, Some(0), "sh does not read ~/.zprofile: {out}");
+        std::fs::remove_file(&zprofile).unwrap();
+        std::fs::remove_file(&stray).unwrap();
+    } else if std::env::var_os("CI").is_some() {
+        panic!("zsh missing (CI: scripts/test.sh installs it)");
+    } else {
+        eprintln!("\n!!!! SKIPPED: doctor with a zsh login shell: /usr/bin/zsh missing (apt-get install zsh) !!!!\n");
+    }
     // doctor names a real binary that no longer matches its pin.
     assert!(w
         .run_root_raw("printf x >> /usr/libexec/claude-sandbox/claude")
