@@ -648,15 +648,23 @@ fn managed_hooks_fire_in_the_real_claude_code() {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
     ];
     // Unwrapped: the real binary run directly. The gate stops the prompt.
-    let o = w.run(
-        Who::Root,
-        &env,
-        &[
-            "/usr/libexec/claude-sandbox/claude",
-            "-p",
-            "hello-unwrapped",
-        ],
-    );
+    // It runs as root outside any sandbox: besides the world's overlays and
+    // root home, a private /tmp keeps its scratch files off this machine.
+    let o = w
+        .command_with_setup(
+            Who::Root,
+            &w.workspace(Who::Root),
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp\n",
+            &env,
+            &[
+                "/usr/libexec/claude-sandbox/claude",
+                "-p",
+                "hello-unwrapped",
+            ],
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         !logged.contains("hello-unwrapped"),
