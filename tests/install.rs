@@ -698,6 +698,23 @@ fn doctor(w: &World, who: Who) -> (Option<i32>, Vec<String>, String) {
     (o.status.code(), fails, out)
 }
 
+/// An executable `claude` that would run unsandboxed, at `rel` in `who`'s home.
+fn stray_claude(w: &World, who: Who, rel: &str) -> PathBuf {
+    let stray = w.put(who, rel, "#!/bin/sh\necho unsandboxed\n");
+    std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+    stray
+}
+
+/// `doctor` as `who` fails, and one of its FAIL lines contains every one of `needles`.
+fn assert_doctor_fails_naming(w: &World, who: Who, needles: &[&str], why: &str) {
+    let (code, fails, out) = doctor(w, who);
+    assert_ne!(code, Some(0), "{who:?}: doctor passed {why}: {out}");
+    assert!(
+        fails.iter().any(|l| needles.iter().all(|n| l.contains(n))),
+        "{who:?}: no FAIL line names {needles:?} ({why}): {out}"
+    );
+}
+
 #[test]
 fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
     if !require("full_install") {
@@ -758,18 +775,8 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
     }
     // doctor names a stray ~/.local/bin/claude (and is happy again without it).
     for who in BOTH {
-        let stray = w.put(who, ".local/bin/claude", "#!/bin/sh\necho unsandboxed\n");
-        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let (code, fails, out) = doctor(&w, who);
-        assert_ne!(
-            code,
-            Some(0),
-            "{who:?}: doctor passed with {stray:?}: {out}"
-        );
-        assert!(
-            fails.iter().any(|l| l.contains(".local/bin/claude")),
-            "{who:?}: doctor does not name the stray ~/.local/bin/claude: {out}"
-        );
+        let stray = stray_claude(&w, who, ".local/bin/claude");
+        assert_doctor_fails_naming(&w, who, &[".local/bin/claude"], "with ~/.local/bin/claude");
         std::fs::remove_file(&stray).unwrap();
         let (code, _, out) = doctor(&w, who);
         assert_eq!(code, Some(0), "{who:?} doctor after removing it: {out}");
@@ -778,8 +785,7 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
     // first on PATH, holding a `claude`, fails the PATH check; one that is
     // only on the PATH doctor itself was started with does not count.
     for who in BOTH {
-        let stray = w.put(who, "opt/bin/claude", "#!/bin/sh\necho unsandboxed\n");
-        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stray = stray_claude(&w, who, "opt/bin/claude");
         let callers_path = format!(
             "{}:/usr/local/bin:/usr/bin:/bin",
             stray.parent().unwrap().display()
@@ -796,17 +802,11 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
             ".profile",
             "PATH=\"$HOME/opt/bin:$PATH\"\nexport PATH\necho profile-noise\n",
         );
-        let (code, fails, out) = doctor(&w, who);
-        assert_ne!(
-            code,
-            Some(0),
-            "{who:?}: doctor passed with {stray:?} first on a login's PATH: {out}"
-        );
-        assert!(
-            fails
-                .iter()
-                .any(|l| l.starts_with("FAIL PATH") && l.contains(&stray.display().to_string())),
-            "{who:?}: doctor does not name {stray:?}: {out}"
+        assert_doctor_fails_naming(
+            &w,
+            who,
+            &["FAIL PATH", &stray.display().to_string()],
+            "with a stray first on a login's PATH",
         );
         std::fs::remove_file(&profile).unwrap();
         std::fs::remove_file(&stray).unwrap();
@@ -814,27 +814,20 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
     // The login shell is the user's own (zsh reads ~/.zprofile, which bash
     // and sh never read).
     if Path::new("/usr/bin/zsh").exists() {
-        let stray = w.put(Who::User, "opt/bin/claude", "#!/bin/sh\necho unsandboxed\n");
-        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stray = stray_claude(&w, Who::User, "opt/bin/claude");
         let zprofile = w.put(Who::User, ".zprofile", "path=($HOME/opt/bin $path)\n");
         let chsh = |shell: &str| {
             let o = w.run_root_raw(&format!("usermod -s {shell} {TEST_USER}"));
             assert!(o.status.success(), "usermod: {}", stderr(&o));
         };
         chsh("/usr/bin/zsh");
-        let (code, fails, out) = doctor(&w, Who::User);
+        assert_doctor_fails_naming(
+            &w,
+            Who::User,
+            &["(/usr/bin/zsh)", &stray.display().to_string()],
+            "with a stray first on zsh's PATH",
+        );
         chsh("/bin/sh");
-        assert_ne!(
-            code,
-            Some(0),
-            "doctor passed with {stray:?} first on zsh's PATH: {out}"
-        );
-        assert!(
-            fails
-                .iter()
-                .any(|l| l.contains("(/usr/bin/zsh)") && l.contains(&stray.display().to_string())),
-            "doctor does not name {stray:?} from the zsh login: {out}"
-        );
         let (code, _, out) = doctor(&w, Who::User);
         assert_eq!(code, Some(0), "sh does not read ~/.zprofile: {out}");
         std::fs::remove_file(&zprofile).unwrap();
@@ -850,17 +843,11 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         .status
         .success());
     for who in BOTH {
-        let (code, fails, out) = doctor(&w, who);
-        assert_ne!(
-            code,
-            Some(0),
-            "{who:?}: doctor passed a tampered binary: {out}"
-        );
-        assert!(
-            fails
-                .iter()
-                .any(|l| l.contains("pin") && l.contains("does not match") && l.contains(REPIN)),
-            "{who:?}: doctor does not name the pin mismatch and the fix: {out}"
+        assert_doctor_fails_naming(
+            &w,
+            who,
+            &["pin", "does not match", REPIN],
+            "a tampered binary",
         );
     }
     // The world's overlays took every write: this machine has no shadow, and

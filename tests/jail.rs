@@ -35,7 +35,27 @@ fn resolv(nameserver: &str) -> String {
     format!("rm -f /etc/resolv.conf && echo 'nameserver {nameserver}' > /etc/resolv.conf\n")
 }
 
-/// Run netprobe inside the sandbox (`claude shell …`) in the LAN's host namespace.
+/// Run a shell script inside the sandbox (`claude shell SCRIPT`) as `who`, in
+/// the LAN's host namespace, after the root `setup` lines.
+fn shell_in_lan(
+    w: &World,
+    lan: &Lan,
+    who: Who,
+    setup: &str,
+    env: &[(&str, &str)],
+    script: &str,
+) -> std::process::Output {
+    let cmd = w.command_with_setup(
+        who,
+        &w.workspace(who),
+        setup,
+        env,
+        &["claude", "shell", script],
+    );
+    in_netns(&lan.host, &cmd).output().unwrap()
+}
+
+/// Run netprobe inside the sandbox in the LAN's host namespace.
 fn probe_net(
     w: &World,
     lan: &Lan,
@@ -48,14 +68,7 @@ fn probe_net(
         "python3 {}/bin/netprobe.py {netprobe_args}",
         w.root.display()
     );
-    let cmd = w.command_with_setup(
-        who,
-        &w.workspace(who),
-        setup,
-        env,
-        &["claude", "shell", &script],
-    );
-    in_netns(&lan.host, &cmd).output().unwrap()
+    shell_in_lan(w, lan, who, setup, env, &script)
 }
 
 fn start_services(lan: &mut Lan) {
@@ -276,14 +289,7 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
                 "grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test; \
                  {netprobe} connect {INTERNET} {ns}:8080"
             );
-            let cmd = w.command_with_setup(
-                who,
-                &w.workspace(who),
-                &resolv(ns),
-                &[],
-                &["claude", "shell", &script],
-            );
-            let o = in_netns(&lan.host, &cmd).output().unwrap();
+            let o = shell_in_lan(&w, &lan, who, &resolv(ns), &[], &script);
             let out = stdout(&o);
             assert!(
                 out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n"),
@@ -298,14 +304,7 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
             );
         }
         let script = format!("grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test");
-        let cmd = w.command_with_setup(
-            who,
-            &w.workspace(who),
-            &resolv("203.0.113.10"),
-            &[],
-            &["claude", "shell", &script],
-        );
-        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let o = shell_in_lan(&w, &lan, who, &resolv("203.0.113.10"), &[], &script);
         assert_eq!(
             stdout(&o),
             "nameserver 203.0.113.10\n203.0.113.10\n",
@@ -326,14 +325,7 @@ fn routes_cannot_be_changed_from_inside() {
         let script = "ip route | grep -q 'blackhole 10.0.0.0/8' && echo JAILED; \
                       for c in 'route add 1.2.3.4/32 dev lo' 'route del default' 'route del blackhole 10.0.0.0/8' 'link add x0 type dummy'; do \
                       ip $c 2>&1 | head -1; done";
-        let cmd = w.command_with_setup(
-            who,
-            &w.workspace(who),
-            &resolv("127.0.0.53"),
-            &[],
-            &["claude", "shell", script],
-        );
-        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let o = shell_in_lan(&w, &lan, who, &resolv("127.0.0.53"), &[], script);
         let out = stdout(&o);
         assert!(
             out.starts_with("JAILED\n"),
@@ -356,14 +348,7 @@ fn jail_off_by_config_or_env_and_env_wins() {
     let lan = Lan::up();
     // The jail shows as a blackhole route; without it the host's table is seen.
     let jailed = |w: &World, env: &[(&str, &str)]| -> bool {
-        let cmd = w.command_with_setup(
-            Who::User,
-            &w.workspace(Who::User),
-            &resolv("127.0.0.53"),
-            env,
-            &["claude", "shell", "ip route"],
-        );
-        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let o = shell_in_lan(w, &lan, Who::User, &resolv("127.0.0.53"), env, "ip route");
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o).contains("blackhole 10.0.0.0/8")
     };
