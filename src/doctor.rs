@@ -61,22 +61,19 @@ fn probe_bwrap(bwrap: &Path) -> Result<(), String> {
 /// "$PATH"`, not printenv: zsh does not export a PATH it made itself). Returns
 /// the shell and its PATH (None when it cannot be asked).
 fn login_path() -> (String, Option<String>) {
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+    let shell = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
-        .flatten();
-    let shell = me
-        .as_ref()
-        .map(|u| u.shell.clone())
+        .flatten()
+        .map(|u| u.shell)
         .filter(|s| {
             // nologin and false answer nothing; a terminal would not start either.
             !s.as_os_str().is_empty() && !s.ends_with("nologin") && !s.ends_with("false")
         })
         .unwrap_or_else(|| "/bin/sh".into());
-    let home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| me.as_ref().map(|u| u.dir.clone()))
-        .unwrap_or_else(|| "/".into());
-    let name = me.map(|u| u.name).unwrap_or_default();
+    // Name and home exactly as a launch takes them.
+    let (name, home) = crate::host::identity()
+        .map(|(_, _, name, home)| (name, home))
+        .unwrap_or_else(|_| (String::new(), "/".into()));
     let out = Command::new(&shell)
         .args(["-l", "-c", "echo \"$PATH\""])
         .env_clear()
