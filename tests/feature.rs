@@ -260,30 +260,15 @@ enum Net<'a> {
 
 /// One fresh container: a pristine copy of the base root; removed on drop.
 struct Container {
-    dir: PathBuf,
+    dir: TestDir,
 }
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        if std::env::var_os("CSB_KEEP_WORLDS").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-static CONTAINERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Container {
     fn new(name: &str) -> Container {
         let base = base_root();
-        let dir = PathBuf::from(format!(
-            "/var/tmp/csb-feature-{name}-{}-{}",
-            std::process::id(),
-            CONTAINERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let c = Container { dir };
+        let c = Container {
+            dir: TestDir::new("feature", name),
+        };
         let st = Command::new("cp")
             .arg("-a")
             .arg(&base)

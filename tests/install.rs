@@ -8,7 +8,6 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -122,34 +121,16 @@ fn assert_same(now: &Snapshot, then: &Snapshot, what: &str) {
     panic!("{what}:\n{}", diff.join("\n"));
 }
 
-static SCRATCH: AtomicUsize = AtomicUsize::new(0);
-
-/// A private directory under /var/tmp for one test's staging roots and
-/// inputs, removed when dropped (panics included).
+/// A private directory for one test's staging roots and inputs.
 struct Scratch {
-    dir: PathBuf,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::env::var_os("CSB_KEEP_WORLDS").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
+    dir: TestDir,
 }
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let n = SCRATCH.fetch_add(1, Ordering::SeqCst);
-        let dir = PathBuf::from(format!(
-            "/var/tmp/csb-install-{name}-{}-{n}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let s = Scratch { dir };
-        std::fs::create_dir_all(&s.dir).unwrap();
-        std::fs::set_permissions(&s.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        s
+        Scratch {
+            dir: TestDir::new("install", name),
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -888,18 +869,19 @@ fn bad_input_leaves_nothing_half_installed() {
         c.args(args);
         c
     };
+    let install = [
+        "install",
+        "--prefix",
+        r,
+        "--no-packages",
+        "--real-claude",
+        p,
+    ];
     let mut not_root = Command::new("setpriv");
     not_root
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
-        .args([
-            "install",
-            "--prefix",
-            r,
-            "--no-packages",
-            "--real-claude",
-            p,
-        ]);
+        .args(install);
     // User namespaces disabled, simulated in a private mount namespace.
     let mut no_userns = Command::new("unshare");
     no_userns
@@ -908,14 +890,7 @@ fn bad_input_leaves_nothing_half_installed() {
         .arg("sh")
         .arg(&zero)
         .arg(&bin)
-        .args([
-            "install",
-            "--prefix",
-            r,
-            "--no-packages",
-            "--real-claude",
-            p,
-        ]);
+        .args(install);
     let cases: Vec<(&str, Command, Vec<&str>)> = vec![
         (
             "missing prefix",

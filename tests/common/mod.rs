@@ -105,18 +105,46 @@ pub fn real_claude() -> Option<PathBuf> {
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// One isolated installation.
-pub struct World {
-    pub root: PathBuf,
-    keep: bool,
+/// A private directory under /var/tmp (not /tmp: the sandbox's /tmp must
+/// look empty), mode 0755, removed when dropped (panics included) unless
+/// `CSB_KEEP_WORLDS` is set. Dereferences to its path.
+pub struct TestDir(PathBuf);
+
+impl TestDir {
+    /// `/var/tmp/csb-{kind}-{name}-{pid}-{n}`, fresh.
+    pub fn new(kind: &str, name: &str) -> TestDir {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = PathBuf::from(format!(
+            "/var/tmp/csb-{kind}-{name}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The guard exists (and so is removed on drop) before anything can panic.
+        let d = TestDir(dir);
+        std::fs::create_dir_all(&d.0).unwrap();
+        std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+        d
+    }
 }
 
-impl Drop for World {
+impl std::ops::Deref for TestDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.root);
+        if std::env::var_os("CSB_KEEP_WORLDS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+/// One isolated installation.
+pub struct World {
+    pub root: TestDir,
 }
 
 fn sh(cmd: &str) {
@@ -125,25 +153,15 @@ fn sh(cmd: &str) {
 }
 
 impl World {
-    /// A new world under /var/tmp (not /tmp: the sandbox's /tmp must look empty).
+    /// A new world in a [`TestDir`].
     pub fn new(name: &str) -> World {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let root = PathBuf::from(format!(
-            "/var/tmp/csb-test-{}-{}-{}",
-            name,
-            std::process::id(),
-            n
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        // The World exists (and so is removed on drop) before anything can panic.
         let w = World {
-            root: root.clone(),
-            keep: std::env::var_os("CSB_KEEP_WORLDS").is_some(),
+            root: TestDir::new("test", name),
         };
+        let root = w.root.to_path_buf();
         for d in ["bin", "ov", "homes", "ws"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
         for d in ["bin", "homes", "ws"] {
             std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o755)).unwrap();
         }
