@@ -65,6 +65,9 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     if argv.get(1).is_some_and(|a| a == "__shim") {
         return Ok(launch::shim_main(&argv[2..]));
     }
+    if argv.get(1).is_some_and(|a| a == "__pasta-keeper") {
+        return Ok(crate::jail::keeper_main(&argv[2..]));
+    }
     if argv.get(1).is_some_and(|a| a == "__holder") {
         return Ok(crate::jail::holder_main(&argv[2..]));
     }

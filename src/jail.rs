@@ -2,27 +2,33 @@
 //! namespace whose routes reach the internet, the DNS resolvers and
 //! `allow-ip` hosts, and nothing internal.
 //!
-//! Processes, in order:
+//! Processes, in order (docs/decisions/0002 and 0004):
 //! 1. The shadow spawns the **holder** (`claude-sandbox __holder`), which
 //!    unshares a user + network namespace, maps itself to the launching user,
-//!    and reports "namespace ready" on a pipe.
-//! 2. The shadow runs **pasta** (`passt` package) against the holder's PID from
-//!    outside — it needs the host's network — with `--config-net` to set up
-//!    the tap interface, and with every forwarding of host loopback turned off
+//!    forks the **route keeper** (which stays in those namespaces), reports
+//!    the route keeper's PID on a pipe and execs bubblewrap at once.
+//!    bubblewrap builds the sandbox while the jail is wired; the shim inside
+//!    waits on a gate and runs nothing until the routes are locked.
+//! 2. Meanwhile the shadow runs pasta (`passt` package) against the route
+//!    keeper's PID from outside, under **pasta's keeper**
+//!    (`claude-sandbox __pasta-keeper`), with `--config-net` to set up the
+//!    tap interface and every forwarding of host loopback turned off
 //!    (`-T none -U none`, `--no-map-gw`), IPv4 only. pasta's foreground
 //!    process exits once attached; then the shadow writes "go".
-//! 3. The holder locks the routes (one `ip -batch` run) and execs
-//!    bubblewrap, which inherits the namespace. Its user namespace is the
-//!    holder's child, so nothing inside can change the routes (EPERM).
+//! 3. The route keeper locks the routes (one `ip -batch` run) and opens the
+//!    shim's gate. bubblewrap's user namespace is the holder's child, so
+//!    nothing inside can change the routes (EPERM).
 //!
-//! Any failed step ends the holder before bubblewrap starts; the executor
-//! then reports the holder's one-line message (exit 125). There is no
-//! fallback to an unjailed launch. Route and DNS planning are pure functions
-//! of the host's routing table and resolv.conf, unit-tested below.
+//! pasta's daemon is adopted by its keeper (child subreaper), which kills it
+//! when the shadow's lifeline pipe closes: on any end of the shadow, `kill -9`
+//! included. Any failed step leaves the gate shut; the executor then reports
+//! the one-line message (exit 125). There is no fallback to an unjailed
+//! launch. Route and DNS planning are pure functions of the host's routing
+//! table and resolv.conf, unit-tested below.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
@@ -40,6 +46,8 @@ use crate::plan;
 pub const FD_HOLDER_ROUTES: i32 = 205;
 pub const FD_HOLDER_READY: i32 = 206;
 pub const FD_HOLDER_GO: i32 = 207;
+/// The write end of the shim's gate ([`plan::FD_JAIL_GATE`]), held by the route keeper.
+pub const FD_HOLDER_GATE: i32 = 199;
 
 /// Where DNS queries go inside the jail when the host only lists loopback
 /// resolvers: a link-local address (never routed on any network), punched
@@ -241,6 +249,21 @@ fn find(candidates: &[&str]) -> Option<PathBuf> {
     })
 }
 
+/// pasta's AVX2 build beside it (`pasta.avx2`, as Debian and Ubuntu ship
+/// it) when this CPU has AVX2. The plain `pasta` would pick it itself, by
+/// re-executing, which costs ~1.8 ms on every launch.
+fn avx2_build(pasta: &Path) -> Option<PathBuf> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let p = pasta.with_file_name("pasta.avx2");
+            return find(&[p.to_str()?]);
+        }
+    }
+    let _ = pasta;
+    None
+}
+
 fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
         "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf or CLAUDE_SANDBOX_EGRESS_JAIL=0"
@@ -258,6 +281,8 @@ pub struct Jail {
     /// Our ends of the holder's pipes for the current attempt.
     ready: Option<OwnedFd>,
     go: Option<OwnedFd>,
+    /// pasta's keeper for the current attempt; dropping it ends pasta.
+    keeper: Option<Keeper>,
 }
 
 impl Jail {
@@ -269,6 +294,7 @@ impl Jail {
                 "install it: sudo apt-get install passt",
             )
         })?;
+        let pasta = avx2_build(&pasta).unwrap_or(pasta);
         let ip = find(IP_CANDIDATES).ok_or_else(|| {
             missing(
                 "ip (iproute2) is not installed",
@@ -320,6 +346,7 @@ impl Jail {
             ip,
             ready: None,
             go: None,
+            keeper: None,
         })
     }
 
@@ -355,14 +382,17 @@ impl Jail {
     }
 
     /// The command to spawn in place of `bwrap ARGS`: the holder, plus the
-    /// fds it must receive (source, number in the child).
+    /// fds it must receive (source, number in the child). Any keeper of an
+    /// earlier attempt is ended first (its pasta with it).
     pub fn command(
         &mut self,
         bwrap: &Path,
         bwrap_args: &[OsString],
     ) -> anyhow::Result<(Command, Vec<(OwnedFd, RawFd)>)> {
+        self.keeper = None;
         let (ready_r, ready_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (go_r, go_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (gate_r, gate_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         self.ready = Some(ready_r);
         self.go = Some(go_w);
         let me = std::env::current_exe()
@@ -376,75 +406,78 @@ impl Jail {
             .arg("--")
             .arg(bwrap)
             .args(bwrap_args);
-        Ok((c, vec![(ready_w, FD_HOLDER_READY), (go_r, FD_HOLDER_GO)]))
+        Ok((
+            c,
+            vec![
+                (ready_w, FD_HOLDER_READY),
+                (go_r, FD_HOLDER_GO),
+                (gate_w, FD_HOLDER_GATE),
+                (gate_r, plan::FD_JAIL_GATE),
+            ],
+        ))
     }
 
-    /// Right after the holder was spawned: attach pasta, then release it.
-    pub fn attach(&mut self, holder: &Child) -> anyhow::Result<()> {
-        let mut ready = File::from(self.ready.take().expect("command() before attach()"));
-        let go = self.go.take().expect("command() before attach()");
-        let mut byte = [0u8; 1];
-        if !matches!(ready.read(&mut byte), Ok(1)) {
-            // The holder failed and said why on its stderr; the executor reports it.
-            return Ok(());
-        }
-        let logdir = private_dir()?;
-        let log = logdir.join("pasta.log");
-        let mut cmd = Command::new(&self.pasta);
-        cmd.args([
-            "--config-net",
-            "-4",
-            "--no-map-gw",
-            "-t",
-            "none",
-            "-u",
-            "none",
-            "-T",
-            "none",
-            "-U",
-            "none",
-            "-q",
-        ])
-        .arg("-l")
-        .arg(&log);
+    /// Right after the holder was spawned (bubblewrap is already building
+    /// the sandbox): start pasta against the holder's route keeper. Returns
+    /// without waiting for pasta; [`Jail::release`] does.
+    pub fn attach(&mut self) -> anyhow::Result<()> {
+        let mut pasta = vec![self.pasta.clone().into_os_string()];
+        pasta.extend(
+            [
+                "--config-net",
+                "-4",
+                "--no-map-gw",
+                "-t",
+                "none",
+                "-u",
+                "none",
+                "-T",
+                "none",
+                "-U",
+                "none",
+                "-q",
+                // Errors before it detaches go to stderr; nothing is logged
+                // afterwards (no syslog noise, no log file to clean up).
+                "-l",
+                "/dev/null",
+            ]
+            .map(OsString::from),
+        );
         if let Some(fwd) = self.plan.dns_forward {
-            cmd.arg("--dns-forward").arg(fwd.to_string());
+            pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
         }
         if nix::unistd::geteuid().is_root() {
             // pasta refuses to keep root unless told; it must stay root to
             // join the holder's namespace, which root owns.
-            cmd.args(["--runas", "0:0"]);
+            pasta.extend(["--runas".into(), "0:0".into()]);
         }
         if crate::testhooks::mutation("pasta-attach-fails") {
-            cmd.arg("--no-such-option-for-tests");
+            pasta.push("--no-such-option-for-tests".into());
         }
-        cmd.arg(holder.id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let out = cmd.output().map_err(|e| {
-            setup(format!(
-                "egress jail: cannot run {}: {e}",
-                self.pasta.display()
-            ))
-        });
-        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-        // pasta keeps its log open while it runs; nothing of it stays on disk.
-        let _ = std::fs::remove_dir_all(&logdir);
-        let out = out?;
-        if !out.status.success() {
-            let said = format!("{}\n{}", String::from_utf8_lossy(&out.stderr), log_text);
-            let said = said
-                .lines()
-                .rfind(|l| !l.trim().is_empty() && !l.contains("syslog"))
-                .unwrap_or("no message")
-                .trim()
-                .to_string();
-            return Err(missing(
-                &format!("pasta could not attach to the jail namespace ({said})"),
-                "check that /dev/net/tun works in this container",
-            ));
-        }
+        // The keeper starts while the holder is still unsharing; it learns
+        // the PID to attach to once the holder reports it.
+        let mut keeper = Keeper::start(&pasta)?;
+        let mut ready = File::from(self.ready.take().expect("command() before attach()"));
+        let mut said = String::new();
+        let _ = ready.read_to_string(&mut said);
+        let Ok(routes_pid) = said.trim().parse::<u32>() else {
+            // The holder failed and said why on its stderr; the executor
+            // reports it. The keeper sees its input close and exits.
+            self.go = None;
+            return Ok(());
+        };
+        keeper.target(routes_pid)?;
+        self.keeper = Some(keeper);
+        Ok(())
+    }
+
+    /// Once pasta is attached, tell the route keeper to lock the routes and
+    /// open the shim's gate.
+    pub fn release(&mut self) -> anyhow::Result<()> {
+        let (Some(keeper), Some(go)) = (self.keeper.as_mut(), self.go.take()) else {
+            return Ok(()); // the holder failed; the executor reports it
+        };
+        keeper.wait_attached()?;
         File::from(go)
             .write_all(b"g")
             .map_err(|e| setup(format!("egress jail: the holder went away: {e}")))?;
@@ -452,18 +485,210 @@ impl Jail {
     }
 }
 
-/// A fresh private (0700) directory for one launch's pasta log.
-fn private_dir() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    nix::unistd::mkdtemp(&base.join("claude-sandbox-jail-XXXXXX")).map_err(|e| {
-        setup(format!(
-            "egress jail: cannot create a private log directory in {}: {e}",
-            base.display()
+/// The fd the keeper reads its lifeline from.
+const FD_KEEPER_LIFELINE: RawFd = 3;
+
+/// pasta's keeper (`claude-sandbox __pasta-keeper -- PASTA ARGS…`): a child
+/// of the shadow that runs pasta, adopts its daemon (child subreaper) and
+/// kills it when the lifeline closes. The shadow holds the lifeline's only
+/// write end, so the kernel closes it however the shadow ends, `kill -9`
+/// included; dropping a `Keeper` closes it and waits until pasta is gone.
+#[derive(Debug)]
+struct Keeper {
+    child: Child,
+    lifeline: Option<OwnedFd>,
+}
+
+impl Keeper {
+    /// Run pasta under a keeper; [`Keeper::wait_attached`] waits for it.
+    fn start(pasta: &[OsString]) -> anyhow::Result<Keeper> {
+        let (life_r, life_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let me = std::env::current_exe()
+            .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
+        let mut cmd = Command::new(me);
+        cmd.arg0("claude-sandbox-pasta")
+            .arg("__pasta-keeper")
+            .arg("--")
+            .args(pasta)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let life_raw = std::os::fd::AsRawFd::as_raw_fd(&life_r);
+        unsafe {
+            cmd.pre_exec(move || {
+                // Out of the terminal's job control: Ctrl-C, Ctrl-Z and a
+                // closed terminal never reach the keeper, only the lifeline does.
+                nix::libc::setsid();
+                let mut empty: nix::libc::sigset_t = std::mem::zeroed();
+                nix::libc::sigemptyset(&mut empty);
+                nix::libc::sigprocmask(nix::libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                crate::launch::move_fd(life_raw, FD_KEEPER_LIFELINE)
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            setup(format!(
+                "egress jail: cannot start pasta's keeper: {e}; reinstall: sudo claude-sandbox install"
+            ))
+        })?;
+        drop(cmd);
+        drop(life_r);
+        Ok(Keeper {
+            child,
+            lifeline: Some(life_w),
+        })
+    }
+
+    /// Tell the keeper which process's namespaces pasta attaches to.
+    fn target(&mut self, pid: u32) -> anyhow::Result<()> {
+        let mut input = self.child.stdin.take().expect("piped");
+        input
+            .write_all(format!("{pid}\n").as_bytes())
+            .map_err(|e| setup(format!("egress jail: pasta's keeper went away: {e}")))
+    }
+
+    /// Wait until pasta is attached (its foreground process exited well).
+    fn wait_attached(&mut self) -> anyhow::Result<()> {
+        let mut said = String::new();
+        if let Some(out) = self.child.stdout.take() {
+            let _ = std::io::BufReader::new(out).read_line(&mut said);
+        }
+        if said.trim() == "attached" {
+            return Ok(());
+        }
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let said = err
+            .lines()
+            .rfind(|l| !l.trim().is_empty() && !l.contains("syslog"))
+            .unwrap_or("no message")
+            .trim()
+            .to_string();
+        Err(missing(
+            &format!("pasta could not attach to the jail namespace ({said})"),
+            "check that /dev/net/tun works in this container",
         ))
-    })
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        // Closing the lifeline tells the keeper to kill pasta. Not waited
+        // for: pasta's exit tears down its tap device and namespace in the
+        // kernel (~40 ms), which need not delay the user's prompt; the
+        // keeper finishes it and exits on its own (reaped by whoever
+        // adopts it once we are gone).
+        self.lifeline = None;
+        let _ = self.child.try_wait();
+    }
+}
+
+/// `claude-sandbox __pasta-keeper -- PASTA ARGS…` (see [`Keeper`]): reads
+/// the PID to attach to from stdin, appends it to pasta's arguments. Prints
+/// `attached` once pasta's foreground process exited successfully, then
+/// waits for the lifeline (fd 3) to close and kills every child it has
+/// (pasta's daemon, adopted as child subreaper). Ignores the signals a
+/// terminal or a process-group kill sends: only the lifeline ends it.
+pub fn keeper_main(args: &[OsString]) -> i32 {
+    use nix::libc;
+    let [sep, pasta, rest @ ..] = args else {
+        eprintln!("__pasta-keeper is internal (usage: __pasta-keeper -- PASTA ARGS)");
+        return 2;
+    };
+    if sep != "--" {
+        eprintln!("__pasta-keeper: missing `--`");
+        return 2;
+    }
+    unsafe {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGHUP,
+            libc::SIGTERM,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::fcntl(FD_KEEPER_LIFELINE, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    let mut target = String::new();
+    let _ = std::io::stdin().read_line(&mut target);
+    let Ok(target) = target.trim().parse::<u32>() else {
+        return 1; // the holder failed; the shadow reports why
+    };
+    let mut cmd = Command::new(pasta);
+    cmd.args(rest)
+        .arg(target.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGHUP,
+                libc::SIGTERM,
+                libc::SIGPIPE,
+            ] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let attached = match cmd.output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => {
+            let _ = std::io::stderr().write_all(&out.stderr);
+            false
+        }
+        Err(e) => {
+            eprintln!("cannot run {}: {e}", Path::new(pasta).display());
+            false
+        }
+    };
+    if attached {
+        let _ = std::io::stdout().write_all(b"attached\n");
+        let _ = std::io::stdout().flush();
+        // Block until the shadow closes its end or dies (EOF either way).
+        let mut byte = [0u8; 1];
+        loop {
+            let n = unsafe { libc::read(FD_KEEPER_LIFELINE, byte.as_mut_ptr().cast(), 1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+    }
+    reap_all_children();
+    if attached {
+        0
+    } else {
+        1
+    }
+}
+
+/// Kill every child of this (single-threaded) process and reap them all.
+fn reap_all_children() {
+    use nix::libc;
+    let me = std::process::id();
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
+        for pid in text
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    loop {
+        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
+        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
 }
 
 /// `claude-sandbox __holder IP UID GID -- BWRAP ARGS…`: owns the jail's
@@ -478,6 +703,11 @@ pub fn holder_main(args: &[OsString]) -> i32 {
     }
 }
 
+/// The holder: unshares the user and network namespaces, forks the route
+/// keeper (which stays in them, for pasta to attach to and to lock the
+/// routes), reports the route keeper's PID and execs bubblewrap at once:
+/// bubblewrap builds the sandbox while pasta attaches, and the shim inside
+/// runs nothing until the route keeper opens the gate.
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     let [ip, uid, gid, sep, bwrap, rest @ ..] = args else {
         return Err("__holder is internal (usage: __holder IP UID GID -- BWRAP ARGS)".into());
@@ -507,16 +737,70 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     for k in ["all", "default"] {
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
     }
+    let me = nix::unistd::getpid();
+    // Single-threaded here (a fresh exec), so the child may run any code.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => return Err(format!("cannot start the route keeper: {e}")),
+        Ok(nix::unistd::ForkResult::Child) => std::process::exit(route_keeper(ip, me)),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+            fd_file(FD_HOLDER_READY)
+                .write_all(format!("{child}\n").as_bytes())
+                .map_err(|e| format!("cannot report readiness: {e}"))?;
+            // Only the route keeper holds these; bubblewrap gets the gate's read end.
+            for fd in [FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES] {
+                unsafe { nix::libc::close(fd) };
+            }
+        }
+    }
+    let err = Command::new(bwrap).args(rest).exec();
+    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+}
+
+/// The holder's forked child, in the jail's namespaces: waits for "go"
+/// (pasta attached), locks the routes, opens the shim's gate. Returns the
+/// exit status; a failure says why in one line on stderr (the executor's
+/// error pipe) and leaves the gate shut, so nothing runs in the sandbox.
+fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
+    use nix::libc;
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if nix::unistd::getppid() != holder {
+        return 1;
+    }
+    // Keep stdio and our three fds only: the shim's ready pipe and the
+    // sandbox's other fds must not stay open here.
+    let keep = [FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES];
+    let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in open.into_iter().filter(|fd| *fd > 2 && !keep.contains(fd)) {
+        unsafe { libc::close(fd) };
+    }
     let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    fd_file(FD_HOLDER_READY)
-        .write_all(b"r")
-        .map_err(|e| format!("cannot report readiness: {e}"))?;
     let mut go = [0u8; 1];
     if !matches!(fd_file(FD_HOLDER_GO).read(&mut go), Ok(1)) {
-        return Err("pasta was not attached; not starting the sandbox".into());
+        return 1; // pasta did not attach; the shadow reports why.
     }
+    match lock_routes(ip) {
+        Ok(()) => match fd_file(FD_HOLDER_GATE).write_all(b"g") {
+            Ok(()) => 0,
+            Err(_) => 1,
+        },
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            1
+        }
+    }
+}
+
+/// Apply the route plan read from [`FD_HOLDER_ROUTES`] with `ip -batch -`.
+fn lock_routes(ip: &OsString) -> Result<(), String> {
     let mut batch = String::new();
-    fd_file(FD_HOLDER_ROUTES)
+    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(FD_HOLDER_ROUTES) }
         .read_to_string(&mut batch)
         .map_err(|e| format!("cannot read the route plan: {e}"))?;
     let mut child = Command::new(ip)
@@ -542,8 +826,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
             said.lines().next().unwrap_or("ip exited non-zero").trim()
         ));
     }
-    let err = Command::new(bwrap).args(rest).exec();
-    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+    Ok(())
 }
 
 #[cfg(test)]

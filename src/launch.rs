@@ -303,9 +303,7 @@ pub fn execute(
                 return Err(std::io::Error::last_os_error());
             }
             for &(src, dst) in &map_for_child {
-                if libc::dup2(src, dst) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                move_fd(src, dst)?;
             }
             Ok(())
         });
@@ -317,11 +315,20 @@ pub fn execute(
     drop(ready_w);
     drop(keep_stderr);
     drop(owned);
+    // pasta is started first (the jail's longest step), then the git config
+    // is written while it attaches, then the jail's routes are released.
+    if let Some(j) = jail.as_deref_mut() {
+        if let Err(e) = j.attach() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    }
     let (name, email) = git.get();
     // A bubblewrap that already failed closed its end; its own message says why.
     let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
     if let Some(j) = jail {
-        if let Err(e) = j.attach(&child) {
+        if let Err(e) = j.release() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(e);
@@ -388,6 +395,21 @@ pub fn execute(
     ))
 }
 
+/// In a child between fork and exec: make `src` available as `dst` across
+/// exec. `dup2` to itself is a no-op that keeps `FD_CLOEXEC`, so that case
+/// clears the flag instead (async-signal-safe: no allocation).
+pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
+    let r = if src == dst {
+        unsafe { libc::fcntl(dst, libc::F_SETFD, 0) }
+    } else {
+        unsafe { libc::dup2(src, dst) }
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The program the sandbox runs, seen from the host: bubblewrap (our child;
 /// or the jail holder, which execs it) has one child, the sandbox's PID 1,
 /// whose one child is the shim, which execs the real binary in place.
@@ -440,24 +462,47 @@ pub fn recheck(plan: &Plan) -> anyhow::Result<Vec<(OwnedFd, RawFd)>> {
     Ok(fds)
 }
 
-/// `claude-sandbox __shim STDERR_FD READY_FD -- PROGRAM ARGS…`: the first
-/// program inside the sandbox. Restores the caller's stderr, tells the shadow
-/// the sandbox is built, closes every other inherited fd and execs PROGRAM.
+/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- -- PROGRAM ARGS…`: the
+/// first program inside the sandbox. With the egress jail, waits on GATE_FD
+/// until the jail's routes are locked (EOF: they never were; nothing runs).
+/// Then restores the caller's stderr, tells the shadow the sandbox is built,
+/// closes every other inherited fd and execs PROGRAM.
 pub fn shim_main(args: &[OsString]) -> i32 {
     let num = |i: usize| {
         args.get(i)
             .and_then(|a| a.to_str())
             .and_then(|s| s.parse::<RawFd>().ok())
     };
-    let (Some(err_fd), Some(ready_fd)) = (num(0), num(1)) else {
+    let gate = match args.get(2).and_then(|a| a.to_str()) {
+        Some("-") => Some(None),
+        Some(s) => s.parse::<RawFd>().ok().map(Some),
+        None => None,
+    };
+    let (Some(err_fd), Some(ready_fd), Some(gate)) = (num(0), num(1), gate) else {
         eprintln!(
-            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD -- PROGRAM ARGS)"
+            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD GATE_FD|- -- PROGRAM ARGS)"
         );
         return 2;
     };
-    if args.get(2).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 4 {
+    if args.get(3).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 5 {
         eprintln!("claude-sandbox: __shim: missing `-- PROGRAM`");
         return 2;
+    }
+    if let Some(gate) = gate {
+        let mut byte = [0u8; 1];
+        let n = loop {
+            let n = unsafe { libc::read(gate, byte.as_mut_ptr().cast(), 1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break n;
+        };
+        if n != 1 {
+            // The jail said why on this same stderr (the shadow's error pipe).
+            eprintln!("egress jail: the routes were not locked; nothing was started");
+            return crate::error::EXIT_SETUP;
+        }
+        unsafe { libc::close(gate) };
     }
     unsafe {
         libc::dup2(err_fd, 2);
@@ -470,10 +515,10 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGQUIT, libc::SIG_DFL);
     }
-    let err = Command::new(&args[3]).args(&args[4..]).exec();
+    let err = Command::new(&args[4]).args(&args[5..]).exec();
     eprintln!(
         "claude-sandbox: cannot run {}: {err}",
-        args[3].to_string_lossy()
+        args[4].to_string_lossy()
     );
     127
 }

@@ -23,6 +23,9 @@ pub const FD_SHIM_STDERR: i32 = 203;
 pub const FD_SHIM_READY: i32 = 204;
 /// The launch record (`verify`), bound over [`paths::LAUNCH_RECORD`].
 pub const FD_LAUNCH_RECORD: i32 = 208;
+/// The egress jail's gate (read end): the shim waits on it until the jail's
+/// routes are locked, so bubblewrap builds the sandbox while pasta attaches.
+pub const FD_JAIL_GATE: i32 = 209;
 /// Read-write binds are handed over as `O_PATH` fds from this number up
 /// (`--bind-fd`), so bubblewrap mounts exactly the inode that was checked.
 pub const FD_RW_BASE: i32 = 210;
@@ -536,6 +539,11 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         "__shim".into(),
         FD_SHIM_STDERR.to_string().into(),
         FD_SHIM_READY.to_string().into(),
+        if cfg.egress_jail {
+            FD_JAIL_GATE.to_string().into()
+        } else {
+            OsString::from("-")
+        },
         "--".into(),
         inside_claude.into_os_string(),
     ]);
@@ -1023,6 +1031,11 @@ pub(crate) mod tests {
                 "__shim",
                 "203",
                 "204",
+                if Config::default().egress_jail {
+                    "209"
+                } else {
+                    "-"
+                },
                 "--",
                 "/home/dev/.local/bin/claude",
                 "--no-chrome",
