@@ -2,7 +2,7 @@
 //! /usr/libexec/claude-sandbox/claude, it reports what it can see and do from
 //! inside the sandbox. First argument is always the injected `--no-chrome`.
 //!
-//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `tiocsti`, `keyctl`, `unix PATH…`,
+//! Modes: `report [DECOY…]`, `exit N`, `cat`, `signals`, `wait`, `tiocsti`, `keyctl`, `unix PATH…`,
 //! `shell CMD` (run CMD with /bin/sh -c), `argv`.
 
 use std::collections::BTreeMap;
@@ -125,6 +125,13 @@ fn main() {
             for _ in 0..300 {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
+            println!("TIMEOUT");
+        }
+        "wait" => {
+            // Default dispositions: a signal ends it as it would end a program.
+            println!("READY");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_secs(30));
             println!("TIMEOUT");
         }
         "tiocsti" => {

@@ -72,7 +72,7 @@ fn login_path() -> (String, Option<String>) {
         .unwrap_or_else(|| "/bin/sh".into());
     // Name and home exactly as a launch takes them.
     let (name, home) = crate::host::identity()
-        .map(|(_, _, name, home)| (name, home))
+        .map(|id| (id.user, id.home))
         .unwrap_or_else(|_| (String::new(), "/".into()));
     let out = Command::new(&shell)
         .args(["-l", "-c", "echo \"$PATH\""])

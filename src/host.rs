@@ -11,8 +11,19 @@ use crate::config::Config;
 use crate::error::bad_input;
 use crate::plan::{self, Facts, ProcMode};
 
+/// Who is launching.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+    /// Login name, from the user database.
+    pub user: String,
+    /// `$HOME` (else the user database's), canonical.
+    pub home: PathBuf,
+}
+
 /// Who is launching: uid, gid, login name and home directory.
-pub fn identity() -> anyhow::Result<(u32, u32, String, PathBuf)> {
+pub fn identity() -> anyhow::Result<Identity> {
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
     let pw = nix::unistd::User::from_uid(uid).ok().flatten();
@@ -38,13 +49,23 @@ pub fn identity() -> anyhow::Result<(u32, u32, String, PathBuf)> {
             home.display()
         )));
     }
-    Ok((uid.as_raw(), gid.as_raw(), user, home))
+    Ok(Identity {
+        uid: uid.as_raw(),
+        gid: gid.as_raw(),
+        user,
+        home,
+    })
 }
 
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor
 /// tries a fresh `/proc` first and falls back when the kernel refuses it).
 pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
-    let (uid, gid, user, home) = identity()?;
+    let Identity {
+        uid,
+        gid,
+        user,
+        home,
+    } = identity()?;
     let cwd = std::env::current_dir().map_err(|e| {
         bad_input(format!(
             "the current directory is not usable: {e}; cd into your project"

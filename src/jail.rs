@@ -575,13 +575,12 @@ impl Keeper {
 
 impl Drop for Keeper {
     fn drop(&mut self) {
-        // Closing the lifeline tells the keeper to kill pasta. Not waited
-        // for: pasta's exit tears down its tap device and namespace in the
-        // kernel (~40 ms), which need not delay the user's prompt; the
-        // keeper finishes it and exits on its own (reaped by whoever
-        // adopts it once we are gone).
+        // Closing the lifeline tells the keeper to kill pasta; its exit says
+        // pasta is gone. This waits for the kernel to tear pasta's tap device
+        // down (~30 ms): otherwise pasta or its keeper would be left for the
+        // container's init to reap (docs/decisions/0004).
         self.lifeline = None;
-        let _ = self.child.try_wait();
+        let _ = self.child.wait();
     }
 }
 

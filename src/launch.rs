@@ -100,20 +100,37 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Build the sandbox for `cfg` and run the real binary in it.
+/// Build the sandbox for `cfg` and run the real binary in it. Nothing it
+/// started outlives it: the shadow is the child subreaper of its tree, ends
+/// pasta's keeper (which waits until pasta is gone) and reaps every orphan
+/// before it returns, so no process is left for the container's init.
 pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let bwrap = preflight()?;
-    let (_, _, _, home) = host::identity()?;
+    let home = host::identity()?.home;
     let git = host::GitIdentity::start(home);
     let mut jail = if cfg.egress_jail {
         Some(jail::Jail::prepare(cfg)?)
     } else {
         None
     };
+    let result = attempts(cfg, args, &bwrap, &mut jail, &git);
+    drop(jail);
+    reap_orphans();
+    result
+}
+
+fn attempts(
+    cfg: &Config,
+    args: &[OsString],
+    bwrap: &Path,
+    jail: &mut Option<jail::Jail>,
+    git: &host::GitIdentity,
+) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     loop {
         let plan = build(cfg, args, mode, jail.as_ref())?;
-        match execute(&bwrap, &plan, jail.as_mut(), &git)? {
+        match execute(bwrap, &plan, jail.as_mut(), git)? {
             Outcome::Exited(code) => return Ok(code),
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
@@ -128,6 +145,22 @@ pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
                     if cfg.egress_jail { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
                 )))
             }
+        }
+    }
+}
+
+/// Reap every child left (orphans adopted as subreaper), for at most 2 s:
+/// each of them dies with the sandbox already (parent-death signals).
+fn reap_orphans() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+        match r {
+            0 if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            r if r > 0 => continue,
+            _ => return, // ECHILD: none left (or the deadline passed)
         }
     }
 }

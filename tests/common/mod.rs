@@ -12,6 +12,8 @@
 #![allow(dead_code)]
 
 pub mod lan;
+pub mod pty;
+pub mod tracked;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,156 @@
+//! Leftovers of a launch, found by what runs: every command a test starts
+//! through [`Tracked::wrap`] enters a fresh cgroup (v2) first, and every
+//! process it starts stays in it whatever happens to its parents (a daemon
+//! that double-forks, an orphan adopted by init). [`Tracked::leftovers`]
+//! scans `/proc` for the processes in that cgroup and names each by
+//! executable path and by name, so a leak shows as e.g.
+//! `4242 /usr/bin/passt.avx2 (passt.avx2)`.
+//!
+//! The test process plays the container's init: it is the child subreaper
+//! of what it starts, so the orphans of a shadow that was `kill -9`ed are
+//! adopted by it, and it reaps their zombies as init would. A zombie whose
+//! parent is anything else is a leftover like any running process.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// The cgroup v2 hierarchy: `/sys/fs/cgroup` itself, or its `unified`
+/// part on a hybrid v1/v2 machine.
+fn unified_root() -> PathBuf {
+    for p in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        if nix::sys::statfs::statfs(p)
+            .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
+        {
+            return PathBuf::from(p);
+        }
+    }
+    panic!(
+        "no cgroup v2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified: leak tests need one"
+    )
+}
+
+/// A cgroup for one test's launches; removed on drop (anything still in it
+/// is killed first, so a failing test leaves nothing running either).
+pub struct Tracked {
+    dir: PathBuf,
+    /// The cgroup's path as `/proc/PID/cgroup` shows it (`0::/csb-…`).
+    rel: String,
+}
+
+impl Tracked {
+    pub fn new(name: &str) -> Tracked {
+        let root = unified_root();
+        let leaf = format!(
+            "csb-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let dir = root.join(&leaf);
+        unsafe { nix::libc::prctl(nix::libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        std::fs::create_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot create cgroup {}: {e}", dir.display()));
+        Tracked {
+            dir,
+            rel: format!("/{leaf}"),
+        }
+    }
+
+    /// `cmd`, started inside this cgroup (it joins, then execs `cmd`).
+    pub fn wrap(&self, cmd: &Command) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!(
+                "echo $$ > {}/cgroup.procs && exec \"$@\"",
+                self.dir.display()
+            ))
+            .arg("sh")
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        if let Some(d) = cmd.get_current_dir() {
+            c.current_dir(d);
+        }
+        c
+    }
+
+    /// Every process in the cgroup: `PID EXE (NAME)`.
+    pub fn leftovers(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return found;
+        };
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+            let ours = cg
+                .lines()
+                .any(|l| l.strip_prefix("0::") == Some(self.rel.as_str()));
+            if !ours {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name: state, ppid, …
+            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+            let mut f = after.split_whitespace();
+            let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<u32>().ok()));
+            if state == Some("Z") && ppid == Some(std::process::id()) {
+                // Adopted by us as init: reap it, as init does.
+                unsafe { nix::libc::waitpid(pid as i32, std::ptr::null_mut(), nix::libc::WNOHANG) };
+                continue;
+            }
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "(exe unreadable: a zombie or kernel thread)".into());
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            found.push(format!("{pid} {exe} ({})", comm.trim()));
+        }
+        found
+    }
+
+    /// Wait up to `within` for the cgroup to empty; what is left then.
+    pub fn leftovers_after(&self, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let left = self.leftovers();
+            if left.is_empty() {
+                break;
+            }
+            for l in left {
+                if let Some(pid) = l.split(' ').next().and_then(|p| p.parse::<i32>().ok()) {
+                    unsafe { nix::libc::kill(pid, nix::libc::SIGKILL) };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Entries named `claude-sandbox-*` in the temporary directory.
+pub fn tmp_leftovers() -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("claude-sandbox-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
