@@ -212,17 +212,16 @@ pub fn apply_env(
 
 /// Read the file at `path` (a missing file means defaults), then apply the environment.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Config> {
-    let cfg = match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| {
-                bad_input(format!(
-                    "{}: not valid UTF-8; fix or remove the file",
-                    path.display()
-                ))
-            })?;
-            parse(&text, &path.display().to_string())?
+    use crate::files::{read_text, ReadError};
+    let cfg = match read_text(path) {
+        Ok(text) => parse(&text, &path.display().to_string())?,
+        Err(ReadError::Missing) => Config::default(),
+        Err(e @ (ReadError::NotAFile(_) | ReadError::TooLarge(_) | ReadError::NotText)) => {
+            return Err(bad_input(format!(
+                "{}: {e}; it must be a short text file of `key = value` lines: fix or remove it (see docs/configuration.md)",
+                path.display()
+            )))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
         Err(e) => {
             return Err(bad_input(format!(
                 "cannot read {}: {e}; fix its permissions (root 0644)",

@@ -92,7 +92,7 @@ fn refuse(msg: String) -> anyhow::Error {
 
 /// Check `binary` against the pin at `pin_path`.
 pub fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(pin_path).map_err(|e| {
+    let text = crate::files::read_text(pin_path).map_err(|e| {
         refuse(format!(
             "refusing to run {}: its pin {} cannot be read ({e}); if the binary is the one you installed, re-pin it: {REPIN}",
             binary.display(),
@@ -151,7 +151,7 @@ pub fn check_launch() -> anyhow::Result<()> {
 /// For `verify`: does the real binary match its pin? (A full hash: `verify`
 /// proves the content, not just the fingerprint.)
 pub fn verify_pin() -> Result<(), String> {
-    let text = std::fs::read_to_string(paths::PIN_FILE)
+    let text = crate::files::read_text(Path::new(paths::PIN_FILE))
         .map_err(|e| format!("pin {} unreadable: {e}", paths::PIN_FILE))?;
     let pin: Pin = serde_json::from_str(&text).map_err(|e| format!("pin malformed: {e}"))?;
     let actual = sha256_file(Path::new(paths::REAL_CLAUDE))

@@ -328,13 +328,21 @@ impl Jail {
                     "check the container's network",
                 )
             })?;
-        let resolv = parse_resolv(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+        // A missing or unreadable resolv.conf plans as "no resolver": the
+        // jail then answers DNS through pasta's forwarder (to nothing).
+        let resolv_text = crate::files::read_text(Path::new("/etc/resolv.conf"));
+        let resolv = parse_resolv(resolv_text.as_deref().unwrap_or_default());
         let mut plan = plan_jail(
             &routes,
             &resolv,
             &cfg.allow_ip,
             crate::testhooks::mutation("jail-no-172"),
         );
+        if matches!(resolv_text, Err(crate::files::ReadError::Missing)) {
+            // Nothing to bind over (the read-only root cannot get a new
+            // file): inside, as on the host, there is no resolver.
+            plan.resolv_conf = None;
+        }
         if crate::testhooks::mutation("route-step-fails") {
             plan.route_batch
                 .push_str("route add blackhole 300.0.0.0/8\n");
@@ -478,9 +486,9 @@ impl Jail {
             return Ok(()); // the holder failed; the executor reports it
         };
         keeper.wait_attached()?;
-        File::from(go)
-            .write_all(b"g")
-            .map_err(|e| setup(format!("egress jail: the holder went away: {e}")))?;
+        // A route keeper gone already means bubblewrap failed (it dies with
+        // it): the executor reports bubblewrap's own words, so no error here.
+        let _ = File::from(go).write_all(b"g");
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod error;
+pub mod files;
 pub mod gitconfig;
 pub mod hooks;
 pub mod host;
