@@ -24,3 +24,8 @@ bench:
 lint:
     cargo fmt --check
     cargo clippy --all-targets -- -D warnings
+
+# Property tests of the parsers (config, managed settings, promote's JSONC
+# editor) for 10 minutes each, in parallel; CI runs them for 20 s.
+fuzz SECS="600":
+    CSB_FUZZ_SECS={{SECS}} cargo test --release --test fuzz -- --nocapture

@@ -1,0 +1,290 @@
+//! Property tests of the parsers that take input from outside (issue #10
+//! §3): the configuration parser with its environment overrides, the hooks'
+//! managed-settings merge, and promote's JSONC editor. Each runs for a time
+//! budget: `CSB_FUZZ_SECS` seconds (default 20: the CI budget), `just fuzz`
+//! sets 600. Inputs are generated from each format's grammar (so most of
+//! them get deep into the parser) and then mutated at the byte level
+//! (truncated, spliced, a byte flipped), next to plain arbitrary strings.
+//! Properties: never a panic; what is accepted is consistent (an edit is
+//! idempotent, a merge yields JSON). A failure prints the shrunk input;
+//! each one found becomes a regression test in the module it concerns.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+use claude_sandbox::{config, hooks, promote};
+
+fn budget() -> Duration {
+    let secs = std::env::var("CSB_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(secs)
+}
+
+/// Run `test` on inputs from `strategy` until the budget is spent; returns
+/// how many cases ran. Panics (with the shrunk input) on the first failure.
+fn run_for<S: Strategy>(
+    name: &str,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<bool, TestCaseError>,
+) -> u64
+where
+    S::Value: std::fmt::Debug,
+{
+    let deadline = Instant::now() + budget();
+    let accepted = std::sync::atomic::AtomicU64::new(0);
+    let counted = |v: S::Value| {
+        if test(v)? {
+            accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    };
+    let mut total = 0u64;
+    while Instant::now() < deadline {
+        // A fresh runner per batch: a runner stops after `cases`, and each
+        // new one draws a new random seed.
+        let mut runner = TestRunner::new(Config {
+            cases: 512,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        if let Err(e) = runner.run(&strategy, &counted) {
+            panic!("{name}: {e}");
+        }
+        total += 512;
+    }
+    let accepted = accepted.into_inner();
+    eprintln!(
+        "{name}: {total} cases in {:?} ({accepted} accepted by the parser), no failure",
+        budget()
+    );
+    // Most generated inputs must get through the parser, or the properties
+    // about accepted input would test nothing.
+    assert!(
+        accepted * 10 >= total,
+        "{name}: only {accepted} of {total} inputs were accepted"
+    );
+    total
+}
+
+/// Byte-level damage to a text: truncate, drop a range, insert junk, flip.
+fn mutated(text: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    (
+        text,
+        any::<u8>(),
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+        ".{0,8}",
+    )
+        .prop_map(|(t, op, a, b, junk)| {
+            let bytes = t.as_bytes();
+            if bytes.is_empty() {
+                return junk;
+            }
+            let i = a.index(bytes.len());
+            let j = b.index(bytes.len());
+            let (lo, hi) = (i.min(j), i.max(j));
+            let out: Vec<u8> = match op % 5 {
+                0 => bytes[..lo].to_vec(),
+                1 => [&bytes[..lo], &bytes[hi..]].concat(),
+                2 => [&bytes[..lo], junk.as_bytes(), &bytes[lo..]].concat(),
+                3 => {
+                    let mut v = bytes.to_vec();
+                    v[lo] ^= 1 << (op % 8);
+                    v
+                }
+                _ => bytes.to_vec(),
+            };
+            String::from_utf8_lossy(&out).into_owned()
+        })
+}
+
+/// Configuration text: mostly well-formed lines of every key (so parsing
+/// gets past the first line), some of any shape.
+fn config_text() -> impl Strategy<Value = String> {
+    let path = "(/[a-zA-Z0-9._~ -]{1,10}){1,4}";
+    let valid = prop_oneof![
+        path.prop_map(|p| format!("workspace-root = {p}")),
+        path.prop_map(|p| format!("allow-write = {p}")),
+        "(0|1|true|false|yes|no|on|off)?".prop_map(|v| format!("no-forge = {v}")),
+        "(0|1|true|false|yes|no|on|off)".prop_map(|v| format!("egress-jail={v}")),
+        "[A-Z][A-Z_0-9]{0,8}([, ]+[A-Z][A-Z_0-9]{0,8}){0,3}"
+            .prop_map(|v| format!("pass-env = {v}")),
+        (0u8..=255, 0u8..=255, 0u8..=255, 0u8..=255)
+            .prop_map(|(a, b, c, d)| format!("allow-ip = {a}.{b}.{c}.{d}")),
+        "#.{0,20}",
+        Just(String::new()),
+    ];
+    let any_line = (
+        "[a-z-]{0,14}",
+        prop_oneof![Just(" = "), Just("="), Just(" "), Just("")],
+        ".{0,20}",
+    )
+        .prop_map(|(k, eq, v)| format!("{k}{eq}{v}"));
+    let line = prop_oneof![12 => valid, 1 => any_line];
+    prop::collection::vec(line, 0..8).prop_map(|ls| ls.join("\n"))
+}
+
+#[test]
+fn config_parser_and_environment_never_panic() {
+    let strategy = prop_oneof![
+        3 => config_text(),
+        2 => mutated(config_text()),
+        1 => any::<String>(),
+    ];
+    let env_value = prop_oneof![
+        Just(None),
+        "(/[a-z]{0,6}){0,3}".prop_map(Some),
+        "(0|1|)".prop_map(Some),
+        ".{0,12}".prop_map(Some),
+    ];
+    let env = prop::collection::vec(env_value, 6);
+    run_for("config", (strategy, env), |(text, env)| {
+        let _ = config::parse(&text, "fuzz.conf");
+        let names = [
+            config::ENV_WORKSPACE_ROOT,
+            config::ENV_NO_FORGE,
+            config::ENV_ALLOW_WRITE,
+            config::ENV_PASS_ENV,
+            config::ENV_EGRESS_JAIL,
+            config::ENV_ALLOW_IP,
+        ];
+        let lookup = |name: &str| -> Option<OsString> {
+            let i = names.iter().position(|n| *n == name)?;
+            env[i].clone().map(OsString::from)
+        };
+        if let Ok(cfg) = config::parse(&text, "fuzz.conf") {
+            if let Ok(cfg) = config::apply_env(cfg, &lookup) {
+                // What is accepted is usable: no relative path slips through.
+                prop_assert!(cfg.allow_write.iter().all(|p| p.is_absolute()));
+                prop_assert!(cfg.workspace_root.iter().all(|p| p.is_absolute()));
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    });
+}
+
+/// A JSON value of any shape (for settings and devcontainer files).
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| Value::from(n)),
+        "[a-zA-Z0-9 /:._-]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        let key = object_key();
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::Array),
+            object(key, inner),
+        ]
+    })
+}
+
+fn object_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("hooks".to_string()),
+        Just("SessionStart".to_string()),
+        Just("UserPromptSubmit".to_string()),
+        Just("env".to_string()),
+        Just("command".to_string()),
+        Just("features".to_string()),
+        Just("runArgs".to_string()),
+        "[a-zA-Z]{0,8}",
+    ]
+}
+
+fn object(
+    key: impl Strategy<Value = String>,
+    value: impl Strategy<Value = serde_json::Value>,
+) -> impl Strategy<Value = serde_json::Value> {
+    prop::collection::btree_map(key, value, 0..5)
+        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+}
+
+/// A JSON object at the top, any value inside (what settings files hold).
+fn json_object() -> impl Strategy<Value = serde_json::Value> {
+    object(object_key(), json_value())
+}
+
+#[test]
+fn managed_settings_merge_never_panics_and_is_idempotent() {
+    let text = || json_object().prop_map(|v| serde_json::to_string_pretty(&v).unwrap());
+    let strategy = prop_oneof![3 => text(), 2 => mutated(text()), 1 => any::<String>()];
+    run_for(
+        "managed-settings",
+        (strategy, any::<bool>()),
+        |(text, wrapper): (String, bool)| {
+            if let Ok((merged, added)) = hooks::merge_managed(Some(&text), wrapper) {
+                let v: serde_json::Value = serde_json::from_str(&merged)
+                    .map_err(|e| TestCaseError::fail(format!("merge wrote invalid JSON: {e}")))?;
+                prop_assert!(v.is_object());
+                prop_assert!(merged.contains(hooks::PROMPT_GATE_CMD));
+                let (again, _) = hooks::merge_managed(Some(&merged), wrapper)
+                    .map_err(|e| TestCaseError::fail(format!("own output refused: {e}")))?;
+                prop_assert_eq!(&again, &merged, "a second merge changed the text");
+                let _ = hooks::unmerge_managed(&merged, &added);
+                return Ok(true);
+            }
+            Ok(false)
+        },
+    );
+}
+
+/// devcontainer.json as people write it: JSONC with comments, trailing
+/// commas and odd spacing around a JSON value.
+fn jsonc_text() -> impl Strategy<Value = String> {
+    (
+        json_object(),
+        any::<u8>(),
+        prop::collection::vec("(//[^\n]{0,10}\n|/\\*[^*]{0,10}\\*/|\\s{0,3}|,)", 0..6),
+    )
+        .prop_map(|(v, seed, decorations)| {
+            let mut s = serde_json::to_string_pretty(&v).unwrap();
+            // Scatter the decorations after structural characters, from the
+            // end backwards so earlier offsets stay valid.
+            let positions: Vec<usize> = s
+                .char_indices()
+                .filter(|(_, c)| matches!(c, '{' | '[' | ',' | '\n'))
+                .map(|(i, _)| i + 1)
+                .collect();
+            if positions.is_empty() {
+                return s;
+            }
+            let mut picks: Vec<(usize, &String)> = decorations
+                .iter()
+                .enumerate()
+                .map(|(n, d)| (positions[(n * 7 + seed as usize) % positions.len()], d))
+                .collect();
+            picks.sort_by(|a, b| b.0.cmp(&a.0));
+            for (at, d) in picks {
+                s.insert_str(at, d);
+            }
+            s
+        })
+}
+
+#[test]
+fn promote_jsonc_editor_never_panics_and_is_idempotent() {
+    let strategy = prop_oneof![3 => jsonc_text(), 2 => mutated(jsonc_text()), 1 => any::<String>()];
+    run_for("promote-jsonc", strategy, |text| {
+        if let Ok(out) = promote::edit(&text) {
+            prop_assert!(
+                out.contains(promote::FEATURE_REF),
+                "feature missing:\n{}",
+                out
+            );
+            let again = promote::edit(&out)
+                .map_err(|e| TestCaseError::fail(format!("own output refused: {e:?}")))?;
+            prop_assert_eq!(&again, &out, "a second edit changed the text");
+            return Ok(true);
+        }
+        Ok(false)
+    });
+}
