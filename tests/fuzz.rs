@@ -52,7 +52,7 @@ where
             failure_persistence: None,
             ..Config::default()
         });
-        if let Err(e) = runner.run(&strategy, &counted) {
+        if let Err(e) = runner.run(&strategy, counted) {
             panic!("{name}: {e}");
         }
         total += 512;
@@ -175,7 +175,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|n| Value::from(n)),
+        any::<i32>().prop_map(Value::from),
         "[a-zA-Z0-9 /:._-]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
@@ -262,7 +262,7 @@ fn jsonc_text() -> impl Strategy<Value = String> {
                 .enumerate()
                 .map(|(n, d)| (positions[(n * 7 + seed as usize) % positions.len()], d))
                 .collect();
-            picks.sort_by(|a, b| b.0.cmp(&a.0));
+            picks.sort_by_key(|p| std::cmp::Reverse(p.0));
             for (at, d) in picks {
                 s.insert_str(at, d);
             }
