@@ -37,9 +37,12 @@ d=$(mktemp -d); mkfifo "$d/ready" "$d/go"
 unshare -rn bash -c "echo > $d/ready; read _ < $d/go; exec bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true" &
 h=$!
 read _ < "$d/ready"
-pasta --config-net -4 --no-map-gw -t none -u none -T none -U none -q --runas 0:0 -l "$d/log" "$h"
+pasta --config-net -4 --no-map-gw -t none -u none -T none -U none -q --runas 0:0 -l "$d/log" -P "$d/pid" "$h"
 echo > "$d/go"
-wait "$h"; rc=$?; rm -rf "$d"; exit $rc
+wait "$h"; rc=$?
+# The floor ends its pasta too (waiting until it is gone, as the shadow does).
+p=$(cat "$d/pid"); kill -9 "$p"; while kill -0 "$p" 2>/dev/null; do sleep 0.001; done
+rm -rf "$d"; exit $rc
 FLOOR
 
 cat > "$work/inner.sh" <<INNER
@@ -68,13 +71,19 @@ hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
 # the content is unchanged).
 touch /usr/libexec/claude-sandbox/claude
 hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
-    -n "jail on, pin re-hashed" "/usr/local/bin/claude --version"
+    -n "jail on, pin re-hashed" "/usr/local/bin/claude --version" \\
+    -n "sha256sum" "sha256sum /usr/libexec/claude-sandbox/claude" \\
+    -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
+bash $repo/bench/leftovers-and-rss.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" <<'PY'
 import json, sys, platform, os
 r = {x["command"]: x for f in sys.argv[1:3] for x in json.load(open(f))["results"]}
+med = lambda k: r[k]["median"] * 1000
+left = open(sys.argv[4]).read().strip()
+rss_shadow, rss_pasta, pasta_name = open(sys.argv[5]).read().split()
 ms = lambda k: r[k]["mean"] * 1000
 sd = lambda k: r[k]["stddev"] * 1000
 direct, off, on, floor = ms("direct"), ms("jail off"), ms("jail on"), ms("floor")
@@ -89,4 +98,13 @@ print(f"added latency, jail on:   {on - direct:8.1f} ms")
 ratio = (on - direct) / floor
 print(f"jail on added / floor:    {ratio:8.2f}x   (budget 1.50x: {'OK' if ratio <= 1.5 else 'OVER'})")
 print(f"pin check, full re-hash:  {ms('jail on, pin re-hashed') - on:8.1f} ms more than the fingerprint path")
+# Issue #10 targets, medians of this run.
+d_off, d_on = med("jail off") - med("direct"), med("jail on") - med("direct")
+print(f"median added, jail off:   {d_off:8.1f} ms")
+print(f"median added, jail on:    {d_on:8.1f} ms   ({d_on / d_off:.2f}x jail off; target 2.00x: {'OK' if d_on <= 2 * d_off else 'OVER'})")
+rehash = med("jail on, pin re-hashed") - med("jail on")
+fastest = min(med("sha256sum"), med("openssl sha256"))
+print(f"pin re-hash (median):     {rehash:8.1f} ms   (sha256sum {med('sha256sum'):.1f} ms, openssl {med('openssl sha256'):.1f} ms: {rehash / fastest:.2f}x the fastest; target 1.20x: {'OK' if rehash <= 1.2 * fastest else 'OVER'})")
+print(f"peak RSS per launch:      shadow {int(rss_shadow) / 1024:.1f} MiB, pasta ({pasta_name}) {int(rss_pasta) / 1024:.1f} MiB")
+print(f"left 1 s after 50 launches at once: {left} processes (must be 0)")
 PY
