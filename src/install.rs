@@ -229,10 +229,10 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     if args.repin {
         return repin(&root);
     }
-    if cfg!(debug_assertions) && args.prefix.is_none() {
-        eprintln!(
-            "claude-sandbox: warning: installing a debug build, which honours the test-only CLAUDE_SANDBOX_TEST_MUTATION (it can weaken the sandbox); for real use install a release build: bash scripts/setup.sh"
-        );
+    if crate::testhooks::BUILT_WITH_MUTATIONS {
+        return Err(bad_input(
+            "refusing to install this claude-sandbox: it was built with the test-only feature `test-mutations`, whose deliberate regressions weaken the sandbox; build and install a normal one: bash scripts/setup.sh",
+        ));
     }
     // Validate everything before the first write.
     crate::launch::userns_available().map_err(|e| fail(format!("cannot install: {e}")))?;

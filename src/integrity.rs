@@ -136,7 +136,7 @@ pub fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
 
 /// Check the real binary against its pin before a launch (compile-time paths).
 pub fn check_launch() -> anyhow::Result<()> {
-    if crate::testhooks::mutation("skip-pin-check") {
+    if crate::testhooks::active(crate::testhooks::Mutation::SkipPinCheck) {
         return Ok(());
     }
     if !Path::new(paths::REAL_CLAUDE).exists() {

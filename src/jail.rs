@@ -166,12 +166,7 @@ fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
 }
 
 /// Plan the routes and DNS of the jail (pure).
-pub fn plan_jail(
-    routes: &HostRoutes,
-    resolv: &Resolv,
-    allow_ip: &[Ipv4Addr],
-    drop_172: bool,
-) -> JailPlan {
+pub fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
     // Loopback stubs and internal resolvers (the gateway, a metadata server
     // that also answers DNS, a VPC resolver) are reached only through pasta's
     // forwarder, which passes UDP port 53 and nothing else: punching them as
@@ -203,9 +198,6 @@ pub fn plan_jail(
     let (ifc, gw) = (&routes.iface, routes.gateway);
     let mut b = String::from("link set lo up\n");
     for (net, len) in BLACKHOLES {
-        if drop_172 && *len == 12 {
-            continue; // test-only regression (testhooks `jail-no-172`)
-        }
         b.push_str(&format!("route replace blackhole {net}/{len}\n"));
     }
     b.push_str(&format!(
@@ -332,18 +324,21 @@ impl Jail {
         // jail then answers DNS through pasta's forwarder (to nothing).
         let resolv_text = crate::files::read_text(Path::new("/etc/resolv.conf"));
         let resolv = parse_resolv(resolv_text.as_deref().unwrap_or_default());
-        let mut plan = plan_jail(
-            &routes,
-            &resolv,
-            &cfg.allow_ip,
-            crate::testhooks::mutation("jail-no-172"),
-        );
+        let mut plan = plan_jail(&routes, &resolv, &cfg.allow_ip);
+        if crate::testhooks::active(crate::testhooks::Mutation::JailNo172) {
+            plan.route_batch = plan
+                .route_batch
+                .lines()
+                .filter(|l| !l.contains("172.16.0.0/12"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
         if matches!(resolv_text, Err(crate::files::ReadError::Missing)) {
             // Nothing to bind over (the read-only root cannot get a new
             // file): inside, as on the host, there is no resolver.
             plan.resolv_conf = None;
         }
-        if crate::testhooks::mutation("route-step-fails") {
+        if crate::testhooks::active(crate::testhooks::Mutation::RouteStepFails) {
             plan.route_batch
                 .push_str("route add blackhole 300.0.0.0/8\n");
         }
@@ -459,7 +454,7 @@ impl Jail {
             // join the holder's namespace, which root owns.
             pasta.extend(["--runas".into(), "0:0".into()]);
         }
-        if crate::testhooks::mutation("pasta-attach-fails") {
+        if crate::testhooks::active(crate::testhooks::Mutation::PastaAttachFails) {
             pasta.push("--no-such-option-for-tests".into());
         }
         // The keeper starts while the holder is still unsharing; it learns
@@ -873,7 +868,6 @@ mod tests {
             &lan(),
             &parse_resolv("nameserver 203.0.113.53\n"),
             &[Ipv4Addr::new(10, 77, 0, 9)],
-            false,
         );
         let b = &p.route_batch;
         for r in [
@@ -911,7 +905,7 @@ mod tests {
 
     #[test]
     fn gateway_is_next_hop_not_destination_unless_punched() {
-        let p = plan_jail(&lan(), &parse_resolv("nameserver 127.0.0.53\n"), &[], false);
+        let p = plan_jail(&lan(), &parse_resolv("nameserver 127.0.0.53\n"), &[]);
         assert!(!p.route_batch.contains("10.77.0.1/32"), "{}", p.route_batch);
         // The blackhole of the connected subnet comes before the default route.
         let bh = p.route_batch.find("blackhole 10.77.0.0/24").unwrap();
@@ -924,9 +918,7 @@ mod tests {
         let p = plan_jail(
             &lan(),
             &parse_resolv("# systemd-resolved\nnameserver 127.0.0.53\nnameserver fd00::1\noptions edns0 trust-ad\nsearch corp.example\n"),
-            &[],
-            false,
-        );
+            &[]);
         assert_eq!(p.dns_forward, Some(DNS_FORWARDER));
         let rc = p.resolv_conf.unwrap();
         assert!(rc.contains("nameserver 169.254.0.53\n"), "{rc}");
@@ -951,7 +943,6 @@ mod tests {
             &lan(),
             &parse_resolv("nameserver 127.0.0.53\nnameserver 192.168.1.1\nnameserver 9.9.9.9\n"),
             &[],
-            false,
         );
         let rc = p.resolv_conf.unwrap();
         assert!(
@@ -980,12 +971,7 @@ mod tests {
             "100.100.100.100",
             "172.17.0.1",
         ] {
-            let p = plan_jail(
-                &lan(),
-                &parse_resolv(&format!("nameserver {ns}\n")),
-                &[],
-                false,
-            );
+            let p = plan_jail(&lan(), &parse_resolv(&format!("nameserver {ns}\n")), &[]);
             assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
             let rc = p.resolv_conf.unwrap();
             assert!(rc.contains("nameserver 169.254.0.53\n"), "{ns}: {rc}");
@@ -1012,16 +998,8 @@ mod tests {
                 &gw_public,
                 &parse_resolv(&format!("nameserver {ns}\n")),
                 &[],
-                false,
             );
             assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
         }
-    }
-
-    #[test]
-    fn test_regression_drops_only_172() {
-        let p = plan_jail(&lan(), &Resolv::default(), &[], true);
-        assert!(!p.route_batch.contains("172.16.0.0/12"));
-        assert!(p.route_batch.contains("10.0.0.0/8") && p.route_batch.contains("192.168.0.0/16"));
     }
 }

@@ -314,7 +314,7 @@ pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
             push(k, v.clone());
         }
     }
-    if crate::testhooks::mutation("pass-gh-token") {
+    if crate::testhooks::active(crate::testhooks::Mutation::PassGhToken) {
         if let Some(v) = get("GH_TOKEN") {
             push(OsStr::new("GH_TOKEN"), v);
         }
@@ -403,7 +403,7 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         "--unshare-uts",
         "--unshare-cgroup-try",
     ]);
-    if crate::testhooks::mutation("keep-caps") {
+    if crate::testhooks::active(crate::testhooks::Mutation::KeepCaps) {
         a.push(["--cap-add", "ALL"]);
     } else {
         a.push(["--cap-drop", "ALL"]);
@@ -414,7 +414,7 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         ProcMode::Fresh => a.push(["--proc", "/proc"]),
         ProcMode::HostReadOnly => a.push(["--ro-bind", "/proc", "/proc"]),
     }
-    if !crate::testhooks::mutation("tmp-not-tmpfs") {
+    if !crate::testhooks::active(crate::testhooks::Mutation::TmpNotTmpfs) {
         a.push(["--tmpfs", "/tmp"]);
     }
     for d in SYSTEM_TMPFS {
@@ -466,7 +466,7 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
     for rel in HOME_RO {
         bind_back(&mut a, "--ro-bind", rel);
     }
-    if crate::testhooks::mutation("bind-ssh") {
+    if crate::testhooks::active(crate::testhooks::Mutation::BindSsh) {
         let ssh = home.join(".ssh");
         a.push([OsStr::new("--bind"), ssh.as_os_str(), ssh.as_os_str()]);
     }

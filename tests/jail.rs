@@ -367,7 +367,10 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
         return;
     }
     let lan = Lan::up();
-    let w = jail_world("jailprereq", "");
+    let w = World::new("jailprereq");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "");
+    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
     let r = w.root.display().to_string();
     std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
     type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str, &'a str);

@@ -19,6 +19,14 @@ fn verify_world(name: &str) -> World {
     w
 }
 
+/// [`verify_world`] with the binary that has the deliberate regressions.
+fn mutated_verify_world(name: &str) -> World {
+    let w = World::new(name);
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "");
+    w
+}
+
 /// Run `verify ARGS` inside the sandbox, launched through `claude` in the
 /// LAN's "devcontainer" namespace, whose own loopback has a service listening.
 fn verify_inside(
@@ -193,7 +201,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         return;
     }
     let lan = lan_with_loopback_service();
-    let w = verify_world("verifyreg");
+    let w = mutated_verify_world("verifyreg");
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
     let cases = [
         ("bind-ssh", "strict-home"),

@@ -81,6 +81,34 @@ pub fn probe_binary() -> PathBuf {
     p
 }
 
+/// Our binary built with the test-only feature `test-mutations` (the
+/// deliberate regressions of src/testhooks.rs), in a target directory of
+/// its own, once per test binary. The normal build has no such code.
+pub fn mutation_binary() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = manifest.join("target/mutations");
+    BUILD.call_once(|| {
+        let st = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--features",
+                "test-mutations",
+                "--bin",
+                "claude-sandbox",
+            ])
+            .arg("--manifest-path")
+            .arg(manifest.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .expect("cargo build --features test-mutations");
+        assert!(st.success(), "building the mutation binary failed");
+    });
+    target.join("debug/claude-sandbox")
+}
+
 /// The real Claude Code binary for tests: `CSB_REAL_CLAUDE`, or the npm
 /// install `.ci/run` makes. None when absent (callers decide: CI fails).
 pub fn real_claude() -> Option<PathBuf> {
@@ -195,6 +223,12 @@ impl World {
             }
         }
         w
+    }
+
+    /// Install the binary with the test mutations in this world (before
+    /// [`World::install_by_hand`]).
+    pub fn use_mutation_binary(&self) {
+        std::fs::copy(mutation_binary(), self.root.join("bin/claude-sandbox")).unwrap();
     }
 
     pub fn home(&self, who: Who) -> PathBuf {
