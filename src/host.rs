@@ -99,9 +99,9 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
         run_sockets: run_sockets(),
         resolved,
         proc_mode,
-        launcher_ns: crate::verify::NS_KINDS
+        launcher_ns: crate::kernel::NS_KINDS
             .iter()
-            .filter_map(|k| Some((k.to_string(), crate::verify::ns_inode(k)?)))
+            .filter_map(|k| Some((k.to_string(), crate::kernel::ns_inode(k)?)))
             .collect(),
         // Only the jail makes host loopback unreachable; without it there is
         // nothing for `verify` to try.
@@ -130,7 +130,7 @@ pub fn loopback_listeners() -> Vec<u16> {
                         .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut buf));
                     String::from_utf8_lossy(&buf).into_owned()
                 };
-                return crate::verify::loopback_listeners(
+                return crate::kernel::loopback_listeners(
                     &read("/proc/net/tcp"),
                     &read("/proc/net/tcp6"),
                 );
@@ -349,7 +349,7 @@ mod listener_tests {
             assert!(found.contains(&p6), "{p6} not in {found:?}");
         }
         // The same answer as the /proc parser (netlink is only faster).
-        let from_proc = crate::verify::loopback_listeners(
+        let from_proc = crate::kernel::loopback_listeners(
             &std::fs::read_to_string("/proc/net/tcp").unwrap(),
             &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default(),
         );

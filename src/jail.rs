@@ -526,7 +526,7 @@ impl Keeper {
                 let mut empty: nix::libc::sigset_t = std::mem::zeroed();
                 nix::libc::sigemptyset(&mut empty);
                 nix::libc::sigprocmask(nix::libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-                crate::launch::move_fd(life_raw, FD_KEEPER_LIFELINE)
+                crate::kernel::move_fd(life_raw, FD_KEEPER_LIFELINE)
             });
         }
         let child = cmd.spawn().map_err(|e| {

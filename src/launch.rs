@@ -336,7 +336,7 @@ pub fn execute(
                 return Err(std::io::Error::last_os_error());
             }
             for &(src, dst) in &map_for_child {
-                move_fd(src, dst)?;
+                crate::kernel::move_fd(src, dst)?;
             }
             Ok(())
         });
@@ -426,21 +426,6 @@ pub fn execute(
             .code()
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
     ))
-}
-
-/// In a child between fork and exec: make `src` available as `dst` across
-/// exec. `dup2` to itself is a no-op that keeps `FD_CLOEXEC`, so that case
-/// clears the flag instead (async-signal-safe: no allocation).
-pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
-    let r = if src == dst {
-        unsafe { libc::fcntl(dst, libc::F_SETFD, 0) }
-    } else {
-        unsafe { libc::dup2(src, dst) }
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// The program the sandbox runs, seen from the host: bubblewrap (our child;

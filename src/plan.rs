@@ -139,7 +139,7 @@ pub struct Plan {
     pub command_at: usize,
     /// What `verify` reads inside, when the placeholder to bind it over exists.
     /// The executor serializes it (after the jail adds its part).
-    pub record: Option<crate::verify::LaunchRecord>,
+    pub record: Option<crate::record::LaunchRecord>,
 }
 
 impl Plan {
@@ -490,8 +490,8 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
         paths::GITCONFIG.into(),
     ]);
     // What `verify` needs to know from outside, read-only (§7).
-    let record = has(Path::new(paths::LAUNCH_RECORD)).then(|| crate::verify::LaunchRecord {
-        version: crate::verify::RECORD_VERSION,
+    let record = has(Path::new(paths::LAUNCH_RECORD)).then(|| crate::record::LaunchRecord {
+        version: crate::record::RECORD_VERSION,
         egress_jail: cfg.egress_jail,
         no_forge: cfg.no_forge,
         home: home.clone(),

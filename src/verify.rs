@@ -14,15 +14,17 @@
 //! fails when it is on but incomplete. docs/verify.md maps every check to the
 //! defence and the mechanism behind it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::kernel::{ns_inode, NS_KINDS};
+use crate::record::LaunchRecord;
 use crate::{inside, paths, plan};
 
 /// Command-line arguments of `claude-sandbox verify`.
@@ -31,86 +33,6 @@ pub struct Args {
     /// Print one JSON array of {id, name, status, detail, defence} instead of the table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// What the shadow knew at launch, bound read-only into the sandbox.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchRecord {
-    /// Format version.
-    pub version: u32,
-    /// The effective egress-jail setting (config, then environment).
-    pub egress_jail: bool,
-    /// `no-forge` in effect.
-    pub no_forge: bool,
-    /// `$HOME` as the sandbox sees it.
-    pub home: PathBuf,
-    /// The read-write workspace root, resolved.
-    pub workspace: PathBuf,
-    /// Whether `workspace-root` was configured (a broad root is then deliberate).
-    pub workspace_configured: bool,
-    /// `allow-write` paths, resolved.
-    pub allow_write: Vec<PathBuf>,
-    /// Names forwarded by `pass-env` (an operator's deliberate choice).
-    pub pass_env: Vec<String>,
-    /// `allow-ip` hosts the jail punches through.
-    pub allow_ip: Vec<Ipv4Addr>,
-    /// The host's connected IPv4 subnets (address, prefix length), when the jail is on.
-    pub site_subnets: Vec<(Ipv4Addr, u8)>,
-    /// The launcher's namespace inode numbers, by kind (`ipc`, `uts`, `pid`, `net`, …).
-    pub launcher_ns: BTreeMap<String, u64>,
-    /// TCP ports listening on the host's loopback (or on every address) at launch.
-    pub host_loopback_tcp: Vec<u16>,
-}
-
-impl LaunchRecord {
-    /// The bytes bound into the sandbox.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = serde_json::to_vec(self).expect("a launch record serializes");
-        v.push(b'\n');
-        v
-    }
-}
-
-/// The current record format.
-pub const RECORD_VERSION: u32 = 1;
-
-/// The namespace kinds the launcher records.
-pub const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
-
-/// The inode of `/proc/self/ns/KIND` (the namespace's identity).
-pub fn ns_inode(kind: &str) -> Option<u64> {
-    std::fs::metadata(format!("/proc/self/ns/{kind}"))
-        .ok()
-        .map(|m| m.ino())
-}
-
-/// TCP ports listening on 127.0.0.0/8, ::1 or the wildcard addresses, from
-/// the texts of `/proc/net/tcp` and `/proc/net/tcp6` (at most 64, sorted).
-pub fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
-    let mut ports = BTreeSet::new();
-    for (text, v6) in [(tcp, false), (tcp6, true)] {
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 4 || f[3] != "0A" {
-                continue; // not LISTEN
-            }
-            let Some((addr, port)) = f[1].split_once(':') else {
-                continue;
-            };
-            let local = if v6 {
-                // Kernel order: four host-endian 32-bit words.
-                addr == "00000000000000000000000000000000"
-                    || addr == "00000000000000000000000001000000"
-                    || addr == "0000000000000000FFFF00000100007F"
-            } else {
-                addr == "00000000" || addr.ends_with("7F")
-            };
-            if let (true, Ok(p)) = (local, u16::from_str_radix(port, 16)) {
-                ports.insert(p);
-            }
-        }
-    }
-    ports.into_iter().take(64).collect()
 }
 
 /// PASS or FAIL.
@@ -1210,6 +1132,8 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::loopback_listeners;
+    use crate::record::RECORD_VERSION;
 
     const MOUNTINFO: &str = "\
 22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\

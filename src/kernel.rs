@@ -1,0 +1,62 @@
+//! Small readers of kernel facts and process plumbing shared by the launch
+//! path and `verify`: namespace identities, loopback listeners from
+//! `/proc/net/tcp*`, moving an fd to a fixed number between fork and exec.
+//! Depends on nothing else in the crate.
+
+use std::collections::BTreeSet;
+use std::os::fd::RawFd;
+use std::os::unix::fs::MetadataExt;
+
+/// The namespace kinds the launcher records.
+pub const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
+
+/// The inode of `/proc/self/ns/KIND` (the namespace's identity).
+pub fn ns_inode(kind: &str) -> Option<u64> {
+    std::fs::metadata(format!("/proc/self/ns/{kind}"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// TCP ports listening on 127.0.0.0/8, ::1 or the wildcard addresses, from
+/// the texts of `/proc/net/tcp` and `/proc/net/tcp6` (at most 64, sorted).
+pub fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
+    let mut ports = BTreeSet::new();
+    for (text, v6) in [(tcp, false), (tcp6, true)] {
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 4 || f[3] != "0A" {
+                continue; // not LISTEN
+            }
+            let Some((addr, port)) = f[1].split_once(':') else {
+                continue;
+            };
+            let local = if v6 {
+                // Kernel order: four host-endian 32-bit words.
+                addr == "00000000000000000000000000000000"
+                    || addr == "00000000000000000000000001000000"
+                    || addr == "0000000000000000FFFF00000100007F"
+            } else {
+                addr == "00000000" || addr.ends_with("7F")
+            };
+            if let (true, Ok(p)) = (local, u16::from_str_radix(port, 16)) {
+                ports.insert(p);
+            }
+        }
+    }
+    ports.into_iter().take(64).collect()
+}
+
+/// In a child between fork and exec: make `src` available as `dst` across
+/// exec. `dup2` to itself is a no-op that keeps `FD_CLOEXEC`, so that case
+/// clears the flag instead (async-signal-safe: no allocation).
+pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
+    let r = if src == dst {
+        unsafe { nix::libc::fcntl(dst, nix::libc::F_SETFD, 0) }
+    } else {
+        unsafe { nix::libc::dup2(src, dst) }
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The launch record: what the shadow knew at launch and the sandbox cannot
+//! see (the jail setting, the launcher's namespaces, the host's loopback
+//! listeners, the read-write paths), bound read-only over
+//! [`crate::paths::LAUNCH_RECORD`] and read by `verify` from inside. Plain
+//! data, below everything that uses it (plan, launch, verify).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What the shadow knew at launch, bound read-only into the sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    /// Format version.
+    pub version: u32,
+    /// The effective egress-jail setting (config, then environment).
+    pub egress_jail: bool,
+    /// `no-forge` in effect.
+    pub no_forge: bool,
+    /// `$HOME` as the sandbox sees it.
+    pub home: PathBuf,
+    /// The read-write workspace root, resolved.
+    pub workspace: PathBuf,
+    /// Whether `workspace-root` was configured (a broad root is then deliberate).
+    pub workspace_configured: bool,
+    /// `allow-write` paths, resolved.
+    pub allow_write: Vec<PathBuf>,
+    /// Names forwarded by `pass-env` (an operator's deliberate choice).
+    pub pass_env: Vec<String>,
+    /// `allow-ip` hosts the jail punches through.
+    pub allow_ip: Vec<Ipv4Addr>,
+    /// The host's connected IPv4 subnets (address, prefix length), when the jail is on.
+    pub site_subnets: Vec<(Ipv4Addr, u8)>,
+    /// The launcher's namespace inode numbers, by kind (`ipc`, `uts`, `pid`, `net`, …).
+    pub launcher_ns: BTreeMap<String, u64>,
+    /// TCP ports listening on the host's loopback (or on every address) at launch.
+    pub host_loopback_tcp: Vec<u16>,
+}
+
+impl LaunchRecord {
+    /// The bytes bound into the sandbox.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec(self).expect("a launch record serializes");
+        v.push(b'\n');
+        v
+    }
+}
+
+/// The current record format.
+pub const RECORD_VERSION: u32 = 1;
