@@ -78,36 +78,20 @@ pub struct HostRoutes {
     pub connected: Vec<(Ipv4Addr, u8)>,
 }
 
-/// Parse `/proc/net/route`.
+/// The jail's view of `/proc/net/route` ([`crate::kernel::parse_routes`]).
 pub fn parse_routes(text: &str) -> Result<HostRoutes, String> {
     let mut default = None;
     let mut connected = Vec::new();
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 8 {
+    for r in crate::kernel::parse_routes(text) {
+        if r.iface == "lo" || r.reject {
             continue;
         }
-        let hex = |s: &str| {
-            u32::from_str_radix(s, 16)
-                .ok()
-                .map(|v| Ipv4Addr::from(u32::from_be(v)))
-        };
-        let (Some(dst), Some(gw), Some(mask)) = (hex(f[1]), hex(f[2]), hex(f[7])) else {
-            continue;
-        };
-        let flags = u32::from_str_radix(f[3], 16).unwrap_or(0);
-        const RTF_UP: u32 = 1;
-        const RTF_GATEWAY: u32 = 2;
-        if flags & RTF_UP == 0 || f[0] == "lo" {
-            continue;
-        }
-        let prefix = u32::from(mask).count_ones() as u8;
-        if dst.is_unspecified() && prefix == 0 {
-            if flags & RTF_GATEWAY != 0 && default.is_none() {
-                default = Some((f[0].to_string(), gw));
+        if r.dst.is_unspecified() && r.len == 0 {
+            if r.via_gateway && default.is_none() {
+                default = Some((r.iface, r.gateway));
             }
-        } else if flags & RTF_GATEWAY == 0 && !connected.contains(&(dst, prefix)) {
-            connected.push((dst, prefix));
+        } else if !r.via_gateway && !connected.contains(&(r.dst, r.len)) {
+            connected.push((r.dst, r.len));
         }
     }
     let (iface, gateway) = default.ok_or("the host has no IPv4 default route")?;

@@ -4,6 +4,7 @@
 //! Depends on nothing else in the crate.
 
 use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 use std::os::unix::fs::MetadataExt;
 
@@ -59,4 +60,52 @@ pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// An IPv4 route of `/proc/net/route` that is up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Interface (`*` for reject routes).
+    pub iface: String,
+    pub dst: Ipv4Addr,
+    pub len: u8,
+    pub gateway: Ipv4Addr,
+    /// Through a gateway (`RTF_GATEWAY`).
+    pub via_gateway: bool,
+    /// Blackhole, unreachable or prohibit: traffic is refused.
+    pub reject: bool,
+}
+
+/// Parse `/proc/net/route`: the routes that are up, reject routes included.
+/// The one parser of that file (the jail plans from it, `verify` checks it).
+pub fn parse_routes(text: &str) -> Vec<Route> {
+    let hex = |s: &str| {
+        u32::from_str_radix(s, 16)
+            .ok()
+            .map(|v| Ipv4Addr::from(u32::from_be(v)))
+    };
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 8 {
+                return None;
+            }
+            let flags = u32::from_str_radix(f[3], 16).ok()?;
+            const RTF_UP: u32 = 0x1;
+            const RTF_GATEWAY: u32 = 0x2;
+            const RTF_REJECT: u32 = 0x200;
+            if flags & RTF_UP == 0 {
+                return None;
+            }
+            Some(Route {
+                iface: f[0].to_string(),
+                dst: hex(f[1])?,
+                gateway: hex(f[2])?,
+                len: u32::from(hex(f[7])?).count_ones() as u8,
+                via_gateway: flags & RTF_GATEWAY != 0,
+                reject: flags & RTF_REJECT != 0,
+            })
+        })
+        .collect()
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::kernel::{ns_inode, NS_KINDS};
+use crate::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
 use crate::record::LaunchRecord;
 use crate::{inside, paths, plan};
 
@@ -108,46 +108,6 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
 /// The mount visible at exactly `point` (the last one mounted there).
 fn top_mount<'a>(mounts: &'a [Mount], point: &Path) -> Option<&'a Mount> {
     mounts.iter().rev().find(|m| m.point == point)
-}
-
-/// An IPv4 route of `/proc/net/route`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    pub dst: Ipv4Addr,
-    pub len: u8,
-    pub gateway: Ipv4Addr,
-    /// Blackhole, unreachable or prohibit: traffic is refused.
-    pub reject: bool,
-}
-
-/// Parse `/proc/net/route` (reject routes included: they have `*` as interface).
-pub fn parse_routes(text: &str) -> Vec<Route> {
-    let hex = |s: &str| {
-        u32::from_str_radix(s, 16)
-            .ok()
-            .map(|v| Ipv4Addr::from(u32::from_be(v)))
-    };
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 8 {
-                return None;
-            }
-            let flags = u32::from_str_radix(f[3], 16).ok()?;
-            const RTF_UP: u32 = 0x1;
-            const RTF_REJECT: u32 = 0x200;
-            if flags & RTF_UP == 0 {
-                return None;
-            }
-            Some(Route {
-                dst: hex(f[1])?,
-                gateway: hex(f[2])?,
-                len: u32::from(hex(f[7])?).count_ones() as u8,
-                reject: flags & RTF_REJECT != 0,
-            })
-        })
-        .collect()
 }
 
 /// The ranges the jail must blackhole, and link-local, which it makes unreachable.
