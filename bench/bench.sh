@@ -8,7 +8,7 @@
 # Budget (issue #3): the shadow's added latency with the jail on
 # (jail on − direct) is at most 1.5× the floor.
 #
-# Runs as root, entirely inside a private site network (../shared/testnet/lan.sh
+# Runs as root, entirely inside a private site network (tests/testnet/lan.sh
 # namespaces) and a private mount namespace with overlays over /etc,
 # /usr/libexec and /usr/local/bin: the machine is unchanged afterwards.
 set -euo pipefail
@@ -18,8 +18,8 @@ repo=$PWD
 command -v hyperfine >/dev/null || { echo "bench: hyperfine missing: sudo apt-get install hyperfine" >&2; exit 1; }
 real="${CSB_REAL_CLAUDE:-/opt/csb-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude}"
 [ -x "$real" ] || { echo "bench: real Claude Code not found at $real (bash scripts/test.sh installs it)" >&2; exit 1; }
-lan="$repo/../shared/testnet/lan.sh"
-[ -f "$lan" ] || { echo "bench: $lan missing (shared/testnet must sit beside the repository)" >&2; exit 1; }
+lan="$repo/tests/testnet/lan.sh"
+[ -f "$lan" ] || { echo "bench: $lan missing from the repository" >&2; exit 1; }
 
 cargo build --release --quiet
 work=$(mktemp -d /var/tmp/csb-bench-XXXXXX)

@@ -1,5 +1,5 @@
 //! End-to-end: the egress jail (issue #3) on a private site network built by
-//! `../shared/testnet/lan.sh` in namespaces this test creates. Every packet
+//! `tests/testnet/lan.sh` in namespaces this test creates. Every packet
 //! stays between those namespaces.
 
 mod common;

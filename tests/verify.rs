@@ -1,5 +1,5 @@
 //! End-to-end: `claude-sandbox verify` (issue #5) inside a real sandbox with
-//! the egress jail on, on the private site network of `../shared/testnet`;
+//! the egress jail on, on the private site network of `tests/testnet`;
 //! outside any sandbox; and against deliberate regressions (debug-build
 //! test mutations, see src/testhooks.rs), each of which must turn exactly
 //! its own check to FAIL.

@@ -1,6 +1,7 @@
-//! A private "site network" for end-to-end tests: `../shared/testnet/lan.sh`
-//! builds gateway, LAN host, internal ranges, metadata, IPv6 and an
-//! "internet" host in namespaces the test owns; every packet stays there.
+//! A private "site network" for end-to-end tests: the project's own
+//! `tests/testnet/lan.sh` builds gateway, LAN host, internal ranges, metadata,
+//! IPv6 and an "internet" host in namespaces the test owns; every packet stays
+//! there. `tests/testnet/netprobe.py` provides the listeners and probes.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -10,15 +11,13 @@ use super::stderr;
 
 static NETS: AtomicUsize = AtomicUsize::new(0);
 
+/// `file` of the test network in `tests/testnet/` (`lan.sh`, `netprobe.py`),
+/// inside this repository.
 pub fn testnet(file: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testnet")
+        .join("tests/testnet")
         .join(file);
-    assert!(
-        p.exists(),
-        "{} missing (shared/ must sit beside the repository)",
-        p.display()
-    );
+    assert!(p.exists(), "{} missing from the repository", p.display());
     p
 }
 

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""netprobe.py: the project's small TCP/DNS peers for egress-jail tests (stdlib only).
+
+  netprobe.py serve ADDR:PORT TOKEN [SECONDS]  accept TCP connections, send TOKEN to each and
+                                               close; stop after SECONDS (default 30)
+  netprobe.py dns ADDR [SECONDS]               UDP DNS on ADDR:53: every A query answered with
+                                               203.0.113.10; stop after SECONDS (default 30)
+  netprobe.py connect ADDR:PORT [...]          one line per target:
+                                               "ADDR:PORT REACHED <what it sent>" or
+                                               "ADDR:PORT BLOCKED <reason>"
+  netprobe.py resolve NAME                     the first IPv4 address of NAME, or "NORESOLVE <reason>"
+
+IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
+and a listener's lifetime is at most 600 s. It only ever talks to loopback and the
+addresses of the namespaces tests/testnet/lan.sh creates; any other target is
+refused before anything is sent. So every packet stays in namespaces the test
+created.
+"""
+import ipaddress
+import socket
+import struct
+import sys
+import time
+
+# The answer for every A query, and the "internet" host of lan.sh.
+ANSWER = "203.0.113.10"
+CONNECT_TIMEOUT = 2.0
+MAX_LIFETIME = 600.0
+DEFAULT_LIFETIME = 30.0
+
+# Loopback and lan.sh's network: the only destinations this tool talks to.
+TEST_NETWORKS = [
+    ipaddress.ip_network(n)
+    for n in (
+        "127.0.0.0/8",
+        "::1/128",
+        "10.77.0.0/24",
+        "fd77::/64",
+        "172.16.5.9/32",
+        "192.168.5.9/32",
+        "100.64.5.9/32",
+        "169.254.169.254/32",
+        "203.0.113.10/32",
+    )
+]
+
+
+def fail(msg):
+    print(f"netprobe: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_addr(text, wildcard_ok):
+    """An IP literal of the test network (or, for a listener, a wildcard)."""
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        fail(f"{text!r} is not an IP address")
+    if wildcard_ok and ip.is_unspecified:
+        return ip
+    if not any(ip in net for net in TEST_NETWORKS):
+        fail(f"{ip} is neither loopback nor an address of the test network")
+    return ip
+
+
+def parse_endpoint(target, wildcard_ok=False):
+    """'1.2.3.4:80' or '[::1]:80' -> (ip, port)."""
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        fail(f"{target!r} is not ADDR:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return parse_addr(host, wildcard_ok), int(port)
+
+
+def family(ip):
+    return socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+
+
+def lifetime(args, i):
+    if len(args) <= i:
+        return DEFAULT_LIFETIME
+    try:
+        s = float(args[i])
+    except ValueError:
+        fail(f"{args[i]!r} is not a number of seconds")
+    if not 0 < s <= MAX_LIFETIME:
+        fail(f"lifetime must be in (0, {MAX_LIFETIME:.0f}] seconds")
+    return s
+
+
+def bound_socket(ip, port, kind):
+    s = socket.socket(family(ip), kind)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if ip.version == 6:
+        # "[::]" serves IPv4 too, whatever the namespace's bindv6only default.
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind((str(ip), port))
+    return s
+
+
+def until(deadline):
+    """Seconds left before `deadline`, or None once it has passed."""
+    left = deadline - time.monotonic()
+    return left if left > 0 else None
+
+
+def serve(target, token, seconds):
+    ip, port = parse_endpoint(target, wildcard_ok=True)
+    payload = token.encode()
+    deadline = time.monotonic() + seconds
+    with bound_socket(ip, port, socket.SOCK_STREAM) as srv:
+        srv.listen(16)
+        while (left := until(deadline)) is not None:
+            srv.settimeout(left)
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                break
+            with conn:
+                conn.settimeout(CONNECT_TIMEOUT)
+                try:
+                    conn.sendall(payload)
+                except OSError:
+                    pass
+
+
+def labels_end(msg, pos):
+    """Offset just past the (uncompressed) name starting at `pos`, or None."""
+    while pos < len(msg):
+        n = msg[pos]
+        if n == 0:
+            return pos + 1
+        if n & 0xC0:
+            return None
+        pos += 1 + n
+    return None
+
+
+def dns_reply(query):
+    """The reply to one DNS query, or None for anything that is not one."""
+    if len(query) < 12:
+        return None
+    qid, flags, qdcount = struct.unpack(">HHH", query[:6])
+    if flags & 0x8000 or (flags >> 11) & 0xF or qdcount < 1:
+        return None  # a response, a non-QUERY opcode, or no question
+    name_end = labels_end(query, 12)
+    if name_end is None or name_end + 4 > len(query):
+        return None
+    question = query[12 : name_end + 4]
+    qtype, qclass = struct.unpack(">HH", question[-4:])
+    answers = b""
+    if qtype == 1 and qclass == 1:
+        # Name as a pointer to the question (offset 12), A, IN, TTL 30, 4 bytes.
+        answers = struct.pack(">HHHIH", 0xC00C, 1, 1, 30, 4) + socket.inet_aton(ANSWER)
+    # QR, the query's RD, RA; NOERROR (no answer for other types: NODATA).
+    rflags = 0x8000 | (flags & 0x0100) | 0x0080
+    header = struct.pack(">HHHHHH", qid, rflags, 1, 1 if answers else 0, 0, 0)
+    return header + question + answers
+
+
+def dns(addr, seconds):
+    ip = parse_addr(addr, wildcard_ok=True)
+    deadline = time.monotonic() + seconds
+    with bound_socket(ip, 53, socket.SOCK_DGRAM) as srv:
+        while (left := until(deadline)) is not None:
+            srv.settimeout(left)
+            try:
+                query, peer = srv.recvfrom(512)
+            except socket.timeout:
+                break
+            reply = dns_reply(query)
+            if reply is not None:
+                srv.sendto(reply, peer)
+
+
+def connect(targets):
+    # Every target is checked before the first packet is sent.
+    parsed = [(t, *parse_endpoint(t)) for t in targets]
+    for text, ip, port in parsed:
+        with socket.socket(family(ip), socket.SOCK_STREAM) as s:
+            s.settimeout(CONNECT_TIMEOUT)
+            try:
+                s.connect((str(ip), port))
+            except OSError as e:
+                print(f"{text} BLOCKED {type(e).__name__}: {e}", flush=True)
+                continue
+            # Connected: the target was reached. Show what it sent, if anything.
+            got = b""
+            deadline = time.monotonic() + CONNECT_TIMEOUT
+            try:
+                while len(got) < 4096 and (left := until(deadline)) is not None:
+                    s.settimeout(left)
+                    chunk = s.recv(4096 - len(got))
+                    if not chunk:
+                        break
+                    got += chunk
+            except OSError:
+                pass
+            print(f"{text} REACHED {got.decode(errors='replace')}", flush=True)
+
+
+def resolve(name):
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
+        print(infos[0][4][0])
+    except OSError as e:
+        print(f"NORESOLVE {e}")
+
+
+def main(args):
+    cmd = args[0] if args else ""
+    if cmd == "serve" and len(args) in (3, 4):
+        serve(args[1], args[2], lifetime(args, 3))
+    elif cmd == "dns" and len(args) in (2, 3):
+        dns(args[1], lifetime(args, 2))
+    elif cmd == "connect" and len(args) >= 2:
+        connect(args[1:])
+    elif cmd == "resolve" and len(args) == 2:
+        resolve(args[1])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
