@@ -571,6 +571,16 @@ impl Drop for Keeper {
     }
 }
 
+/// What a terminal or a process-group kill sends, ignored by the keeper
+/// (and restored to the defaults for pasta).
+const KEEPER_IGNORES: [i32; 5] = [
+    nix::libc::SIGINT,
+    nix::libc::SIGQUIT,
+    nix::libc::SIGHUP,
+    nix::libc::SIGTERM,
+    nix::libc::SIGPIPE,
+];
+
 /// `claude-sandbox __pasta-keeper -- PASTA ARGS…` (see [`Keeper`]): reads
 /// the PID to attach to from stdin, appends it to pasta's arguments. Prints
 /// `attached` once pasta's foreground process exited successfully, then
@@ -588,13 +598,7 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
         return 2;
     }
     unsafe {
-        for sig in [
-            libc::SIGINT,
-            libc::SIGQUIT,
-            libc::SIGHUP,
-            libc::SIGTERM,
-            libc::SIGPIPE,
-        ] {
+        for sig in KEEPER_IGNORES {
             libc::signal(sig, libc::SIG_IGN);
         }
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -613,13 +617,7 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
         .stderr(Stdio::piped());
     unsafe {
         cmd.pre_exec(|| {
-            for sig in [
-                libc::SIGINT,
-                libc::SIGQUIT,
-                libc::SIGHUP,
-                libc::SIGTERM,
-                libc::SIGPIPE,
-            ] {
+            for sig in KEEPER_IGNORES {
                 libc::signal(sig, libc::SIG_DFL);
             }
             Ok(())
@@ -755,17 +753,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
     // sandbox's other fds must not stay open here.
-    let keep = [FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES];
-    let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in open.into_iter().filter(|fd| *fd > 2 && !keep.contains(fd)) {
-        unsafe { libc::close(fd) };
-    }
+    crate::kernel::close_fds_except(3, &[FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES]);
     let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let mut go = [0u8; 1];
     if !matches!(fd_file(FD_HOLDER_GO).read(&mut go), Ok(1)) {

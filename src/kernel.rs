@@ -109,3 +109,20 @@ pub fn parse_routes(text: &str) -> Vec<Route> {
         })
         .collect()
 }
+
+/// Close every fd numbered `from` or higher except those in `keep`.
+pub fn close_fds_except(from: RawFd, keep: &[RawFd]) {
+    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in fds
+        .into_iter()
+        .filter(|fd| *fd >= from && !keep.contains(fd))
+    {
+        unsafe { nix::libc::close(fd) };
+    }
+}

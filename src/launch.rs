@@ -528,7 +528,7 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         libc::write(ready_fd, b"1".as_ptr().cast(), 1);
         libc::close(ready_fd);
     }
-    close_fds_from(3);
+    crate::kernel::close_fds_except(3, &[]);
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGQUIT, libc::SIG_DFL);
@@ -539,20 +539,6 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         args[4].to_string_lossy()
     );
     127
-}
-
-/// Close every fd numbered `from` or higher.
-fn close_fds_from(from: RawFd) {
-    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in fds.into_iter().filter(|fd| *fd >= from) {
-        unsafe { libc::close(fd) };
-    }
 }
 
 #[cfg(test)]
