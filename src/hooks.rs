@@ -376,6 +376,18 @@ mod tests {
 }"#;
 
     #[test]
+    fn merge_keeps_numbers_exactly_as_written() {
+        // Found by tests/fuzz.rs: an integer beyond 64 bits was read as a
+        // float and written back altered, differently on each merge.
+        let text = "{\n  \"SessionStart\": {\n    \"SessionStart\": -18019702501368573953\n  },\n  \"big\": 1.00000000000000000001,\n  \"runArgs\": {}\n}";
+        let (once, _) = merge_managed(Some(text), false).unwrap();
+        let (twice, _) = merge_managed(Some(&once), false).unwrap();
+        assert_eq!(once, twice, "a second merge changed the text");
+        assert!(once.contains("-18019702501368573953"), "{once}");
+        assert!(once.contains("1.00000000000000000001"), "{once}");
+    }
+
+    #[test]
     fn merge_keeps_foreign_and_is_idempotent() {
         let (once, added) = merge_managed(Some(FOREIGN), true).unwrap();
         let (twice, _) = merge_managed(Some(&once), true).unwrap();

@@ -266,7 +266,7 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         .flatten()
         .ok_or_else(|| bad_input(format!("--user {user_name}: no such user")))?;
     let home = rebase(&root, &user.dir);
-    let settings_text = managed_settings(&root)?;
+    let settings_text = managed_settings(&root);
     if args.prefix.is_none() && !args.no_packages {
         install_packages()?;
     }
@@ -363,19 +363,21 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     // Managed settings: merged, never owned.
     let settings = ctx.at(paths::MANAGED_SETTINGS);
     let wrapper = supports_process_wrapper(&installed_real);
-    // Checked before anything was written (`managed_settings`); a change
-    // since then is refused here, still with one line.
-    let (text, added) = hooks::merge_managed(settings_text.as_deref(), wrapper).map_err(|why| {
-        bad_input(format!(
-            "{}: {why}; fix or remove it, then install again",
+    match settings_text.and_then(|t| {
+        hooks::merge_managed(t.as_deref(), wrapper).map(|merged| (t.is_none(), merged))
+    }) {
+        Ok((created, (text, added))) => {
+            if created {
+                ctx.manifest.settings_created = true;
+            }
+            ctx.manifest.settings.absorb(added);
+            ctx.file(&settings, text.as_bytes(), 0o644)?;
+        }
+        Err(why) => eprintln!(
+            "claude-sandbox: warning: {} left untouched: {why}; the guard hooks are NOT installed until it is valid JSON",
             settings.display()
-        ))
-    })?;
-    if settings_text.is_none() {
-        ctx.manifest.settings_created = true;
+        ),
     }
-    ctx.manifest.settings.absorb(added);
-    ctx.file(&settings, text.as_bytes(), 0o644)?;
     let flag = ctx.at(paths::ALLOW_UNWRAPPED);
     if args.allow_unwrapped {
         ctx.file(&flag, b"", 0o644)?;
@@ -430,28 +432,19 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The managed settings as they are (None: no file), refused before
-/// anything is installed when the guard could not be merged into them: an
-/// install without the guard hooks would be a sandbox with a defence missing.
-fn managed_settings(root: &Path) -> anyhow::Result<Option<String>> {
+/// The managed settings as they are: `Ok(None)` when there is no file,
+/// `Err(why)` when there is one the guard cannot be merged into (not JSON,
+/// not an object, a FIFO, too large…). SPEC §6: such a file is left alone
+/// with a warning, and the rest installs.
+fn managed_settings(root: &Path) -> Result<Option<String>, String> {
     use crate::files::{read_text, ReadError};
     let path = rebase(root, Path::new(paths::MANAGED_SETTINGS));
     let text = match read_text(&path) {
         Ok(t) => t,
         Err(ReadError::Missing) => return Ok(None),
-        Err(e) => {
-            return Err(bad_input(format!(
-                "{}: {e}; fix or remove it, then install again (nothing was installed)",
-                path.display()
-            )))
-        }
+        Err(e) => return Err(e.to_string()),
     };
-    hooks::merge_managed(Some(&text), true).map_err(|why| {
-        bad_input(format!(
-            "{}: {why}; the guard hooks cannot be merged into it: fix or remove it, then install again (nothing was installed)",
-            path.display()
-        ))
-    })?;
+    hooks::merge_managed(Some(&text), true)?;
     Ok(Some(text))
 }
 

@@ -3,8 +3,17 @@
 //! workspace, editing its `.devcontainer/devcontainer.json` as JSON with
 //! comments: only the inserted text changes; every comment, trailing comma
 //! and the formatting of untouched parts stay as they were. Idempotent.
+//!
+//! Parsing and insertion are `jsonc_parser`'s CST; this module decides what
+//! goes where, and undoes the crate's reflowing of one-line containers and
+//! its trimming of blank lines (`append_in_style`).
 
 use std::path::{Path, PathBuf};
+
+use jsonc_parser::cst::{CstContainerNode, CstInputValue, CstNode, CstObject, CstRootNode};
+use jsonc_parser::errors::{ParseError, ParseErrorKind};
+use jsonc_parser::tokens::Token;
+use jsonc_parser::{ParseOptions, Scanner, ScannerOptions};
 
 use crate::error::{bad_input, Fail};
 
@@ -22,312 +31,183 @@ pub struct Args {
     pub dir: Option<PathBuf>,
 }
 
-/// A parse error at a 1-based line.
+/// Why a file is refused, at a 1-based line.
 #[derive(Debug, PartialEq, Eq)]
 pub struct JsoncError {
     pub line: usize,
     pub what: String,
 }
 
-/// A value's extent and, for containers, its members.
-#[derive(Debug, Clone)]
-struct Node {
-    start: usize,
-    end: usize, // one past the closing char
-    kind: Kind,
-}
+/// What the devcontainer tools read: JSON plus comments and trailing commas,
+/// none of JSON5's other looseness (a missing comma is an error, not a guess).
+const DEVCONTAINER_JSON: ParseOptions = ParseOptions {
+    allow_comments: true,
+    allow_trailing_commas: true,
+    allow_loose_object_property_names: false,
+    allow_missing_commas: false,
+    allow_single_quoted_strings: false,
+    allow_hexadecimal_numbers: false,
+    allow_unary_plus_numbers: false,
+    allow_bare_decimal_point_numbers: false,
+    allow_non_finite_numbers: false,
+    allow_extended_string_escapes: false,
+};
 
-#[derive(Debug, Clone)]
-enum Kind {
-    Object(Vec<(String, Node)>),
-    Array(Vec<Node>),
-    Str(String),
-    Other,
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Parser<'a> {
-    fn err(&self, what: impl Into<String>) -> JsoncError {
-        let line = self.s[..self.i.min(self.s.len())]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1;
-        JsoncError {
-            line,
-            what: what.into(),
-        }
+/// A parse error at its line. The crate places a missing comma right after
+/// the value before it; this names the line of the value that follows
+/// without one instead, where a reader looks for the fault.
+fn parse_error(text: &str, e: &ParseError) -> JsoncError {
+    let mut line = e.line_display();
+    if matches!(e.kind(), ParseErrorKind::ExpectedComma) {
+        let rest = text.get(e.range().start..).unwrap_or_default();
+        let mut tokens = Scanner::new(rest, &ScannerOptions::default());
+        while let Ok(Some(Token::CommentLine(_) | Token::CommentBlock(_))) = tokens.scan() {}
+        let skipped = rest.get(..tokens.token_start()).unwrap_or_default();
+        line += skipped.matches('\n').count();
     }
-
-    /// Skip white space and comments.
-    fn ws(&mut self) -> Result<(), JsoncError> {
-        loop {
-            match self.s.get(self.i..self.i + 2) {
-                Some(b"//") => {
-                    while self.i < self.s.len() && self.s[self.i] != b'\n' {
-                        self.i += 1;
-                    }
-                }
-                Some(b"/*") => {
-                    let start = self.i;
-                    self.i += 2;
-                    while self.s.get(self.i..self.i + 2) != Some(b"*/") {
-                        if self.i >= self.s.len() {
-                            self.i = start;
-                            return Err(self.err("unterminated /* comment"));
-                        }
-                        self.i += 1;
-                    }
-                    self.i += 2;
-                }
-                _ => match self.s.get(self.i) {
-                    Some(b' ' | b'\t' | b'\n' | b'\r') => self.i += 1,
-                    _ => return Ok(()),
-                },
-            }
-        }
-    }
-
-    fn string(&mut self) -> Result<String, JsoncError> {
-        let start = self.i;
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            match self.s.get(self.i) {
-                None | Some(b'\n') => {
-                    self.i = start;
-                    return Err(self.err("unterminated string"));
-                }
-                Some(b'"') => {
-                    self.i += 1;
-                    return Ok(String::from_utf8_lossy(&out).into_owned());
-                }
-                Some(b'\\') => {
-                    out.push(self.s[self.i]);
-                    if let Some(c) = self.s.get(self.i + 1) {
-                        out.push(*c);
-                    }
-                    self.i += 2;
-                }
-                Some(c) => {
-                    out.push(*c);
-                    self.i += 1;
-                }
-            }
-        }
-    }
-
-    fn value(&mut self) -> Result<Node, JsoncError> {
-        self.ws()?;
-        let start = self.i;
-        match self.s.get(self.i) {
-            Some(b'{') => {
-                self.i += 1;
-                let mut members = Vec::new();
-                loop {
-                    self.ws()?;
-                    match self.s.get(self.i) {
-                        Some(b'}') => {
-                            self.i += 1;
-                            break;
-                        }
-                        Some(b'"') => {
-                            let key = self.string()?;
-                            self.ws()?;
-                            if self.s.get(self.i) != Some(&b':') {
-                                return Err(self.err(format!("expected `:` after \"{key}\"")));
-                            }
-                            self.i += 1;
-                            let v = self.value()?;
-                            members.push((key, v));
-                            self.ws()?;
-                            match self.s.get(self.i) {
-                                Some(b',') => self.i += 1,
-                                Some(b'}') => {}
-                                _ => return Err(self.err("expected `,` or `}`")),
-                            }
-                        }
-                        _ => return Err(self.err("expected a member name or `}`")),
-                    }
-                }
-                Ok(Node {
-                    start,
-                    end: self.i,
-                    kind: Kind::Object(members),
-                })
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.ws()?;
-                    if self.s.get(self.i) == Some(&b']') {
-                        self.i += 1;
-                        break;
-                    }
-                    items.push(self.value()?);
-                    self.ws()?;
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {}
-                        _ => return Err(self.err("expected `,` or `]`")),
-                    }
-                }
-                Ok(Node {
-                    start,
-                    end: self.i,
-                    kind: Kind::Array(items),
-                })
-            }
-            Some(b'"') => {
-                let v = self.string()?;
-                Ok(Node {
-                    start,
-                    end: self.i,
-                    kind: Kind::Str(v),
-                })
-            }
-            Some(c) if c.is_ascii_alphanumeric() || *c == b'-' => {
-                while self
-                    .s
-                    .get(self.i)
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
-                {
-                    self.i += 1;
-                }
-                let word = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-                if !(["true", "false", "null"].contains(&word) || word.parse::<f64>().is_ok()) {
-                    self.i = start;
-                    return Err(self.err(format!("unexpected `{word}`")));
-                }
-                Ok(Node {
-                    start,
-                    end: self.i,
-                    kind: Kind::Other,
-                })
-            }
-            None => Err(self.err("unexpected end of file")),
-            Some(c) => Err(self.err(format!("unexpected `{}`", *c as char))),
-        }
+    JsoncError {
+        line,
+        what: e.kind().to_string(),
     }
 }
 
-fn parse(text: &str) -> Result<Node, JsoncError> {
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
+/// The 1-based line `node` starts on.
+fn line_of(node: &CstNode) -> usize {
+    let mut newlines = 0;
+    let mut at = Some(node.clone());
+    while let Some(n) = at {
+        newlines += n
+            .previous_siblings()
+            .map(|s| s.to_string().matches('\n').count())
+            .sum::<usize>();
+        at = n.parent().map(CstNode::from);
+    }
+    newlines + 1
+}
+
+/// The member `name` of `obj`, if present, as the kind `as_kind` picks
+/// (`what` names that kind for the refusal).
+fn member<T>(
+    obj: &CstObject,
+    name: &str,
+    as_kind: fn(&CstNode) -> Option<T>,
+    what: &str,
+) -> Result<Option<T>, JsoncError> {
+    let Some(prop) = obj.get(name) else {
+        return Ok(None);
     };
-    let root = p.value()?;
-    p.ws()?;
-    if p.i != text.len() {
-        return Err(p.err("text after the end of the document"));
+    let value = prop.value();
+    match value.as_ref().and_then(as_kind) {
+        Some(v) => Ok(Some(v)),
+        None => Err(JsoncError {
+            line: line_of(&value.unwrap_or_else(|| prop.into())),
+            what: format!("`{name}` is not {what}"),
+        }),
     }
-    if !matches!(root.kind, Kind::Object(_)) {
-        return Err(JsoncError {
-            line: 1,
-            what: "the document is not an object".into(),
+}
+
+/// Run `append` on `container` in the container's own style. The crate puts
+/// each entry on its own line with the siblings' indentation and trailing
+/// comma style; two things it does to the rest of the container are undone
+/// here: it spreads a container written on one line over several (put back
+/// on one line: `{ "a": 1, "b": 2 }`, with or without the spaces inside the
+/// brackets as before, `{}` → `{ x }`), and it drops blank lines at the
+/// inside start and end of the container (put back where they were).
+fn append_in_style(container: CstContainerNode, append: impl FnOnce()) {
+    let before = container.children();
+    if before.iter().any(CstNode::is_newline) {
+        append();
+        restore_blank_lines(&container, &before);
+        return;
+    }
+    let empty = before.iter().all(|c| c.is_whitespace() || c.is_token());
+    let padded = before.get(1).is_some_and(CstNode::is_whitespace);
+    // Arrays too, so that they get the same spacing and trailing comma.
+    if let Some(array) = container.as_array() {
+        array.ensure_multiline();
+    }
+    append();
+    let mut spaced = false;
+    for child in container.children() {
+        if child.is_newline() {
+            child.remove();
+        } else if let Some(ws) = child.as_whitespace() {
+            if spaced {
+                ws.remove();
+            } else {
+                ws.set_value(" ".into());
+                spaced = true;
+            }
+        } else {
+            spaced = false;
+        }
+    }
+    let children = container.children();
+    let inside = [1, children.len().saturating_sub(2)]
+        .map(|i| children.get(i).and_then(CstNode::as_whitespace));
+    // An empty container is padded when both sides can be (the root's
+    // closing brace has no indentation to turn into a space).
+    if !padded && !empty || empty && inside.iter().any(Option::is_none) {
+        for ws in inside.into_iter().flatten() {
+            ws.remove();
+        }
+    }
+}
+
+/// Put back the blank lines the crate trimmed from `container`, whose
+/// children were `before`: each removed run of newlines and white space
+/// goes into the white space that indents the next line.
+fn restore_blank_lines(container: &CstContainerNode, before: &[CstNode]) {
+    let removed = |n: &CstNode| n.parent().is_none();
+    let mut i = 0;
+    while i < before.len() {
+        if !removed(&before[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while before.get(i).is_some_and(removed) {
+            i += 1;
+        }
+        let run = &before[start..i];
+        let text: String = run.iter().map(ToString::to_string).collect();
+        // As whole lines: a run taken from the end starts with its newline.
+        let lines = match run.first() {
+            Some(nl) if nl.is_newline() && !run.last().is_some_and(CstNode::is_newline) => {
+                let nl = nl.to_string();
+                let rest = text.strip_prefix(&nl).unwrap_or_default();
+                format!("{rest}{nl}")
+            }
+            _ => text.clone(),
+        };
+        let now = container.children();
+        let indent_after = |at: usize| {
+            now.get(at)
+                .filter(|_| at > 0 && now[at - 1].is_newline())
+                .and_then(CstNode::as_whitespace)
+        };
+        let next = before.get(i).map(CstNode::child_index);
+        let target = match next {
+            // Taken from the start: the next line's indentation follows.
+            Some(n) if now.get(n).is_some_and(CstNode::is_whitespace) => now
+                .get(n)
+                .and_then(CstNode::as_whitespace)
+                .map(|ws| (ws, text)),
+            // Taken from the end: the line break before the closing bracket follows.
+            Some(n) => indent_after(n + 1).map(|ws| (ws, lines.clone())),
+            None => None,
+        }
+        .or_else(|| {
+            // No indentation there (a closing brace at column 0): the
+            // nearest line's, after the run's place first.
+            let from = before[..start].last().map_or(0, |p| p.child_index() + 1);
+            (from..now.len())
+                .chain((0..from).rev())
+                .find_map(indent_after)
+                .map(|ws| (ws, lines))
         });
-    }
-    Ok(root)
-}
-
-/// The indentation of the line holding byte `at`.
-fn indent_at(text: &str, at: usize) -> String {
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    text[line_start..]
-        .chars()
-        .take_while(|c| *c == ' ' || *c == '\t')
-        .collect()
-}
-
-/// From `pos`, past spaces and a comment that ends on the same line.
-fn same_line_comment_end(text: &str, pos: usize) -> usize {
-    let rest = &text[pos..];
-    let skipped = rest.len() - rest.trim_start_matches([' ', '\t']).len();
-    let p = pos + skipped;
-    let r = &text[p..];
-    if r.starts_with("//") {
-        return p + r.find('\n').unwrap_or(r.len());
-    }
-    if r.starts_with("/*") {
-        if let Some(close) = r.find("*/") {
-            if !r[..close].contains('\n') {
-                return p + close + 2;
-            }
-        }
-    }
-    pos
-}
-
-/// Insert `entry` as the last element of the container `node` (object or
-/// array), in the container's own style: on its own line with the siblings'
-/// indentation, keeping a trailing comma if the last sibling had one.
-fn append(text: &str, node: &Node, entry: &str) -> String {
-    let last_end = match &node.kind {
-        Kind::Object(m) => m.last().map(|(_, v)| v.end),
-        Kind::Array(a) => a.last().map(|v| v.end),
-        _ => None,
-    };
-    let close = node.end - 1;
-    match last_end {
-        None => {
-            // Empty container: `{}` → `{ entry }` on one line.
-            let inner = &text[node.start + 1..close];
-            if inner.trim().is_empty() {
-                format!(
-                    "{}{} {entry} {}",
-                    &text[..node.start],
-                    &text[node.start..node.start + 1],
-                    &text[close..]
-                )
-            } else {
-                // Only comments inside: put the entry before the closing bracket.
-                format!(
-                    "{}{entry}\n{}{}",
-                    &text[..close],
-                    indent_at(text, close),
-                    &text[close..]
-                )
-            }
-        }
-        Some(last) => {
-            let after = &text[last..close];
-            let trailing_comma = after.trim_start().starts_with(',');
-            let (first_start, multiline) = match &node.kind {
-                Kind::Object(m) => (m[0].1.start, text[node.start..m[0].1.start].contains('\n')),
-                Kind::Array(a) => (a[0].start, text[node.start..a[0].start].contains('\n')),
-                _ => unreachable!(),
-            };
-            let sep = if multiline {
-                format!("\n{}", indent_at(text, first_start))
-            } else {
-                " ".into()
-            };
-            if trailing_comma {
-                let comma = last + after.find(',').expect("checked");
-                let at = if multiline {
-                    same_line_comment_end(text, comma + 1)
-                } else {
-                    comma + 1
-                };
-                format!("{}{sep}{entry},{}", &text[..at], &text[at..])
-            } else if multiline {
-                // The comma right after the value; the entry after any comment
-                // that shares the value's line, so that comment stays put.
-                let at = same_line_comment_end(text, last);
-                format!(
-                    "{},{}{sep}{entry}{}",
-                    &text[..last],
-                    &text[last..at],
-                    &text[at..]
-                )
-            } else {
-                format!("{},{sep}{entry}{}", &text[..last], &text[last..])
-            }
+        if let Some((ws, add)) = target {
+            ws.set_value(format!("{add}{}", ws.value()));
         }
     }
 }
@@ -335,77 +215,64 @@ fn append(text: &str, node: &Node, entry: &str) -> String {
 /// Add the feature and the tun device to a devcontainer.json text. Returns
 /// the new text (equal to the input when nothing was missing).
 pub fn edit(text: &str) -> Result<String, JsoncError> {
-    let root = parse(text)?;
-    let Kind::Object(members) = &root.kind else {
-        unreachable!()
+    let root = CstRootNode::parse(text, &DEVCONTAINER_JSON).map_err(|e| parse_error(text, &e))?;
+    let Some(obj) = root.object_value() else {
+        return Err(JsoncError {
+            line: root.value().map_or(1, |v| line_of(&v)),
+            what: "the document is not an object".into(),
+        });
     };
-    let find = |k: &str| members.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let mut out = text.to_string();
-    // runArgs first: it may sit after `features`, and editing from the end
-    // keeps the earlier spans valid. Re-parse after each edit instead of
-    // juggling offsets.
-    match find("runArgs") {
-        Some(Node {
-            kind: Kind::Array(items),
-            ..
-        }) if items
-            .iter()
-            .any(|i| matches!(&i.kind, Kind::Str(s) if s == TUN_ARG)) => {}
-        Some(
-            node @ Node {
-                kind: Kind::Array(_),
-                ..
-            },
-        ) => out = append(&out, &node, &format!("\"{TUN_ARG}\"")),
-        Some(node) => {
-            return Err(JsoncError {
-                line: line_of(text, node.start),
-                what: "`runArgs` is not an array".into(),
-            })
-        }
-        None => out = append(&out, &root, &format!("\"runArgs\": [\"{TUN_ARG}\"]")),
-    }
-    let root = parse(&out)?;
-    let Kind::Object(members) = &root.kind else {
-        unreachable!()
-    };
-    match members
-        .iter()
-        .find(|(n, _)| n == "features")
-        .map(|(_, v)| v.clone())
-    {
-        Some(Node {
-            kind: Kind::Object(fs),
-            ..
-        }) if fs.iter().any(|(k, _)| {
-            k.starts_with(FEATURE_REF.rsplit_once(':').map_or(FEATURE_REF, |(a, _)| a))
-        }) => {}
-        Some(
-            node @ Node {
-                kind: Kind::Object(_),
-                ..
-            },
-        ) => out = append(&out, &node, &format!("\"{FEATURE_REF}\": {{}}")),
-        Some(node) => {
-            return Err(JsoncError {
-                line: line_of(&out, node.start),
-                what: "`features` is not an object".into(),
-            })
-        }
-        None => {
-            out = append(
-                &out,
-                &root,
-                &format!("\"features\": {{ \"{FEATURE_REF}\": {{}} }}"),
-            )
-        }
-    }
-    parse(&out).expect("our own edit parses");
-    Ok(out)
-}
+    // Both refusals before any change.
+    let run_args = member(&obj, "runArgs", CstNode::as_array, "an array")?;
+    let features = member(&obj, "features", CstNode::as_object, "an object")?;
 
-fn line_of(text: &str, at: usize) -> usize {
-    text[..at].matches('\n').count() + 1
+    // runArgs first (each container edited once, with everything it gains).
+    if let Some(args) = &run_args {
+        let has_tun = args.elements().iter().any(|e| {
+            e.as_string_lit()
+                .is_some_and(|s| s.decoded_value().is_ok_and(|v| v == TUN_ARG))
+        });
+        if !has_tun {
+            append_in_style(args.clone().into(), || {
+                args.append(TUN_ARG.into());
+            });
+        }
+    }
+    if run_args.is_none() || features.is_none() {
+        append_in_style(obj.clone().into(), || {
+            if run_args.is_none() {
+                obj.append("runArgs", vec![TUN_ARG].into());
+            }
+            if features.is_none() {
+                obj.append("features", CstInputValue::Object(Vec::new()));
+            }
+        });
+    }
+    // Any version of our feature counts as present.
+    let ours = FEATURE_REF.rsplit_once(':').map_or(FEATURE_REF, |(r, _)| r);
+    if let Some(features) = features.or_else(|| obj.object_value("features")) {
+        let present = features
+            .properties()
+            .iter()
+            .any(|p| p.decoded_name().is_some_and(|n| n.starts_with(ours)));
+        if !present {
+            append_in_style(features.clone().into(), || {
+                features.append(FEATURE_REF, CstInputValue::Object(Vec::new()));
+            });
+        }
+    }
+    let out = root.to_string();
+    // Never write what the next run could not read (as a refusal, not a panic).
+    if let Err(e) = CstRootNode::parse(&out, &DEVCONTAINER_JSON) {
+        return Err(JsoncError {
+            line: e.line_display(),
+            what: format!(
+                "the edit would not parse ({}): please report this",
+                e.kind()
+            ),
+        });
+    }
+    Ok(out)
 }
 
 /// A devcontainer.json for a workspace that has none.
@@ -581,6 +448,25 @@ mod tests {
     }
 
     #[test]
+    fn comment_that_looks_like_two_never_swallows_the_edit() {
+        // Found by tests/fuzz.rs (10-minute run): `/*/*/` is one comment;
+        // the old hand-written editor inserted the entries inside it, so a
+        // second run inserted them again.
+        let text = "{//\n\n//\n//\n  \"\": null\n,/*/*/}";
+        let once = edit(text).unwrap();
+        assert_eq!(edit(&once).unwrap(), once, "a second edit changed the text");
+        let stripped: String = once
+            .split("/*/*/")
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+            .join("");
+        assert!(
+            stripped.contains(FEATURE_REF) && stripped.contains(TUN_ARG),
+            "{once}"
+        );
+    }
+
+    #[test]
     fn unparseable_reports_the_line() {
         let e = edit("{\n  \"name\": \"x\"\n  \"image\": \"y\"\n}").unwrap_err();
         assert_eq!(e.line, 3, "{e:?}");
@@ -596,5 +482,38 @@ mod tests {
     fn minimal_file_is_valid_and_complete() {
         let m = minimal("my \"app\"");
         assert_eq!(edit(&m).unwrap(), m);
+    }
+
+    #[test]
+    fn keeps_blank_lines_at_the_edges_and_the_line_endings() {
+        // The crate trims blank lines just inside a container it appends to.
+        let text = "{\n\n  \"features\": {\n\n    \"a\": {}\n  \n  },\n  \"runArgs\": [\n    \"--init\"\n\n  ]\n}\n";
+        assert_eq!(
+            edit(text).unwrap(),
+            format!("{{\n\n  \"features\": {{\n\n    \"a\": {{}},\n    \"{FEATURE_REF}\": {{}}\n  \n  }},\n  \"runArgs\": [\n    \"--init\",\n    \"{TUN_ARG}\"\n\n  ]\n}}\n")
+        );
+        assert_eq!(
+            edit("{\n\n  \"name\": \"x\"\n}\n").unwrap(),
+            format!("{{\n\n  \"name\": \"x\",\n  \"runArgs\": [\"{TUN_ARG}\"],\n  \"features\": {{ \"{FEATURE_REF}\": {{}} }}\n}}\n")
+        );
+        let out = edit("{\r\n  \"name\": \"x\"\r\n}\r\n").unwrap();
+        assert!(out.contains(TUN_ARG), "{out}");
+        assert!(!out.replace("\r\n", "").contains('\n'), "{out:?}");
+    }
+
+    #[test]
+    fn refusals_name_the_line_in_the_file_as_given() {
+        let text = "{\n  \"runArgs\": [\n    \"--init\"\n  ],\n  \"features\": []\n}\n";
+        assert_eq!(
+            edit(text),
+            Err(JsoncError {
+                line: 5,
+                what: "`features` is not an object".into()
+            })
+        );
+        // A missing comma: the line of what follows, past comments.
+        let e = edit("{\n  \"a\": 1 // note\n  /* x */\n  \"b\": 2\n}").unwrap_err();
+        assert_eq!(e.line, 4, "{e:?}");
+        assert_eq!(edit("// hi\n\n[1]").unwrap_err().line, 3);
     }
 }
