@@ -41,7 +41,9 @@ pasta --config-net -4 --no-map-gw -t none -u none -T none -U none -q --runas 0:0
 echo > "$d/go"
 wait "$h"; rc=$?
 # The floor ends its pasta too (waiting until it is gone, as the shadow does).
-p=$(cat "$d/pid"); kill -9 "$p"; while kill -0 "$p" 2>/dev/null; do sleep 0.001; done
+p=$(cat "$d/pid"); kill -9 "$p"
+# Gone or a zombie (its parent is init, which reaps when it will).
+while [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; do sleep 0.001; done
 rm -rf "$d"; exit $rc
 FLOOR
 

@@ -9,15 +9,18 @@ work=$1
 
 # Leftovers: the 50 launches run in a cgroup of their own, so whatever is
 # still in it afterwards is theirs, whatever it is called.
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-    [ "$(stat -fc %T "$r")" = cgroup2fs ] && root=$r && break
-done
+# `ip netns exec` mounts a fresh /sys without cgroups: mount the v2
+# hierarchy privately (this runs in bench.sh's own mount namespace).
+root="$work/cgroup2"
+mkdir -p "$root"
+mount -t cgroup2 none "$root"
 cg="$root/csb-bench-$$"
 mkdir "$cg"
 bash -c 'echo $$ > "$1/cgroup.procs"; for i in $(seq 50); do /usr/local/bin/claude --version >/dev/null & done; wait' _ "$cg"
 sleep 1
 wc -l < "$cg/cgroup.procs" > "$work/leftovers"
 rmdir "$cg" 2>/dev/null || true
+umount "$root"
 
 # Peak memory: a 1-second session (a stand-in real binary, pinned), sampled
 # just before it ends.
