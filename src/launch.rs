@@ -350,18 +350,18 @@ pub fn execute(
     drop(owned);
     // pasta is started first (the jail's longest step), then the git config
     // is written while it attaches, then the jail's routes are released.
-    if let Some(j) = jail.as_deref_mut() {
-        if let Err(e) = j.attach() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-    }
+    let mut jail_failed = jail.as_deref_mut().and_then(|j| j.attach().err());
     let (name, email) = git.get();
     // A bubblewrap that already failed closed its end; its own message says why.
     let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
-    if let Some(j) = jail {
-        if let Err(e) = j.release() {
+    if jail_failed.is_none() {
+        jail_failed = jail.and_then(|j| j.release().err());
+    }
+    if let Some(e) = jail_failed {
+        // bubblewrap builds the sandbox while pasta attaches. If it failed
+        // first, the jail lost its namespace with it: bubblewrap's own words
+        // decide (below), so a refused fresh /proc is retried as usual.
+        if !matches!(child.try_wait(), Ok(Some(_))) {
             let _ = child.kill();
             let _ = child.wait();
             return Err(e);

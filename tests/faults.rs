@@ -263,3 +263,32 @@ fn hook_input_empty_huge_or_garbage_never_opens_the_gate() {
         }
     }
 }
+
+#[test]
+fn refused_fresh_proc_falls_back_with_the_jail_on() {
+    if !require("faults_proc_fallback") {
+        return;
+    }
+    // bubblewrap fails on /proc while pasta is attaching: the launch must be
+    // retried with the host's /proc, not end with pasta's error.
+    let lan = Lan::up();
+    let w = world("faultproc");
+    for who in BOTH {
+        let o = claude(
+            &w,
+            &lan,
+            who,
+            "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys\n",
+            &["report"],
+        );
+        no_panic(&o, "fresh /proc refused");
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{who:?}: a refusal leaked to the user");
+        let r = report(&o);
+        assert_eq!(
+            r["nspid"].as_str().unwrap().split_whitespace().count(),
+            2,
+            "{who:?}: host /proc expected: {r}"
+        );
+    }
+}
