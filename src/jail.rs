@@ -31,7 +31,7 @@ use std::fs::File;
 use std::io::{BufRead, Read, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::{OwnedFd, RawFd};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -458,6 +458,14 @@ impl Jail {
         Ok(())
     }
 
+    /// Give up this attempt: the route keeper sees "go" close and exits with
+    /// the gate shut (so the sandbox runs nothing and ends), pasta is ended.
+    pub fn abandon(&mut self) {
+        self.go = None;
+        self.ready = None;
+        self.keeper = None;
+    }
+
     /// Once pasta is attached, tell the route keeper to lock the routes and
     /// open the shim's gate.
     pub fn release(&mut self) -> anyhow::Result<()> {
@@ -566,7 +574,11 @@ impl Drop for Keeper {
         // pasta is gone. This waits for the kernel to tear pasta's tap device
         // down (~30 ms): otherwise pasta or its keeper would be left for the
         // container's init to reap (docs/decisions/0004).
-        self.lifeline = None;
+        // "x" first: an orderly end, the sandbox is gone already. Without it
+        // (the shadow was killed) the keeper also sweeps the jail (below).
+        if let Some(l) = self.lifeline.take() {
+            let _ = File::from(l).write_all(b"x");
+        }
         let _ = self.child.wait();
     }
 }
@@ -634,17 +646,27 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
             false
         }
     };
+    // The jail's network namespace, while the route keeper holds it; never
+    // the keeper's own (the host's), so a sweep cannot reach the host.
+    let ns_ino = |p: String| std::fs::metadata(p).ok().map(|m| m.ino());
+    let jail_net = ns_ino(format!("/proc/{target}/ns/net"))
+        .filter(|ino| Some(*ino) != ns_ino("/proc/self/ns/net".into()));
     if attached {
         let _ = std::io::stdout().write_all(b"attached\n");
         let _ = std::io::stdout().flush();
         // Block until the shadow closes its end or dies (EOF either way).
         let mut byte = [0u8; 1];
-        loop {
+        let orderly = loop {
             let n = unsafe { libc::read(FD_KEEPER_LIFELINE, byte.as_mut_ptr().cast(), 1) };
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            break;
+            break n == 1 && byte[0] == b'x';
+        };
+        if !orderly {
+            if let Some(net) = jail_net {
+                sweep_namespace(net);
+            }
         }
     }
     reap_all_children();
@@ -652,6 +674,35 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
         0
     } else {
         1
+    }
+}
+
+/// The shadow died without an orderly end (`kill -9`): kill every process
+/// in the jail's network namespace, which is the whole sandbox. bubblewrap
+/// alone does not cover this: killed while it builds the sandbox, its child
+/// waits for it with no parent-death signal set yet, for ever.
+fn sweep_namespace(net: u64) {
+    let me = std::process::id();
+    for _ in 0..10 {
+        let mut found = false;
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let in_jail =
+                std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| m.ino() == net);
+            if in_jail {
+                unsafe { nix::libc::kill(pid as i32, nix::libc::SIGKILL) };
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -355,14 +355,20 @@ pub fn execute(
     // A bubblewrap that already failed closed its end; its own message says why.
     let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
     if jail_failed.is_none() {
-        jail_failed = jail.and_then(|j| j.release().err());
+        jail_failed = jail.as_deref_mut().and_then(|j| j.release().err());
     }
     if let Some(e) = jail_failed {
         // bubblewrap builds the sandbox while pasta attaches. If it failed
         // first, the jail lost its namespace with it: bubblewrap's own words
         // decide (below), so a refused fresh /proc is retried as usual.
         if !matches!(child.try_wait(), Ok(Some(_))) {
-            let _ = child.kill();
+            // Never SIGKILL bubblewrap mid-build: its child waits for it
+            // without a parent-death signal and would hang for ever. The
+            // gate stays shut (the route keeper sees "go" close), so the
+            // shim exits and bubblewrap with it; nothing ran inside.
+            if let Some(j) = jail {
+                j.abandon();
+            }
             let _ = child.wait();
             return Err(e);
         }

@@ -405,7 +405,14 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
             let setup = format!("{}{setup}\n", resolv("127.0.0.53"));
             let cmd =
                 w.command_with_setup(who, &w.workspace(who), &setup, env, &["claude", "report"]);
-            let o = in_netns(&lan.host, &cmd).output().unwrap();
+            let t = common::tracked::Tracked::new("prereq");
+            let o = t.wrap(&in_netns(&lan.host, &cmd)).output().unwrap();
+            let left = t.leftovers_after(std::time::Duration::from_secs(1));
+            assert!(
+                left.is_empty(),
+                "{who:?} {what}: still running after the refusal:\n{}",
+                left.join("\n")
+            );
             let err = stderr(&o);
             assert_eq!(o.status.code(), Some(125), "{who:?} {what}: {err}");
             assert!(stdout(&o).is_empty(), "{who:?} {what}: the probe ran");
