@@ -6,7 +6,8 @@
 //! 1. The shadow spawns the **holder** (`claude-sandbox __holder`), which
 //!    unshares a user + network namespace, maps itself to the launching user,
 //!    forks the **route keeper** (which stays in those namespaces), reports
-//!    the route keeper's PID on a pipe and execs bubblewrap at once.
+//!    the route keeper's PID to pasta's keeper (started before the holder)
+//!    and execs bubblewrap at once.
 //!    bubblewrap builds the sandbox while the jail is wired; the shim inside
 //!    waits on a gate and runs nothing until the routes are locked.
 //! 2. Meanwhile the shadow runs pasta (`passt` package) against the route
@@ -254,8 +255,7 @@ pub struct Jail {
     connected: Vec<(Ipv4Addr, u8)>,
     pasta: PathBuf,
     ip: PathBuf,
-    /// Our ends of the holder's pipes for the current attempt.
-    ready: Option<OwnedFd>,
+    /// Our end of the route keeper's "go" pipe for the current attempt.
     go: Option<OwnedFd>,
     /// pasta's keeper for the current attempt; dropping it ends pasta.
     keeper: Option<Keeper>,
@@ -331,7 +331,6 @@ impl Jail {
             connected: routes.connected.clone(),
             pasta,
             ip,
-            ready: None,
             go: None,
             keeper: None,
         })
@@ -377,10 +376,13 @@ impl Jail {
         bwrap_args: &[OsString],
     ) -> anyhow::Result<(Command, Vec<(OwnedFd, RawFd)>)> {
         self.keeper = None;
-        let (ready_r, ready_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        // The holder reports the route keeper's PID straight to pasta's
+        // keeper, started first: so the keeper knows the jail even when the
+        // shadow dies right after spawning the holder.
+        let (target_r, target_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (go_r, go_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (gate_r, gate_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        self.ready = Some(ready_r);
+        self.keeper = Some(Keeper::start(&self.pasta_args(), target_r)?);
         self.go = Some(go_w);
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
@@ -396,7 +398,7 @@ impl Jail {
         Ok((
             c,
             vec![
-                (ready_w, FD_HOLDER_READY),
+                (target_w, FD_HOLDER_READY),
                 (go_r, FD_HOLDER_GO),
                 (gate_w, FD_HOLDER_GATE),
                 (gate_r, plan::FD_JAIL_GATE),
@@ -404,10 +406,8 @@ impl Jail {
         ))
     }
 
-    /// Right after the holder was spawned (bubblewrap is already building
-    /// the sandbox): start pasta against the holder's route keeper. Returns
-    /// without waiting for pasta; [`Jail::release`] does.
-    pub fn attach(&mut self) -> anyhow::Result<()> {
+    /// pasta's command line, less the PID to attach to (the keeper adds it).
+    fn pasta_args(&self) -> Vec<OsString> {
         let mut pasta = vec![self.pasta.clone().into_os_string()];
         pasta.extend(
             [
@@ -441,28 +441,13 @@ impl Jail {
         if crate::testhooks::active(crate::testhooks::Mutation::PastaAttachFails) {
             pasta.push("--no-such-option-for-tests".into());
         }
-        // The keeper starts while the holder is still unsharing; it learns
-        // the PID to attach to once the holder reports it.
-        let mut keeper = Keeper::start(&pasta)?;
-        let mut ready = File::from(self.ready.take().expect("command() before attach()"));
-        let mut said = String::new();
-        let _ = ready.read_to_string(&mut said);
-        let Ok(routes_pid) = said.trim().parse::<u32>() else {
-            // The holder failed and said why on its stderr; the executor
-            // reports it. The keeper sees its input close and exits.
-            self.go = None;
-            return Ok(());
-        };
-        keeper.target(routes_pid)?;
-        self.keeper = Some(keeper);
-        Ok(())
+        pasta
     }
 
     /// Give up this attempt: the route keeper sees "go" close and exits with
     /// the gate shut (so the sandbox runs nothing and ends), pasta is ended.
     pub fn abandon(&mut self) {
         self.go = None;
-        self.ready = None;
         self.keeper = None;
     }
 
@@ -470,9 +455,11 @@ impl Jail {
     /// open the shim's gate.
     pub fn release(&mut self) -> anyhow::Result<()> {
         let (Some(keeper), Some(go)) = (self.keeper.as_mut(), self.go.take()) else {
-            return Ok(()); // the holder failed; the executor reports it
+            return Ok(());
         };
-        keeper.wait_attached()?;
+        if !keeper.wait_attached()? {
+            return Ok(()); // the holder failed and said why; the executor reports it
+        }
         // A route keeper gone already means bubblewrap failed (it dies with
         // it): the executor reports bubblewrap's own words, so no error here.
         let _ = File::from(go).write_all(b"g");
@@ -496,7 +483,7 @@ struct Keeper {
 
 impl Keeper {
     /// Run pasta under a keeper; [`Keeper::wait_attached`] waits for it.
-    fn start(pasta: &[OsString]) -> anyhow::Result<Keeper> {
+    fn start(pasta: &[OsString], target: OwnedFd) -> anyhow::Result<Keeper> {
         let (life_r, life_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
@@ -506,7 +493,7 @@ impl Keeper {
             .arg("--")
             .args(pasta)
             .env_clear()
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(target))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let life_raw = std::os::fd::AsRawFd::as_raw_fd(&life_r);
@@ -534,22 +521,17 @@ impl Keeper {
         })
     }
 
-    /// Tell the keeper which process's namespaces pasta attaches to.
-    fn target(&mut self, pid: u32) -> anyhow::Result<()> {
-        let mut input = self.child.stdin.take().expect("piped");
-        input
-            .write_all(format!("{pid}\n").as_bytes())
-            .map_err(|e| setup(format!("egress jail: pasta's keeper went away: {e}")))
-    }
-
-    /// Wait until pasta is attached (its foreground process exited well).
-    fn wait_attached(&mut self) -> anyhow::Result<()> {
+    /// Wait until pasta is attached (its foreground process exited well):
+    /// true; false when the holder never reported (it failed and said why).
+    fn wait_attached(&mut self) -> anyhow::Result<bool> {
         let mut said = String::new();
         if let Some(out) = self.child.stdout.take() {
             let _ = std::io::BufReader::new(out).read_line(&mut said);
         }
-        if said.trim() == "attached" {
-            return Ok(());
+        match said.trim() {
+            "attached" => return Ok(true),
+            "no-holder" => return Ok(false),
+            _ => {}
         }
         let mut err = String::new();
         if let Some(mut e) = self.child.stderr.take() {
@@ -619,8 +601,14 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
     let mut target = String::new();
     let _ = std::io::stdin().read_line(&mut target);
     let Ok(target) = target.trim().parse::<u32>() else {
-        return 1; // the holder failed; the shadow reports why
+        // The holder failed (and said why to the shadow) or never ran.
+        let _ = std::io::stdout().write_all(b"no-holder\n");
+        return 1;
     };
+    // The jail's network namespace, known for certain: the route keeper is
+    // the holder's child and the holder is our parent's (the shadow's), and
+    // it is not our own (the host's), so a sweep can never reach the host.
+    let jail_net = jail_namespace(target);
     let mut cmd = Command::new(pasta);
     cmd.args(rest)
         .arg(target.to_string())
@@ -646,27 +634,28 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
             false
         }
     };
-    // The jail's network namespace, while the route keeper holds it; never
-    // the keeper's own (the host's), so a sweep cannot reach the host.
-    let ns_ino = |p: String| std::fs::metadata(p).ok().map(|m| m.ino());
-    let jail_net = ns_ino(format!("/proc/{target}/ns/net"))
-        .filter(|ino| Some(*ino) != ns_ino("/proc/self/ns/net".into()));
-    if attached {
-        let _ = std::io::stdout().write_all(b"attached\n");
-        let _ = std::io::stdout().flush();
-        // Block until the shadow closes its end or dies (EOF either way).
-        let mut byte = [0u8; 1];
-        let orderly = loop {
-            let n = unsafe { libc::read(FD_KEEPER_LIFELINE, byte.as_mut_ptr().cast(), 1) };
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break n == 1 && byte[0] == b'x';
-        };
-        if !orderly {
-            if let Some(net) = jail_net {
-                sweep_namespace(net);
-            }
+    let _ = std::io::stdout().write_all(if attached { b"attached\n" } else { b"failed\n" });
+    let _ = std::io::stdout().flush();
+    // Nothing more to say: close stdout and stderr so the shadow's reads end.
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let null = std::os::fd::AsRawFd::as_raw_fd(&null);
+        unsafe {
+            libc::dup2(null, 1);
+            libc::dup2(null, 2);
+        }
+    }
+    // Block until the shadow closes its end or dies (EOF either way).
+    let mut byte = [0u8; 1];
+    let orderly = loop {
+        let n = unsafe { libc::read(FD_KEEPER_LIFELINE, byte.as_mut_ptr().cast(), 1) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        break n == 1 && byte[0] == b'x';
+    };
+    if !orderly {
+        if let Some(net) = jail_net {
+            sweep_namespace(net);
         }
     }
     reap_all_children();
@@ -675,6 +664,28 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
     } else {
         1
     }
+}
+
+/// The network namespace (inode) of the route keeper `pid`, if it is ours:
+/// its parent is the holder, whose parent is the shadow (our own parent),
+/// and it is not the namespace we run in.
+fn jail_namespace(pid: u32) -> Option<u64> {
+    let ppid = |p: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let ino = |p: &str| std::fs::metadata(p).ok().map(|m| m.ino());
+    let holder = ppid(pid)?;
+    if ppid(holder)? != nix::unistd::getppid().as_raw() as u32 {
+        return None;
+    }
+    let net = ino(&format!("/proc/{pid}/ns/net"))?;
+    (Some(net) != ino("/proc/self/ns/net")).then_some(net)
 }
 
 /// The shadow died without an orderly end (`kill -9`): kill every process

@@ -350,13 +350,12 @@ pub fn execute(
     drop(owned);
     // pasta is started first (the jail's longest step), then the git config
     // is written while it attaches, then the jail's routes are released.
-    let mut jail_failed = jail.as_deref_mut().and_then(|j| j.attach().err());
+    // pasta's keeper started before the holder and attaches pasta as soon
+    // as the holder reports; the git config is written meanwhile.
     let (name, email) = git.get();
     // A bubblewrap that already failed closed its end; its own message says why.
     let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
-    if jail_failed.is_none() {
-        jail_failed = jail.as_deref_mut().and_then(|j| j.release().err());
-    }
+    let jail_failed = jail.as_deref_mut().and_then(|j| j.release().err());
     if let Some(e) = jail_failed {
         // bubblewrap builds the sandbox while pasta attaches. If it failed
         // first, the jail lost its namespace with it: bubblewrap's own words

@@ -208,3 +208,50 @@ fn fifty_and_fifty_launches_at_once_three_rounds() {
         );
     }
 }
+
+#[test]
+fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
+    if !require("lifetime_kill_during_build") {
+        return;
+    }
+    // bubblewrap's child waits for bubblewrap before it arms its own
+    // parent-death signal: a shadow killed in that moment used to leave it
+    // sleeping for ever (decisions/0004). Kill at every few milliseconds of
+    // the build.
+    let lan = Lan::up();
+    let w = jail_world("killbuild");
+    for who in BOTH {
+        let t = Tracked::new("killbuild");
+        for delay_us in (0..30_000).step_by(1_500) {
+            let mut child = launch(&w, &lan, &t, who, &["exit", "0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            // The shadow itself, once it runs (the world's set-up comes first).
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let shadow = loop {
+                if let Some(pid) =
+                    t.find(|exe, comm| exe.ends_with("/claude-sandbox") && comm == "claude")
+                {
+                    break pid;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{who:?}: the shadow never started"
+                );
+                std::thread::sleep(Duration::from_micros(200));
+            };
+            std::thread::sleep(Duration::from_micros(delay_us));
+            unsafe { libc::kill(shadow as i32, libc::SIGKILL) };
+            let _ = child.wait();
+        }
+        let left = t.leftovers_after(Duration::from_secs(1));
+        assert!(
+            left.is_empty(),
+            "{who:?}: still running 1 s after kill -9 during the build:\n{}",
+            left.join("\n")
+        );
+    }
+}

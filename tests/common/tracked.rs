@@ -112,6 +112,16 @@ impl Tracked {
         found
     }
 
+    /// The first process in the cgroup whose executable path and name match.
+    pub fn find(&self, matches: impl Fn(&str, &str) -> bool) -> Option<u32> {
+        self.leftovers().into_iter().find_map(|l| {
+            let mut f = l.splitn(2, ' ');
+            let pid = f.next()?.parse().ok()?;
+            let (exe, comm) = f.next()?.rsplit_once(" (")?;
+            matches(exe, comm.trim_end_matches(')')).then_some(pid)
+        })
+    }
+
     /// Wait up to `within` for the cgroup to empty; what is left then.
     pub fn leftovers_after(&self, within: Duration) -> Vec<String> {
         let deadline = Instant::now() + within;
