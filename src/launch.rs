@@ -434,19 +434,38 @@ pub fn execute(
 }
 
 /// The program the sandbox runs, seen from the host: bubblewrap (our child;
-/// or the jail holder, which execs it) has one child, the sandbox's PID 1,
-/// whose one child is the shim, which execs the real binary in place.
+/// or the jail holder, which execs it) has one child in a new PID namespace,
+/// the sandbox's PID 1, whose one child is the shim, which execs the real
+/// binary in place. (With the jail, bubblewrap can also still have the
+/// route keeper as a child for a moment: it is not in a new PID namespace.)
 pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
-    let only_child = |p: i32| -> Option<i32> {
-        let text = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).ok()?;
-        let mut kids = text.split_whitespace().filter_map(|k| k.parse().ok());
-        match (kids.next(), kids.next()) {
-            (Some(k), None) => Some(k),
-            _ => None,
-        }
+    let children = |p: i32| -> Vec<i32> {
+        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+            .map(|t| {
+                t.split_whitespace()
+                    .filter_map(|k| k.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    let init = only_child(bwrap.as_raw())?;
-    only_child(init).map(nix::unistd::Pid::from_raw)
+    let nested_pid_ns = |p: &i32| {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("NSpid:"))
+                    .map(|v| v.split_whitespace().count() > 1)
+            })
+            .unwrap_or(false)
+    };
+    let mut inits = children(bwrap.as_raw()).into_iter().filter(nested_pid_ns);
+    let (Some(init), None) = (inits.next(), inits.next()) else {
+        return None;
+    };
+    match children(init)[..] {
+        [only] => Some(nix::unistd::Pid::from_raw(only)),
+        _ => None,
+    }
 }
 
 /// §4.3, just before exec: every read-write path must still resolve where it
