@@ -4,21 +4,11 @@
 //! private site network, as root and as an unprivileged user.
 
 mod common;
-use common::lan::Lan;
+use common::lan::{jail_world, Lan};
 use common::*;
 
 use std::io::Write;
 use std::process::{Output, Stdio};
-
-/// A world with the probe as the real binary and the default configuration.
-fn world(name: &str) -> World {
-    let w = World::new(name);
-    w.install_by_hand(&w.root.join("bin/probe"), "");
-    let o =
-        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
-    assert!(o.status.success(), "{}", stderr(&o));
-    w
-}
 
 /// `claude ARGS` as `who` in the LAN, after the root `setup` lines.
 fn claude(w: &World, lan: &Lan, who: Who, setup: &str, args: &[&str]) -> Output {
@@ -68,7 +58,7 @@ fn host_faults_the_launch_survives_without_skipping_a_defence() {
         return;
     }
     let lan = Lan::up();
-    let w = world("faulthost");
+    let w = jail_world("faulthost", "");
     for who in BOTH {
         let home = w.home(who);
         let cases: Vec<(&str, String)> = vec![
@@ -135,7 +125,7 @@ fn bad_pin_and_bad_config_refuse_with_one_line() {
         return;
     }
     let lan = Lan::up();
-    let w = world("faultinput");
+    let w = jail_world("faultinput", "");
     let pin = "/usr/libexec/claude-sandbox/claude.pin";
     let conf = "/etc/claude-sandbox.conf";
     let pin_cases: Vec<(&str, String)> = vec![
@@ -272,7 +262,7 @@ fn refused_fresh_proc_falls_back_with_the_jail_on() {
     // bubblewrap fails on /proc while pasta is attaching: the launch must be
     // retried with the host's /proc, not end with pasta's error.
     let lan = Lan::up();
-    let w = world("faultproc");
+    let w = jail_world("faultproc", "");
     for who in BOTH {
         let o = claude(
             &w,

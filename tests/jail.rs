@@ -22,14 +22,6 @@ const BLOCKED: &[&str] = &[
     "10.77.0.1:9090",       // that service through the gateway address
 ];
 
-/// A world whose probe reaches netprobe.py (copied where the sandbox can read it).
-fn jail_world(name: &str, conf: &str) -> World {
-    let w = World::new(name);
-    w.install_by_hand(&w.root.join("bin/probe"), conf);
-    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
-    w
-}
-
 /// Root lines that give the world's mount namespace this resolv.conf.
 fn resolv(nameserver: &str) -> String {
     format!("rm -f /etc/resolv.conf && echo 'nameserver {nameserver}' > /etc/resolv.conf\n")

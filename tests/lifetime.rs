@@ -6,7 +6,7 @@
 //! launches at once pass too, three rounds in a row.
 
 mod common;
-use common::lan::Lan;
+use common::lan::{jail_world, Lan};
 use common::pty::{read_until, spawn_on_pty};
 use common::tracked::{tmp_leftovers, Tracked};
 use common::*;
@@ -44,17 +44,6 @@ const ENDS: &[End] = &[
     End::ShadowKill9,
     End::TerminalClosed,
 ];
-
-fn jail_world(name: &str) -> World {
-    let w = World::new(name);
-    // Default configuration: the jail is on.
-    w.install_by_hand(&w.root.join("bin/probe"), "");
-    // The resolver is the LAN's gateway (set once: the world's /etc persists).
-    let o =
-        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
-    assert!(o.status.success(), "{}", stderr(&o));
-    w
-}
 
 /// `claude ARGS` as `who`, in the LAN's devcontainer namespace, in `t`'s cgroup.
 fn launch(w: &World, lan: &Lan, t: &Tracked, who: Who, args: &[&str]) -> Command {
@@ -125,7 +114,7 @@ fn every_way_of_ending_leaves_nothing_running() {
         return;
     }
     let lan = Lan::up();
-    let w = jail_world("lifetime");
+    let w = jail_world("lifetime", "");
     let tmp_before = tmp_leftovers();
     for who in BOTH {
         for &end in ENDS {
@@ -162,7 +151,7 @@ fn fifty_and_fifty_launches_at_once_three_rounds() {
         return;
     }
     let lan = Lan::up();
-    let w = jail_world("load");
+    let w = jail_world("load", "");
     let tmp_before = tmp_leftovers();
     for round in 0..3 {
         let t = Tracked::new("load");
@@ -219,7 +208,7 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
     // sleeping for ever (decisions/0004). Kill at every few milliseconds of
     // the build.
     let lan = Lan::up();
-    let w = jail_world("killbuild");
+    let w = jail_world("killbuild", "");
     for who in BOTH {
         let t = Tracked::new("killbuild");
         for delay_us in (0..30_000).step_by(1_500) {

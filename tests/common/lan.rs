@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::stderr;
+use super::{stderr, World};
 
 static NETS: AtomicUsize = AtomicUsize::new(0);
 
@@ -77,4 +77,18 @@ impl Drop for Lan {
             .args(["down", &self.prefix])
             .output();
     }
+}
+
+/// A world for the LAN: the probe as the real binary, `conf` as the
+/// configuration (the jail is on unless it says otherwise), the LAN's
+/// gateway as resolver (set once: the world's /etc persists), and
+/// netprobe.py beside the probe, where the sandbox can read it.
+pub fn jail_world(name: &str, conf: &str) -> World {
+    let w = World::new(name);
+    w.install_by_hand(&w.root.join("bin/probe"), conf);
+    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
+    let o =
+        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    w
 }
