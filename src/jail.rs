@@ -45,6 +45,7 @@ use crate::plan;
 
 /// Fixed fds the holder receives.
 pub const FD_HOLDER_ROUTES: i32 = 205;
+/// Where the holder reports the route keeper's PID (to pasta's keeper).
 pub const FD_HOLDER_READY: i32 = 206;
 pub const FD_HOLDER_GO: i32 = 207;
 /// The write end of the shim's gate ([`plan::FD_JAIL_GATE`]), held by the route keeper.
@@ -552,12 +553,12 @@ impl Keeper {
 
 impl Drop for Keeper {
     fn drop(&mut self) {
-        // Closing the lifeline tells the keeper to kill pasta; its exit says
-        // pasta is gone. This waits for the kernel to tear pasta's tap device
-        // down (~30 ms): otherwise pasta or its keeper would be left for the
-        // container's init to reap (docs/decisions/0004).
-        // "x" first: an orderly end, the sandbox is gone already. Without it
-        // (the shadow was killed) the keeper also sweeps the jail (below).
+        // "x", then closing the lifeline: an orderly end (the sandbox is gone
+        // already), so the keeper only kills pasta; its exit says pasta is
+        // gone. Without the "x" (the shadow was killed) the keeper also
+        // sweeps the jail. This waits for the kernel to tear pasta's tap
+        // device down (~30 ms): otherwise pasta or its keeper would be left
+        // for the container's init to reap (docs/decisions/0004).
         if let Some(l) = self.lifeline.take() {
             let _ = File::from(l).write_all(b"x");
         }
@@ -576,11 +577,13 @@ const KEEPER_IGNORES: [i32; 5] = [
 ];
 
 /// `claude-sandbox __pasta-keeper -- PASTA ARGS…` (see [`Keeper`]): reads
-/// the PID to attach to from stdin, appends it to pasta's arguments. Prints
-/// `attached` once pasta's foreground process exited successfully, then
-/// waits for the lifeline (fd 3) to close and kills every child it has
-/// (pasta's daemon, adopted as child subreaper). Ignores the signals a
-/// terminal or a process-group kill sends: only the lifeline ends it.
+/// the PID to attach to from stdin (the holder writes it; EOF: `no-holder`),
+/// appends it to pasta's arguments. Prints `attached` once pasta's
+/// foreground process exited successfully (else `failed`, pasta's words on
+/// stderr), then waits for the lifeline (fd 3) to close, sweeps the jail
+/// unless the shadow said "x" first, and kills every child it has (pasta's
+/// daemon, adopted as child subreaper). Ignores the signals a terminal or a
+/// process-group kill sends: only the lifeline ends it.
 pub fn keeper_main(args: &[OsString]) -> i32 {
     use nix::libc;
     let [sep, pasta, rest @ ..] = args else {
@@ -645,14 +648,7 @@ pub fn keeper_main(args: &[OsString]) -> i32 {
         }
     }
     // Block until the shadow closes its end or dies (EOF either way).
-    let mut byte = [0u8; 1];
-    let orderly = loop {
-        let n = unsafe { libc::read(FD_KEEPER_LIFELINE, byte.as_mut_ptr().cast(), 1) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        break n == 1 && byte[0] == b'x';
-    };
+    let orderly = crate::kernel::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
     if !orderly {
         if let Some(net) = jail_net {
             sweep_namespace(net);
@@ -720,14 +716,8 @@ fn sweep_namespace(net: u64) {
 /// Kill every child of this (single-threaded) process and reap them all.
 fn reap_all_children() {
     use nix::libc;
-    let me = std::process::id();
-    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
-        for pid in text
-            .split_whitespace()
-            .filter_map(|p| p.parse::<i32>().ok())
-        {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+    for pid in crate::kernel::children(std::process::id() as i32) {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     loop {
         let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
@@ -817,8 +807,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
     // sandbox's other fds must not stay open here.
     crate::kernel::close_fds_except(3, &[FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES]);
     let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let mut go = [0u8; 1];
-    if !matches!(fd_file(FD_HOLDER_GO).read(&mut go), Ok(1)) {
+    if crate::kernel::read_byte(FD_HOLDER_GO).is_none() {
         return 1; // pasta did not attach; the shadow reports why.
     }
     match lock_routes(ip) {

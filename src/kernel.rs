@@ -126,3 +126,28 @@ pub fn close_fds_except(from: RawFd, keep: &[RawFd]) {
         unsafe { nix::libc::close(fd) };
     }
 }
+
+/// The children of process `pid` (its main thread's), from
+/// `/proc/PID/task/PID/children`; empty when it cannot be read.
+pub fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|t| {
+            t.split_whitespace()
+                .filter_map(|k| k.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Read one byte from `fd`, retrying when a signal interrupts; None at EOF
+/// or on an error (the writer is gone either way).
+pub fn read_byte(fd: RawFd) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    loop {
+        let n = unsafe { nix::libc::read(fd, byte.as_mut_ptr().cast(), 1) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return (n == 1).then_some(byte[0]);
+    }
+}

@@ -348,8 +348,6 @@ pub fn execute(
     drop(ready_w);
     drop(keep_stderr);
     drop(owned);
-    // pasta is started first (the jail's longest step), then the git config
-    // is written while it attaches, then the jail's routes are released.
     // pasta's keeper started before the holder and attaches pasta as soon
     // as the holder reports; the git config is written meanwhile.
     let (name, email) = git.get();
@@ -439,15 +437,6 @@ pub fn execute(
 /// binary in place. (With the jail, bubblewrap can also still have the
 /// route keeper as a child for a moment: it is not in a new PID namespace.)
 pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
-    let children = |p: i32| -> Vec<i32> {
-        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
-            .map(|t| {
-                t.split_whitespace()
-                    .filter_map(|k| k.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let nested_pid_ns = |p: &i32| {
         std::fs::read_to_string(format!("/proc/{p}/status"))
             .ok()
@@ -458,11 +447,13 @@ pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
             })
             .unwrap_or(false)
     };
-    let mut inits = children(bwrap.as_raw()).into_iter().filter(nested_pid_ns);
+    let mut inits = crate::kernel::children(bwrap.as_raw())
+        .into_iter()
+        .filter(nested_pid_ns);
     let (Some(init), None) = (inits.next(), inits.next()) else {
         return None;
     };
-    match children(init)[..] {
+    match crate::kernel::children(init)[..] {
         [only] => Some(nix::unistd::Pid::from_raw(only)),
         _ => None,
     }
@@ -531,15 +522,7 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         return 2;
     }
     if let Some(gate) = gate {
-        let mut byte = [0u8; 1];
-        let n = loop {
-            let n = unsafe { libc::read(gate, byte.as_mut_ptr().cast(), 1) };
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break n;
-        };
-        if n != 1 {
+        if crate::kernel::read_byte(gate).is_none() {
             // The jail said why on this same stderr (the shadow's error pipe).
             eprintln!("egress jail: the routes were not locked; nothing was started");
             return crate::error::EXIT_SETUP;
