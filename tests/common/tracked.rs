@@ -78,6 +78,15 @@ impl Tracked {
 
     /// Every process in the cgroup: `PID EXE (NAME)`.
     pub fn leftovers(&self) -> Vec<String> {
+        self.processes()
+            .into_iter()
+            .map(|(pid, exe, comm)| format!("{pid} {exe} ({comm})"))
+            .collect()
+    }
+
+    /// Every process in the cgroup as (PID, executable path, name); our own
+    /// adopted zombies are reaped on the way.
+    fn processes(&self) -> Vec<(u32, String, String)> {
         let mut found = Vec::new();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return found;
@@ -107,19 +116,17 @@ impl Tracked {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "(exe unreadable: a zombie or kernel thread)".into());
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            found.push(format!("{pid} {exe} ({})", comm.trim()));
+            found.push((pid, exe, comm.trim().to_string()));
         }
         found
     }
 
     /// The first process in the cgroup whose executable path and name match.
     pub fn find(&self, matches: impl Fn(&str, &str) -> bool) -> Option<u32> {
-        self.leftovers().into_iter().find_map(|l| {
-            let mut f = l.splitn(2, ' ');
-            let pid = f.next()?.parse().ok()?;
-            let (exe, comm) = f.next()?.rsplit_once(" (")?;
-            matches(exe, comm.trim_end_matches(')')).then_some(pid)
-        })
+        self.processes()
+            .into_iter()
+            .find(|(_, exe, comm)| matches(exe, comm))
+            .map(|(pid, _, _)| pid)
     }
 
     /// Wait up to `within` for the cgroup to empty; what is left then.
@@ -138,14 +145,12 @@ impl Tracked {
 impl Drop for Tracked {
     fn drop(&mut self) {
         for _ in 0..50 {
-            let left = self.leftovers();
+            let left = self.processes();
             if left.is_empty() {
                 break;
             }
-            for l in left {
-                if let Some(pid) = l.split(' ').next().and_then(|p| p.parse::<i32>().ok()) {
-                    unsafe { nix::libc::kill(pid, nix::libc::SIGKILL) };
-                }
+            for (pid, _, _) in left {
+                unsafe { nix::libc::kill(pid as i32, nix::libc::SIGKILL) };
             }
             std::thread::sleep(Duration::from_millis(20));
         }
