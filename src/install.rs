@@ -433,19 +433,16 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
 }
 
 /// The managed settings as they are: `Ok(None)` when there is no file,
-/// `Err(why)` when there is one the guard cannot be merged into (not JSON,
-/// not an object, a FIFO, too large…). SPEC §6: such a file is left alone
-/// with a warning, and the rest installs.
+/// `Err(why)` when it cannot be read as text (a FIFO, too large…; never
+/// waited on). Like a file that is not JSON (the merge says so), SPEC §6
+/// leaves it alone with a warning, and the rest installs.
 fn managed_settings(root: &Path) -> Result<Option<String>, String> {
     use crate::files::{read_text, ReadError};
-    let path = rebase(root, Path::new(paths::MANAGED_SETTINGS));
-    let text = match read_text(&path) {
-        Ok(t) => t,
-        Err(ReadError::Missing) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    hooks::merge_managed(Some(&text), true)?;
-    Ok(Some(text))
+    match read_text(&rebase(root, Path::new(paths::MANAGED_SETTINGS))) {
+        Ok(t) => Ok(Some(t)),
+        Err(ReadError::Missing) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn symlink(ctx: &mut Ctx, target: &str, at: &str) -> anyhow::Result<()> {
