@@ -439,7 +439,17 @@ fn tampered_binary_refused_until_repinned() {
     let same_path = w.root.join("bin/same-size");
     std::fs::write(&same_path, &same).unwrap();
     std::fs::set_permissions(&same_path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let ran = Command::new(&same_path).output().unwrap();
+    // Another test thread forking while the file was open for writing holds
+    // it until that child's exec: ETXTBSY for a moment, so retry briefly.
+    let ran = (0..50)
+        .find_map(|_| match Command::new(&same_path).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            other => Some(other.unwrap()),
+        })
+        .expect("the stand-in stayed busy for 1 s");
     assert_eq!(
         stdout(&ran),
         "TAMPERED-BINARY-RAN\n",
