@@ -337,6 +337,19 @@ impl Jail {
         })
     }
 
+    /// A jail from a given plan, without host checks (the plan's golden tests).
+    #[cfg(test)]
+    pub(crate) fn for_tests(plan: JailPlan, connected: Vec<(Ipv4Addr, u8)>) -> Jail {
+        Jail {
+            plan,
+            connected,
+            pasta: PathBuf::from("/usr/bin/pasta"),
+            ip: PathBuf::from("/usr/sbin/ip"),
+            go: None,
+            keeper: None,
+        }
+    }
+
     /// The plan (for `claude-sandbox plan` and tests).
     pub fn plan(&self) -> &JailPlan {
         &self.plan

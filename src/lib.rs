@@ -24,3 +24,6 @@ pub mod record;
 pub mod seccomp;
 pub mod testhooks;
 pub mod verify;
+
+#[cfg(test)]
+mod golden;

@@ -1,0 +1,169 @@
+//! The rendered plan for a table of configurations, compared with the
+//! output recorded before the typed-sandbox refactor (issue #11): the
+//! bubblewrap argv exactly as `claude-sandbox plan` prints it, plus the
+//! contents of the data fds (launch record, resolv.conf, route batch).
+//! `CSB_BLESS=1 cargo test --lib golden` rewrites tests/fixtures/plan/.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use sha2::Digest;
+
+use crate::config::Config;
+use crate::jail::{self, HostRoutes, Resolv};
+use crate::plan::{self, tests::facts, Facts, ProcMode};
+
+fn site() -> HostRoutes {
+    HostRoutes {
+        iface: "eth0".into(),
+        gateway: Ipv4Addr::new(10, 77, 0, 1),
+        connected: vec![(Ipv4Addr::new(10, 77, 0, 0), 24)],
+    }
+}
+
+fn with_record(mut f: Facts) -> Facts {
+    f.existing
+        .insert(PathBuf::from(crate::paths::LAUNCH_RECORD));
+    f.launcher_ns.insert("net".into(), 4026531840);
+    f.host_loopback_tcp = vec![22, 8080];
+    f
+}
+
+/// What `claude-sandbox plan` prints, plus the data fds, for one case.
+fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let mut plan = plan::build(cfg, facts, &args).unwrap();
+    if cfg.egress_jail {
+        let j = jail::Jail::for_tests(
+            jail::plan_jail(&site(), resolv, &cfg.allow_ip),
+            site().connected,
+        );
+        plan.insert_before_command(j.bwrap_args());
+        plan.data_fds.extend(j.data_fds());
+        if let Some(r) = plan.record.as_mut() {
+            r.site_subnets = j.site_subnets().to_vec();
+        }
+    }
+    if let Some(r) = &plan.record {
+        plan.data_fds.push((plan::FD_LAUNCH_RECORD, r.to_bytes()));
+    }
+    let mut out = String::from("bwrap\n");
+    for a in &plan.bwrap_args {
+        out.push_str(&a.to_string_lossy());
+        out.push('\n');
+    }
+    let mut data = plan.data_fds.clone();
+    data.sort();
+    for (fd, bytes) in data {
+        if fd == plan::FD_SECCOMP {
+            out.push_str(&format!(
+                "=== fd {fd}: seccomp, {} bytes, sha256 {:x}\n",
+                bytes.len(),
+                sha2::Sha256::digest(&bytes)
+            ));
+        } else {
+            out.push_str(&format!("=== fd {fd}\n{}", String::from_utf8_lossy(&bytes)));
+        }
+    }
+    out.push_str(&format!(
+        "=== gitconfig\n{}",
+        plan::gitconfig_data(&plan, Some("Dev"), Some("dev@example.com"))
+    ));
+    out
+}
+
+fn cases() -> Vec<(&'static str, String)> {
+    let lan_resolv = Resolv {
+        nameservers: vec![Ipv4Addr::new(10, 77, 0, 1)],
+        other_lines: vec!["search corp.example".into()],
+    };
+    let public_resolv = Resolv {
+        nameservers: vec![Ipv4Addr::new(9, 9, 9, 9)],
+        other_lines: Vec::new(),
+    };
+    let off = Config {
+        egress_jail: false,
+        ..Config::default()
+    };
+    let mut v = Vec::new();
+    v.push((
+        "default-jail",
+        render(&Config::default(), &with_record(facts()), &lan_resolv, &[]),
+    ));
+    v.push((
+        "jail-off-args",
+        render(
+            &off,
+            &with_record(facts()),
+            &lan_resolv,
+            &["-p", "hi", "--chrome", "--", "--chrome"],
+        ),
+    ));
+    v.push((
+        "version-only-no-record",
+        render(&Config::default(), &facts(), &public_resolv, &["--version"]),
+    ));
+    let mut f = with_record(facts());
+    f.existing
+        .insert(PathBuf::from("/home/dev/.config/glab-cli"));
+    f.existing.insert(PathBuf::from("/home/dev/.local/bin/uv"));
+    f.existing.insert(PathBuf::from("/run/secrets"));
+    f.existing.insert(PathBuf::from("/etc/sudoers"));
+    let extra = PathBuf::from("/srv/data");
+    f.resolved.insert(extra.clone(), Some(extra.clone()));
+    let cfg = Config {
+        no_forge: true,
+        allow_write: vec![extra],
+        pass_env: vec!["FOO".into()],
+        allow_ip: vec![Ipv4Addr::new(10, 77, 0, 9)],
+        ..Config::default()
+    };
+    v.push((
+        "no-forge-allow-write",
+        render(&cfg, &f, &public_resolv, &[]),
+    ));
+    let mut f = with_record(facts());
+    f.proc_mode = ProcMode::HostReadOnly;
+    f.passwd_home = Some(PathBuf::from("/home/real"));
+    f.cwd = PathBuf::from("/workspaces/link/src");
+    f.resolved.insert(
+        PathBuf::from("/workspaces/link"),
+        Some(PathBuf::from("/srv/real")),
+    );
+    f.existing = f
+        .existing
+        .into_iter()
+        .filter(|p| !p.ends_with(".local/share"))
+        .collect::<BTreeSet<_>>();
+    let cfg = Config {
+        workspace_root: Some(PathBuf::from("/workspaces/link")),
+        ..off
+    };
+    v.push((
+        "host-proc-passwd-home-symlink",
+        render(&cfg, &f, &lan_resolv, &["-c"]),
+    ));
+    v
+}
+
+#[test]
+fn plan_output_matches_the_recorded_table() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plan");
+    let bless = std::env::var_os("CSB_BLESS").is_some();
+    for (name, got) in cases() {
+        let path = dir.join(format!("{name}.txt"));
+        if bless {
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (CSB_BLESS=1 records it)", path.display()));
+        assert!(
+            got == want,
+            "plan for case {name} differs from {}:\n--- got\n{got}\n--- want\n{want}",
+            path.display()
+        );
+    }
+}
