@@ -33,6 +33,10 @@ pub enum Cmd {
     },
     /// Print the bubblewrap command a launch would execute, one argument per line.
     Plan {
+        /// Print the typed description of the sandbox (mounts, environment,
+        /// network mode, command) as JSON instead.
+        #[arg(long)]
+        json: bool,
         /// Arguments for Claude Code (after `--`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
@@ -85,7 +89,7 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     };
     match cli.command {
         Cmd::Run { args } => launch::shadow_main(&args),
-        Cmd::Plan { args } => print_plan(&args),
+        Cmd::Plan { json, args } => print_plan(&args, json),
         Cmd::Install(a) => install::main(&a),
         Cmd::Uninstall(a) => install::uninstall(&a),
         Cmd::Doctor(a) => doctor::main(&a),
@@ -95,19 +99,29 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     }
 }
 
-fn print_plan(args: &[OsString]) -> anyhow::Result<i32> {
+fn print_plan(args: &[OsString], json: bool) -> anyhow::Result<i32> {
     let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
-    let jail = if cfg.egress_jail {
-        Some(crate::jail::Jail::prepare(&cfg)?)
-    } else {
-        None
-    };
-    let plan = launch::build(&cfg, args, crate::plan::ProcMode::Fresh, jail.as_ref())?;
+    let sb = launch::sandbox(&cfg, args, crate::plan::ProcMode::Fresh)?;
+    print!("{}", plan_text(&sb, json)?);
+    Ok(0)
+}
+
+/// What `claude-sandbox plan` prints: the rendered bubblewrap command, one
+/// argument per line, or with `--json` the typed description.
+pub fn plan_text(sb: &crate::sandbox::Sandbox, json: bool) -> anyhow::Result<String> {
+    if json {
+        let mut s = serde_json::to_string_pretty(sb).map_err(|e| {
+            crate::error::bad_input(format!(
+                "cannot print the plan as JSON: {e}; `plan` without --json prints it"
+            ))
+        })?;
+        s.push('\n');
+        return Ok(s);
+    }
     let mut out = String::from("bwrap\n");
-    for a in &plan.bwrap_args {
+    for a in crate::sandbox::render(sb).args {
         out.push_str(&a.to_string_lossy());
         out.push('\n');
     }
-    print!("{out}");
-    Ok(0)
+    Ok(out)
 }

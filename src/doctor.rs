@@ -237,8 +237,8 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         Err(e) => r.line(false, "sandbox prerequisites", e),
     }
     if let Ok(c) = &cfg {
-        if c.egress_jail {
-            match jail::Jail::prepare(c) {
+        if crate::plan::jailed(c) {
+            match jail::Jail::prepare().and_then(|_| jail::host_facts()) {
                 Ok(_) => r.line(
                     true,
                     "egress jail prerequisites",

@@ -66,6 +66,7 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
         user,
         home,
     } = identity()?;
+    let jailed = plan::jailed(cfg);
     let cwd = std::env::current_dir().map_err(|e| {
         bad_input(format!(
             "the current directory is not usable: {e}; cd into your project"
@@ -105,10 +106,15 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
             .collect(),
         // Only the jail makes host loopback unreachable; without it there is
         // nothing for `verify` to try.
-        host_loopback_tcp: if cfg.egress_jail {
+        host_loopback_tcp: if jailed {
             loopback_listeners()
         } else {
             Vec::new()
+        },
+        jail: if jailed {
+            Some(crate::jail::host_facts()?)
+        } else {
+            None
         },
     })
 }

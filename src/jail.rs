@@ -39,17 +39,9 @@ use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
-use crate::config::Config;
 use crate::error::setup;
-use crate::plan;
-
-/// Fixed fds the holder receives.
-pub const FD_HOLDER_ROUTES: i32 = 205;
-/// Where the holder reports the route keeper's PID (to pasta's keeper).
-pub const FD_HOLDER_READY: i32 = 206;
-pub const FD_HOLDER_GO: i32 = 207;
-/// The write end of the shim's gate ([`plan::FD_JAIL_GATE`]), held by the route keeper.
-pub const FD_HOLDER_GATE: i32 = 199;
+use crate::plan::JailFacts;
+use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 
 /// Where DNS queries go inside the jail when the host only lists loopback
 /// resolvers: a link-local address (never routed on any network), punched
@@ -242,29 +234,61 @@ fn avx2_build(pasta: &Path) -> Option<PathBuf> {
     None
 }
 
-fn missing(what: &str, fix: &str) -> anyhow::Error {
+/// The one-line refusal when the jail cannot be built, with the way out.
+pub fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
         "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf or CLAUDE_SANDBOX_EGRESS_JAIL=0"
     ))
 }
 
-/// A prepared egress jail.
+/// The host's routes and resolv.conf, for the plan ([`crate::plan::JailFacts`]).
+pub fn host_facts() -> anyhow::Result<JailFacts> {
+    let routes = std::fs::read_to_string("/proc/net/route")
+        .map_err(|e| e.to_string())
+        .and_then(|t| parse_routes(&t))
+        .map_err(|e| {
+            missing(
+                &format!("cannot read the host's routes ({e})"),
+                "check the container's network",
+            )
+        })?;
+    // A missing or unreadable resolv.conf plans as "no resolver": the
+    // jail then answers DNS through pasta's forwarder (to nothing).
+    let resolv_text = crate::files::read_text(Path::new("/etc/resolv.conf"));
+    Ok(JailFacts {
+        routes,
+        resolv: parse_resolv(resolv_text.as_deref().unwrap_or_default()),
+        resolv_missing: matches!(resolv_text, Err(crate::files::ReadError::Missing)),
+    })
+}
+
+/// The jail's runtime: the programs it runs and, per attempt, pasta's keeper.
 #[derive(Debug)]
 pub struct Jail {
-    plan: JailPlan,
-    /// The host's connected subnets (blackholed inside; for the launch record).
-    connected: Vec<(Ipv4Addr, u8)>,
     pasta: PathBuf,
     ip: PathBuf,
+    /// pasta's `--dns-forward` address for the current attempt.
+    dns_forward: Option<Ipv4Addr>,
     /// Our end of the route keeper's "go" pipe for the current attempt.
     go: Option<OwnedFd>,
     /// pasta's keeper for the current attempt; dropping it ends pasta.
     keeper: Option<Keeper>,
 }
 
+/// The ends of the jail's pipes the holder and bubblewrap receive, by role.
+pub struct Ends(Vec<(FdContent, OwnedFd)>);
+
+impl Ends {
+    /// The fd for `role` (each is handed over once).
+    pub fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
+        let i = self.0.iter().position(|(r, _)| r == role)?;
+        Some(self.0.swap_remove(i).1)
+    }
+}
+
 impl Jail {
-    /// Check the jail's prerequisites and plan it. No side effects.
-    pub fn prepare(cfg: &Config) -> anyhow::Result<Jail> {
+    /// Check the jail's prerequisites. No side effects.
+    pub fn prepare() -> anyhow::Result<Jail> {
         let pasta = find(PASTA_CANDIDATES).ok_or_else(|| {
             missing(
                 "pasta is not installed",
@@ -296,100 +320,28 @@ impl Jail {
                 "make it so (containers give it mode 0666): sudo chmod 0666 /dev/net/tun",
             ));
         }
-        let routes = std::fs::read_to_string("/proc/net/route")
-            .map_err(|e| e.to_string())
-            .and_then(|t| parse_routes(&t))
-            .map_err(|e| {
-                missing(
-                    &format!("cannot read the host's routes ({e})"),
-                    "check the container's network",
-                )
-            })?;
-        // A missing or unreadable resolv.conf plans as "no resolver": the
-        // jail then answers DNS through pasta's forwarder (to nothing).
-        let resolv_text = crate::files::read_text(Path::new("/etc/resolv.conf"));
-        let resolv = parse_resolv(resolv_text.as_deref().unwrap_or_default());
-        let mut plan = plan_jail(&routes, &resolv, &cfg.allow_ip);
-        if crate::testhooks::active(crate::testhooks::Mutation::JailNo172) {
-            plan.route_batch = plan
-                .route_batch
-                .lines()
-                .filter(|l| !l.contains("172.16.0.0/12"))
-                .map(|l| format!("{l}\n"))
-                .collect();
-        }
-        if matches!(resolv_text, Err(crate::files::ReadError::Missing)) {
-            // Nothing to bind over (the read-only root cannot get a new
-            // file): inside, as on the host, there is no resolver.
-            plan.resolv_conf = None;
-        }
-        if crate::testhooks::active(crate::testhooks::Mutation::RouteStepFails) {
-            plan.route_batch
-                .push_str("route add blackhole 300.0.0.0/8\n");
-        }
         Ok(Jail {
-            plan,
-            connected: routes.connected.clone(),
             pasta,
             ip,
+            dns_forward: None,
             go: None,
             keeper: None,
         })
     }
 
-    /// A jail from a given plan, without host checks (the plan's golden tests).
-    #[cfg(test)]
-    pub(crate) fn for_tests(plan: JailPlan, connected: Vec<(Ipv4Addr, u8)>) -> Jail {
-        Jail {
-            plan,
-            connected,
-            pasta: PathBuf::from("/usr/bin/pasta"),
-            ip: PathBuf::from("/usr/sbin/ip"),
-            go: None,
-            keeper: None,
-        }
-    }
-
-    /// The plan (for `claude-sandbox plan` and tests).
-    pub fn plan(&self) -> &JailPlan {
-        &self.plan
-    }
-
-    /// The host's connected subnets (address, prefix length).
-    pub fn site_subnets(&self) -> &[(Ipv4Addr, u8)] {
-        &self.connected
-    }
-
-    /// bubblewrap options the jail adds before the command.
-    pub fn bwrap_args(&self) -> Vec<OsString> {
-        match self.plan.resolv_conf {
-            Some(_) => vec![
-                "--ro-bind-data".into(),
-                plan::FD_RESOLV_CONF.to_string().into(),
-                "/etc/resolv.conf".into(),
-            ],
-            None => Vec::new(),
-        }
-    }
-
-    /// Data for numbered fds the jail's bubblewrap options read.
-    pub fn data_fds(&self) -> Vec<(i32, Vec<u8>)> {
-        let mut v = vec![(FD_HOLDER_ROUTES, self.plan.route_batch.clone().into_bytes())];
-        if let Some(r) = &self.plan.resolv_conf {
-            v.push((plan::FD_RESOLV_CONF, r.clone().into_bytes()));
-        }
-        v
-    }
-
-    /// The command to spawn in place of `bwrap ARGS`: the holder, plus the
-    /// fds it must receive (source, number in the child). Any keeper of an
-    /// earlier attempt is ended first (its pasta with it).
+    /// The command to spawn in place of `bwrap ARGS` for `net`: the holder,
+    /// plus the pipe ends it and bubblewrap receive, by role (numbered by
+    /// [`crate::sandbox::render`]). Any keeper of an earlier attempt is
+    /// ended first (its pasta with it).
     pub fn command(
         &mut self,
         bwrap: &Path,
-        bwrap_args: &[OsString],
-    ) -> anyhow::Result<(Command, Vec<(OwnedFd, RawFd)>)> {
+        rendered: &Rendered,
+        holder: Holder,
+        net: &JailNet,
+    ) -> anyhow::Result<(Command, Ends)> {
         self.keeper = None;
+        self.dns_forward = net.dns_forward;
         // The holder reports the route keeper's PID straight to pasta's
         // keeper, started first: so the keeper knows the jail even when the
         // shadow dies right after spawning the holder.
@@ -406,17 +358,18 @@ impl Jail {
             .arg(&self.ip)
             .arg(nix::unistd::getuid().as_raw().to_string())
             .arg(nix::unistd::getgid().as_raw().to_string())
+            .args(holder.args())
             .arg("--")
             .arg(bwrap)
-            .args(bwrap_args);
+            .args(&rendered.args);
         Ok((
             c,
-            vec![
-                (target_w, FD_HOLDER_READY),
-                (go_r, FD_HOLDER_GO),
-                (gate_w, FD_HOLDER_GATE),
-                (gate_r, plan::FD_JAIL_GATE),
-            ],
+            Ends(vec![
+                (FdContent::HolderReady, target_w),
+                (FdContent::HolderGo, go_r),
+                (FdContent::HolderGate, gate_w),
+                (FdContent::JailGate, gate_r),
+            ]),
         ))
     }
 
@@ -444,7 +397,7 @@ impl Jail {
             ]
             .map(OsString::from),
         );
-        if let Some(fwd) = self.plan.dns_forward {
+        if let Some(fwd) = self.dns_forward {
             pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
         }
         if nix::unistd::geteuid().is_root() {
@@ -740,8 +693,10 @@ fn reap_all_children() {
     }
 }
 
-/// `claude-sandbox __holder IP UID GID -- BWRAP ARGS…`: owns the jail's
-/// namespaces. Returns only on failure (exit status), after one line on stderr.
+/// `claude-sandbox __holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS…`
+/// (the four fd numbers as [`crate::sandbox::render`] assigned them): owns
+/// the jail's namespaces. Returns only on failure (exit status), after one
+/// line on stderr.
 pub fn holder_main(args: &[OsString]) -> i32 {
     match holder(args) {
         Ok(never) => match never {},
@@ -752,19 +707,61 @@ pub fn holder_main(args: &[OsString]) -> i32 {
     }
 }
 
+const HOLDER_USAGE: &str =
+    "__holder is internal (usage: __holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS)";
+
 /// The holder: unshares the user and network namespaces, forks the route
 /// keeper (which stays in them, for pasta to attach to and to lock the
 /// routes), reports the route keeper's PID and execs bubblewrap at once:
 /// bubblewrap builds the sandbox while pasta attaches, and the shim inside
 /// runs nothing until the route keeper opens the gate.
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
-    let [ip, uid, gid, sep, bwrap, rest @ ..] = args else {
-        return Err("__holder is internal (usage: __holder IP UID GID -- BWRAP ARGS)".into());
+    let [ip, uid, gid, routes, ready, go, gate, sep, bwrap, rest @ ..] = args else {
+        return Err(HOLDER_USAGE.into());
+    };
+    let num = |a: &OsString| a.to_str().and_then(|s| s.parse::<RawFd>().ok());
+    let (Some(routes), Some(ready), Some(go), Some(gate)) =
+        (num(routes), num(ready), num(go), num(gate))
+    else {
+        return Err(HOLDER_USAGE.into());
     };
     if sep != "--" {
         return Err("__holder: missing `--`".into());
     }
-    let (uid, gid) = (uid.to_string_lossy(), gid.to_string_lossy());
+    let fds = Holder {
+        routes,
+        ready,
+        go,
+        gate,
+    };
+    enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    let me = nix::unistd::getpid();
+    // Single-threaded here (a fresh exec), so the child may run any code.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => return Err(format!("cannot start the route keeper: {e}")),
+        Ok(nix::unistd::ForkResult::Child) => std::process::exit(route_keeper(ip, me, fds)),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            fd_file(fds.ready)
+                .write_all(format!("{child}\n").as_bytes())
+                .map_err(|e| format!("cannot report readiness: {e}"))?;
+            // Only the route keeper holds these; bubblewrap gets the gate's read end.
+            for fd in [fds.go, fds.gate, fds.routes] {
+                unsafe { nix::libc::close(fd) };
+            }
+        }
+    }
+    let err = Command::new(bwrap).args(rest).exec();
+    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+}
+
+/// An inherited fd as a file (the holder's and route keeper's fds are theirs alone).
+fn fd_file(fd: RawFd) -> File {
+    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+}
+
+/// Unshare a user and a network namespace, mapped to the launching user,
+/// with the parent-death signal set again (entering a user namespace cleared it).
+fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     use nix::sched::{unshare, CloneFlags};
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;
@@ -774,8 +771,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    // Entering a user namespace cleared the parent-death signal; set it again
-    // so the holder (and the bubblewrap it becomes) dies with the shadow.
+    // So the holder (and the bubblewrap it becomes) dies with the shadow.
     let parent = nix::unistd::getppid();
     unsafe { nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL, 0, 0, 0) };
     if parent.as_raw() == 1 {
@@ -786,31 +782,14 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     for k in ["all", "default"] {
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
     }
-    let me = nix::unistd::getpid();
-    // Single-threaded here (a fresh exec), so the child may run any code.
-    match unsafe { nix::unistd::fork() } {
-        Err(e) => return Err(format!("cannot start the route keeper: {e}")),
-        Ok(nix::unistd::ForkResult::Child) => std::process::exit(route_keeper(ip, me)),
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-            fd_file(FD_HOLDER_READY)
-                .write_all(format!("{child}\n").as_bytes())
-                .map_err(|e| format!("cannot report readiness: {e}"))?;
-            // Only the route keeper holds these; bubblewrap gets the gate's read end.
-            for fd in [FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES] {
-                unsafe { nix::libc::close(fd) };
-            }
-        }
-    }
-    let err = Command::new(bwrap).args(rest).exec();
-    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+    Ok(())
 }
 
 /// The holder's forked child, in the jail's namespaces: waits for "go"
 /// (pasta attached), locks the routes, opens the shim's gate. Returns the
 /// exit status; a failure says why in one line on stderr (the executor's
 /// error pipe) and leaves the gate shut, so nothing runs in the sandbox.
-fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
+fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     use nix::libc;
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     if nix::unistd::getppid() != holder {
@@ -818,13 +797,12 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
     // sandbox's other fds must not stay open here.
-    crate::kernel::close_fds_except(3, &[FD_HOLDER_GO, FD_HOLDER_GATE, FD_HOLDER_ROUTES]);
-    let fd_file = |fd: RawFd| unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    if crate::kernel::read_byte(FD_HOLDER_GO).is_none() {
+    crate::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    if crate::kernel::read_byte(fds.go).is_none() {
         return 1; // pasta did not attach; the shadow reports why.
     }
-    match lock_routes(ip) {
-        Ok(()) => match fd_file(FD_HOLDER_GATE).write_all(b"g") {
+    match lock_routes(ip, fds.routes) {
+        Ok(()) => match fd_file(fds.gate).write_all(b"g") {
             Ok(()) => 0,
             Err(_) => 1,
         },
@@ -835,10 +813,10 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid) -> i32 {
     }
 }
 
-/// Apply the route plan read from [`FD_HOLDER_ROUTES`] with `ip -batch -`.
-fn lock_routes(ip: &OsString) -> Result<(), String> {
+/// Apply the route plan read from fd `routes` with `ip -batch -`.
+fn lock_routes(ip: &OsString, routes: RawFd) -> Result<(), String> {
     let mut batch = String::new();
-    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(FD_HOLDER_ROUTES) }
+    fd_file(routes)
         .read_to_string(&mut batch)
         .map_err(|e| format!("cannot read the route plan: {e}"))?;
     let mut child = Command::new(ip)

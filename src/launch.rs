@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::libc;
@@ -23,7 +23,8 @@ use nix::sys::signal::{SigSet, Signal};
 
 use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
-use crate::plan::{self, Plan, ProcMode};
+use crate::plan::{self, ProcMode};
+use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
 use crate::{host, inside, jail, paths};
 
 /// Where bubblewrap is looked for (never through `PATH`).
@@ -109,11 +110,7 @@ pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let bwrap = preflight()?;
     let home = host::identity()?.home;
     let git = host::GitIdentity::start(home);
-    let mut jail = if cfg.egress_jail {
-        Some(jail::Jail::prepare(cfg)?)
-    } else {
-        None
-    };
+    let mut jail = None;
     let result = attempts(cfg, args, &bwrap, &mut jail, &git);
     drop(jail);
     reap_orphans();
@@ -129,8 +126,11 @@ fn attempts(
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     loop {
-        let plan = build(cfg, args, mode, jail.as_ref())?;
-        match execute(bwrap, &plan, jail.as_mut(), git)? {
+        let sb = sandbox(cfg, args, mode)?;
+        if sb.network.is_jail() && jail.is_none() {
+            *jail = Some(jail::Jail::prepare()?);
+        }
+        match execute(bwrap, &sb, jail.as_mut(), git)? {
             Outcome::Exited(code) => return Ok(code),
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
@@ -142,7 +142,7 @@ fn attempts(
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
                     "the sandbox could not be built: {msg}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece{}",
-                    if cfg.egress_jail { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
+                    if sb.network.is_jail() { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
                 )))
             }
         }
@@ -165,26 +165,13 @@ fn reap_orphans() {
     }
 }
 
-/// The complete plan for one attempt, jail additions included.
-pub fn build(
-    cfg: &Config,
-    args: &[OsString],
-    mode: ProcMode,
-    jail: Option<&jail::Jail>,
-) -> anyhow::Result<Plan> {
+/// The sandbox for one attempt: host facts gathered, plan built (and, in
+/// test builds only, the requested mutations applied).
+pub fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Result<Sandbox> {
     let facts = host::gather(cfg, mode)?;
-    let mut plan = plan::build(cfg, &facts, args)?;
-    if let Some(j) = jail {
-        plan.insert_before_command(j.bwrap_args());
-        plan.data_fds.extend(j.data_fds());
-        if let Some(r) = plan.record.as_mut() {
-            r.site_subnets = j.site_subnets().to_vec();
-        }
-    }
-    if let Some(r) = &plan.record {
-        plan.data_fds.push((plan::FD_LAUNCH_RECORD, r.to_bytes()));
-    }
-    Ok(plan)
+    let mut sb = plan::build(cfg, &facts, args)?;
+    crate::testhooks::apply(&mut sb, &facts);
+    Ok(sb)
 }
 
 /// Everything a launch needs that is not ours to create: bubblewrap, our
@@ -265,58 +252,86 @@ fn forwarded_signals() -> SigSet {
     s
 }
 
-/// Run one attempt of `plan`.
-pub fn execute(
-    bwrap: &Path,
-    plan: &Plan,
-    jail: Option<&mut jail::Jail>,
-    git: &host::GitIdentity,
-) -> anyhow::Result<Outcome> {
-    let (ready_r, ready_w) = cloexec_pipe()?;
-    let (err_r, err_w) = cloexec_pipe()?;
-    let keep_stderr: OwnedFd = nix::unistd::dup(2).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })?;
-    fcntl(
-        keep_stderr.as_raw_fd(),
-        FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC),
-    )?;
-    let mut owned: Vec<OwnedFd> = Vec::new();
-    let mut map: Vec<(RawFd, RawFd)> = Vec::new();
-    for (num, bytes) in &plan.data_fds {
-        let r = data_pipe(bytes)?;
-        map.push((r.as_raw_fd(), *num));
-        owned.push(r);
-    }
-    // The git config is written after the spawn: bubblewrap blocks on it while
-    // it builds namespaces, so the identity lookup costs no wall time.
-    let (git_r, git_w) = cloexec_pipe()?;
-    map.push((git_r.as_raw_fd(), plan::FD_GITCONFIG));
-    owned.push(git_r);
-    map.push((keep_stderr.as_raw_fd(), plan::FD_SHIM_STDERR));
-    map.push((ready_w.as_raw_fd(), plan::FD_SHIM_READY));
+/// The shadow's ends of one attempt's pipes.
+struct ShadowEnds {
+    /// The shim writes one byte here once the sandbox is built.
+    ready: OwnedFd,
+    /// bubblewrap's stderr (and the shim's, until it restores the caller's).
+    err: OwnedFd,
+    /// Where the git config goes once the identity is known, with or without forge helpers.
+    git: Option<(OwnedFd, bool)>,
+}
 
-    let mut jail = jail;
-    let mut cmd = match jail.as_deref_mut() {
-        Some(j) => {
-            let (c, fds) = j.command(bwrap, &plan.bwrap_args)?;
-            for (fd, num) in fds {
-                map.push((fd.as_raw_fd(), num));
-                owned.push(fd);
+/// Every fd of the rendered table, opened: (fd, number in the child).
+struct Handover {
+    fds: Vec<(OwnedFd, RawFd)>,
+    ready: Option<OwnedFd>,
+    git: Option<(OwnedFd, bool)>,
+}
+
+/// Open what each numbered fd of `r` holds. Read-write roots are checked
+/// again here (§4.3); the jail's pipe ends come from `ends`.
+fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handover> {
+    let mut h = Handover {
+        fds: Vec::new(),
+        ready: None,
+        git: None,
+    };
+    for (num, content) in &r.fds {
+        let fd = match content {
+            FdContent::Bytes(bytes) => data_pipe(bytes)?,
+            FdContent::GitConfig { forge } => {
+                let (rd, wr) = cloexec_pipe()?;
+                h.git = Some((wr, *forge));
+                rd
             }
-            c
+            FdContent::Checked(b) => recheck(b)?,
+            FdContent::ShimStderr => {
+                let fd = nix::unistd::dup(2).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })?;
+                fcntl(fd.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+                fd
+            }
+            FdContent::ShimReady => {
+                let (rd, wr) = cloexec_pipe()?;
+                h.ready = Some(rd);
+                wr
+            }
+            FdContent::JailGate
+            | FdContent::HolderReady
+            | FdContent::HolderGo
+            | FdContent::HolderGate => ends
+                .as_mut()
+                .and_then(|e| e.take(content))
+                .ok_or_else(|| setup(format!("internal error: no jail pipe for fd {num}")))?,
+        };
+        h.fds.push((fd, *num));
+    }
+    Ok(h)
+}
+
+/// Start bubblewrap for `sb` (through the jail's holder when jailed), its
+/// fds in place. Returns the child and the shadow's ends of its pipes.
+fn spawn(
+    bwrap: &Path,
+    sb: &Sandbox,
+    jail: Option<&mut jail::Jail>,
+) -> anyhow::Result<(Child, ShadowEnds)> {
+    let r = crate::sandbox::render(sb);
+    let (mut cmd, ends) = match (jail, &sb.network, r.holder) {
+        (Some(j), Network::Jail(net), Some(holder)) => {
+            let (c, e) = j.command(bwrap, &r, holder, net)?;
+            (c, Some(e))
         }
-        None => {
+        _ => {
             let mut c = Command::new(bwrap);
-            c.args(&plan.bwrap_args);
-            c
+            c.args(&r.args);
+            (c, None)
         }
     };
+    let h = handover(&r, ends)?;
+    let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
-    // §4.3: read-write paths re-resolved and pinned by fd; a swapped symlink aborts.
-    for (fd, num) in recheck(plan)? {
-        map.push((fd.as_raw_fd(), num));
-        owned.push(fd);
-    }
-    let map_for_child = map.clone();
+    let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
     unsafe {
         cmd.pre_exec(move || {
             // The shadow blocks the signals it forwards; the sandbox must start
@@ -335,24 +350,47 @@ pub fn execute(
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            for &(src, dst) in &map_for_child {
+            for &(src, dst) in &map {
                 crate::kernel::move_fd(src, dst)?;
             }
             Ok(())
         });
     }
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| setup(format!("cannot start {}: {e}", bwrap.display())))?;
+    // Our copies of the child's ends close here (the ready pipe's write end
+    // among them, so EOF on it means the shim never signalled).
     drop(cmd);
-    drop(ready_w);
-    drop(keep_stderr);
-    drop(owned);
+    let ready = h
+        .ready
+        .ok_or_else(|| setup("internal error: no ready pipe in the rendered sandbox"))?;
+    Ok((
+        child,
+        ShadowEnds {
+            ready,
+            err: err_r,
+            git: h.git,
+        },
+    ))
+}
+
+/// Run one attempt of `sb`.
+pub fn execute(
+    bwrap: &Path,
+    sb: &Sandbox,
+    mut jail: Option<&mut jail::Jail>,
+    git: &host::GitIdentity,
+) -> anyhow::Result<Outcome> {
+    let (mut child, ends) = spawn(bwrap, sb, jail.as_deref_mut())?;
     // pasta's keeper started before the holder and attaches pasta as soon
-    // as the holder reports; the git config is written meanwhile.
-    let (name, email) = git.get();
-    // A bubblewrap that already failed closed its end; its own message says why.
-    let _ = File::from(git_w).write_all(plan::gitconfig_data(plan, name, email).as_bytes());
+    // as the holder reports; the git config is written meanwhile (bubblewrap
+    // blocks on it while it builds namespaces, so the lookup costs no wall time).
+    if let Some((w, forge)) = ends.git {
+        let (name, email) = git.get();
+        // A bubblewrap that already failed closed its end; its own message says why.
+        let _ = File::from(w).write_all(crate::gitconfig::render(name, email, forge).as_bytes());
+    }
     let jail_failed = jail.as_deref_mut().and_then(|j| j.release().err());
     if let Some(e) = jail_failed {
         // bubblewrap builds the sandbox while pasta attaches. If it failed
@@ -370,16 +408,8 @@ pub fn execute(
             return Err(e);
         }
     }
-    let mut ready = File::from(ready_r);
-    let mut byte = [0u8; 1];
-    let got = loop {
-        match ready.read(&mut byte) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            other => break other.unwrap_or(0),
-        }
-    };
-    let mut err = File::from(err_r);
-    if got == 0 {
+    let mut err = File::from(ends.err);
+    if !built(ends.ready) {
         let mut msg = String::new();
         let _ = err.read_to_string(&mut msg);
         let _ = child.wait();
@@ -394,7 +424,34 @@ pub fn execute(
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut err, &mut std::io::stderr());
     });
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    forward_signals(nix::unistd::Pid::from_raw(child.id() as i32));
+    let status = loop {
+        match child.wait() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    Ok(Outcome::Exited(
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    ))
+}
+
+/// Whether the shim signalled on `ready` (EOF: the sandbox was never built).
+fn built(ready: OwnedFd) -> bool {
+    let mut ready = File::from(ready);
+    let mut byte = [0u8; 1];
+    loop {
+        match ready.read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other.unwrap_or(0) == 1,
+        }
+    }
+}
+
+/// Pass the signals the shadow receives on to the sandbox, from a thread.
+fn forward_signals(bwrap: nix::unistd::Pid) {
     std::thread::spawn(move || {
         let set = forwarded_signals();
         loop {
@@ -414,21 +471,10 @@ pub fn execute(
             // The real binary gets the signal itself, so it can restore the
             // terminal and save its state. Failing that, bubblewrap gets it,
             // and the sandbox dies with bubblewrap.
-            let target = sandbox_program(pid).unwrap_or(pid);
+            let target = sandbox_program(bwrap).unwrap_or(bwrap);
             let _ = nix::sys::signal::kill(target, sig);
         }
     });
-    let status = loop {
-        match child.wait() {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            other => break other?,
-        }
-    };
-    Ok(Outcome::Exited(
-        status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
-    ))
 }
 
 /// The program the sandbox runs, seen from the host: bubblewrap (our child;
@@ -459,13 +505,13 @@ pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
     }
 }
 
-/// §4.3, just before exec: every read-write path must still resolve where it
-/// did when the plan was built. Each is opened (`O_PATH`) and the fd's own
-/// path checked, and bubblewrap binds the fd (`--bind-fd`), not the path: so
-/// it mounts exactly the inode checked here, and a symlink swapped in between
-/// aborts the launch instead of winning.
-pub fn recheck(plan: &Plan) -> anyhow::Result<Vec<(OwnedFd, RawFd)>> {
-    let changed = |b: &plan::RwBind, now: Option<PathBuf>| {
+/// §4.3, just before exec: a read-write path must still resolve where it
+/// did when the sandbox was planned. It is opened (`O_PATH`) and the fd's
+/// own path checked, and bubblewrap binds the fd (`--bind-fd`), not the
+/// path: so it mounts exactly the inode checked here, and a symlink swapped
+/// in between aborts the launch instead of winning.
+pub fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
+    let changed = |now: Option<PathBuf>| {
         setup(format!(
             "aborting: {} resolved to {} when the sandbox was planned but to {} just before launch (a symlink changed); check who is modifying it",
             b.requested.display(),
@@ -473,26 +519,22 @@ pub fn recheck(plan: &Plan) -> anyhow::Result<Vec<(OwnedFd, RawFd)>> {
             now.map_or("nothing".into(), |p| p.display().to_string())
         ))
     };
-    let mut fds = Vec::new();
-    for b in &plan.rw_binds {
-        let now = b.requested.canonicalize().ok();
-        if now.as_deref() != Some(b.resolved.as_path()) {
-            return Err(changed(b, now));
-        }
-        let fd = nix::fcntl::open(
-            &b.resolved,
-            OFlag::O_PATH | OFlag::O_CLOEXEC,
-            nix::sys::stat::Mode::empty(),
-        )
-        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
-        .map_err(|_| changed(b, None))?;
-        let opened = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
-        if opened.as_deref() != Some(b.resolved.as_path()) {
-            return Err(changed(b, opened));
-        }
-        fds.push((fd, b.fd));
+    let now = b.requested.canonicalize().ok();
+    if now.as_deref() != Some(b.resolved.as_path()) {
+        return Err(changed(now));
     }
-    Ok(fds)
+    let fd = nix::fcntl::open(
+        &b.resolved,
+        OFlag::O_PATH | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+    .map_err(|_| changed(None))?;
+    let opened = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+    if opened.as_deref() != Some(b.resolved.as_path()) {
+        return Err(changed(opened));
+    }
+    Ok(fd)
 }
 
 /// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- -- PROGRAM ARGS…`: the
@@ -551,19 +593,7 @@ pub fn shim_main(args: &[OsString]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::RwBind;
-
-    fn plan_with(binds: Vec<RwBind>) -> Plan {
-        Plan {
-            bwrap_args: Vec::new(),
-            data_fds: Vec::new(),
-            gitconfig_forge: true,
-            workspace: binds[0].resolved.clone(),
-            rw_binds: binds,
-            command_at: 0,
-            record: None,
-        }
-    }
+    use crate::sandbox::RwBind;
 
     #[test]
     fn swapped_symlink_aborts_before_exec() {
@@ -573,15 +603,12 @@ mod tests {
         std::fs::create_dir_all(dir.join("secret")).unwrap();
         let link = dir.join("ws");
         std::os::unix::fs::symlink(dir.join("project"), &link).unwrap();
-        let plan = plan_with(vec![RwBind {
-            fd: crate::plan::FD_RW_BASE,
+        let bind = RwBind {
             requested: link.clone(),
             resolved: link.canonicalize().unwrap(),
-        }]);
-        let fds = recheck(&plan).unwrap();
-        assert_eq!(fds.len(), 1);
-        assert_eq!(fds[0].1, crate::plan::FD_RW_BASE);
-        let target = std::fs::read_link(format!("/proc/self/fd/{}", fds[0].0.as_raw_fd())).unwrap();
+        };
+        let fd = recheck(&bind).unwrap();
+        let target = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
         assert_eq!(
             target,
             dir.join("project").canonicalize().unwrap(),
@@ -590,7 +617,7 @@ mod tests {
         // The link now points at a masked location: the launch must not go on.
         std::fs::remove_file(&link).unwrap();
         std::os::unix::fs::symlink(dir.join("secret"), &link).unwrap();
-        let e = recheck(&plan).unwrap_err();
+        let e = recheck(&bind).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_SETUP);
         assert!(
             e.to_string().contains("a symlink changed") && e.to_string().contains("secret"),
@@ -598,7 +625,7 @@ mod tests {
         );
         // Gone entirely: also refused.
         std::fs::remove_file(&link).unwrap();
-        assert!(recheck(&plan)
+        assert!(recheck(&bind)
             .unwrap_err()
             .to_string()
             .contains("to nothing"));

@@ -21,6 +21,7 @@ pub mod paths;
 pub mod plan;
 pub mod promote;
 pub mod record;
+pub mod sandbox;
 pub mod seccomp;
 pub mod testhooks;
 pub mod verify;

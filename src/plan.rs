@@ -1,9 +1,10 @@
-//! The sandbox plan (SPEC §4.1–4.6): the exact bubblewrap argument list,
-//! built as plain data by pure functions from the configuration and a
-//! snapshot of host facts ([`Facts`], gathered by [`crate::host`]).
+//! The sandbox plan (SPEC §4.1–4.7): a typed [`Sandbox`] built by pure
+//! functions from the configuration and a snapshot of host facts
+//! ([`Facts`], gathered by [`crate::host`]).
 //!
 //! Nothing here touches the file system, so every rule is unit-tested
-//! without namespaces; [`crate::launch`] executes the result.
+//! without namespaces; [`crate::sandbox::render`] turns the result into
+//! bubblewrap's arguments and [`crate::launch`] executes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
@@ -12,23 +13,12 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::bad_input;
+use crate::jail::{HostRoutes, Resolv};
 use crate::paths;
-
-/// File descriptors the executor hands to bubblewrap at these fixed numbers,
-/// so the argument list is the same in `plan` output and at exec.
-pub const FD_SECCOMP: i32 = 200;
-pub const FD_GITCONFIG: i32 = 201;
-pub const FD_RESOLV_CONF: i32 = 202;
-pub const FD_SHIM_STDERR: i32 = 203;
-pub const FD_SHIM_READY: i32 = 204;
-/// The launch record (`verify`), bound over [`paths::LAUNCH_RECORD`].
-pub const FD_LAUNCH_RECORD: i32 = 208;
-/// The egress jail's gate (read end): the shim waits on it until the jail's
-/// routes are locked, so bubblewrap builds the sandbox while pasta attaches.
-pub const FD_JAIL_GATE: i32 = 209;
-/// Read-write binds are handed over as `O_PATH` fds from this number up
-/// (`--bind-fd`), so bubblewrap mounts exactly the inode that was checked.
-pub const FD_RW_BASE: i32 = 210;
+use crate::record::LaunchRecord;
+use crate::sandbox::{
+    Capabilities, Data, JailNet, Mount, Namespace, Network, Program, RwBind, Sandbox, Seccomp,
+};
 
 /// System directories that lead `PATH` inside the sandbox.
 pub const SYSTEM_PATH: &[&str] = &[
@@ -107,59 +97,25 @@ pub struct Facts {
     pub launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (for the launch record).
     pub host_loopback_tcp: Vec<u16>,
+    /// What the egress jail is planned from, when [`jailed`].
+    pub jail: Option<JailFacts>,
 }
 
-/// A read-write bind whose resolution is checked again just before exec (§4.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RwBind {
-    /// The fd number bubblewrap reads it from (`--bind-fd`).
-    pub fd: i32,
-    /// As configured (or the current directory).
-    pub requested: PathBuf,
-    /// Where it resolved to when the plan was built; what bubblewrap binds.
-    pub resolved: PathBuf,
-}
-
-/// Everything the executor needs: argument list, data for the numbered fds,
-/// and the binds to re-check.
+/// The host's network facts the egress jail is planned from.
 #[derive(Debug, Clone)]
-pub struct Plan {
-    /// Arguments to bubblewrap (program name not included).
-    pub bwrap_args: Vec<OsString>,
-    /// Content for `--ro-bind-data`/`--seccomp` fds, by fd number.
-    pub data_fds: Vec<(i32, Vec<u8>)>,
-    /// Whether the git config written to [`FD_GITCONFIG`] carries the forge
-    /// helpers. The executor renders it ([`gitconfig_data`]) once the user's
-    /// identity is known, while bubblewrap is already starting.
-    pub gitconfig_forge: bool,
-    pub rw_binds: Vec<RwBind>,
-    /// The workspace root (resolved).
-    pub workspace: PathBuf,
-    /// Index in `bwrap_args` of the `--` before the command.
-    pub command_at: usize,
-    /// What `verify` reads inside, when the placeholder to bind it over exists.
-    /// The executor serializes it (after the jail adds its part).
-    pub record: Option<crate::record::LaunchRecord>,
+pub struct JailFacts {
+    pub routes: HostRoutes,
+    pub resolv: Resolv,
+    /// No /etc/resolv.conf at all: nothing to bind over (the read-only root
+    /// cannot get a new file), so inside, as on the host, there is no resolver.
+    pub resolv_missing: bool,
 }
 
-impl Plan {
-    /// Insert bubblewrap options (e.g. the jail's resolv.conf bind) before the command.
-    pub fn insert_before_command(&mut self, extra: Vec<OsString>) {
-        let n = extra.len();
-        self.bwrap_args
-            .splice(self.command_at..self.command_at, extra);
-        self.command_at += n;
-    }
-
-    /// The command bubblewrap runs inside (after the `--`).
-    pub fn command(&self) -> &[OsString] {
-        &self.bwrap_args[self.command_at + 1..]
-    }
-}
-
-/// The git config text for [`FD_GITCONFIG`], given the user's identity.
-pub fn gitconfig_data(plan: &Plan, name: Option<&str>, email: Option<&str>) -> String {
-    crate::gitconfig::render(name, email, plan.gitconfig_forge)
+/// Whether the sandbox gets the egress jail: the one place this is decided
+/// (facts are gathered for it, the plan adds it; everything after reads
+/// [`Sandbox::network`]).
+pub fn jailed(cfg: &Config) -> bool {
+    cfg.egress_jail
 }
 
 /// Paths whose existence the plan depends on; [`crate::host::gather`] stats exactly these.
@@ -314,11 +270,6 @@ pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
             push(k, v.clone());
         }
     }
-    if crate::testhooks::active(crate::testhooks::Mutation::PassGhToken) {
-        if let Some(v) = get("GH_TOKEN") {
-            push(OsStr::new("GH_TOKEN"), v);
-        }
-    }
     for k in &cfg.pass_env {
         // Re-checked here so no path around the parser can forward a protected name.
         if crate::config::pass_env_refusal(k).is_none() {
@@ -346,22 +297,73 @@ fn join_paths(parts: &[OsString]) -> OsString {
     out
 }
 
-struct Args(Vec<OsString>);
-
-impl Args {
-    fn push<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(&mut self, items: I) {
-        self.0
-            .extend(items.into_iter().map(|s| s.as_ref().to_os_string()));
+/// Build the sandbox for one launch of the real binary with `user_args`.
+pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Result<Sandbox> {
+    let rw = rw_binds(cfg, facts)?;
+    let workspace = rw[0].resolved.clone();
+    let (network, resolv_conf) = network(cfg, facts)?;
+    let mut mounts = system_mounts(facts);
+    mounts.extend(home_mounts(cfg, facts));
+    // §4.6 curated git config, rendered per launch, read-only.
+    mounts.push(Mount::Data {
+        dst: paths::GITCONFIG.into(),
+        data: Data::GitConfig {
+            forge: !cfg.no_forge,
+        },
+    });
+    // What `verify` needs to know from outside, read-only (§7).
+    if facts.existing.contains(Path::new(paths::LAUNCH_RECORD)) {
+        mounts.push(Mount::Data {
+            dst: paths::LAUNCH_RECORD.into(),
+            data: Data::Record(Box::new(record(cfg, facts, &rw, &network))),
+        });
     }
+    // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
+    mounts.extend(rw.into_iter().map(Mount::Checked));
+    if let Some(text) = resolv_conf {
+        mounts.push(Mount::Data {
+            dst: "/etc/resolv.conf".into(),
+            data: Data::Text(text),
+        });
+    }
+    let chdir = if facts.cwd.starts_with(&workspace) {
+        facts.cwd.clone()
+    } else {
+        workspace
+    };
+    Ok(Sandbox {
+        uid: facts.uid,
+        gid: facts.gid,
+        // §4.4 process isolation.
+        namespaces: vec![
+            Namespace::Pid,
+            Namespace::Ipc,
+            Namespace::Uts,
+            Namespace::CgroupIfSupported,
+        ],
+        capabilities: Capabilities::DropAll,
+        mounts,
+        chdir,
+        env: environment(cfg, facts),
+        // §4.4 terminal-injection defence: TIOCSTI/TIOCLINUX refused by seccomp.
+        seccomp: Seccomp {
+            program: crate::seccomp::program_bytes(),
+        },
+        network,
+        command: Program {
+            path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
+            args: claude_args(user_args),
+        },
+    })
 }
 
-/// Build the plan for one launch of the real binary with `user_args`.
-pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Result<Plan> {
-    let home = &facts.home;
-    let has = |p: &Path| facts.existing.contains(p);
-
-    // Read-write binds: resolve, validate.
-    let mut rw_binds = Vec::new();
+/// The read-write roots (§4.3): the workspace first, then `allow-write`,
+/// each resolved and refused when it would expose too much.
+fn rw_binds(cfg: &Config, facts: &Facts) -> anyhow::Result<Vec<RwBind>> {
+    let homes: Vec<&Path> = std::iter::once(facts.home.as_path())
+        .chain(facts.passwd_home.as_deref())
+        .collect();
+    let mut out = Vec::new();
     for (i, requested) in rw_requests(cfg, &facts.cwd).into_iter().enumerate() {
         let what = if i == 0 { "workspace" } else { "allow-write" };
         let resolved = facts
@@ -376,188 +378,137 @@ pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Res
                     paths::CONFIG_FILE
                 ))
             })?;
-        let homes: Vec<&Path> = std::iter::once(home.as_path())
-            .chain(facts.passwd_home.as_deref())
-            .collect();
         check_rw_root(what, &requested, &resolved, &homes)?;
-        let fd = FD_RW_BASE + rw_binds.len() as i32;
-        rw_binds.push(RwBind {
-            fd,
+        out.push(RwBind {
             requested,
             resolved,
         });
     }
-    let workspace = rw_binds[0].resolved.clone();
+    Ok(out)
+}
 
-    let mut a = Args(Vec::new());
-    // §4.4 process isolation.
-    a.push([
-        "--die-with-parent",
-        "--unshare-user",
-        "--uid",
-        &facts.uid.to_string(),
-        "--gid",
-        &facts.gid.to_string(),
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ]);
-    if crate::testhooks::active(crate::testhooks::Mutation::KeepCaps) {
-        a.push(["--cap-add", "ALL"]);
-    } else {
-        a.push(["--cap-drop", "ALL"]);
+/// The network mode (§4.7) and, with the jail, the resolv.conf to bind
+/// over the host's when the host's would not work inside.
+fn network(cfg: &Config, facts: &Facts) -> anyhow::Result<(Network, Option<String>)> {
+    if !jailed(cfg) {
+        return Ok((Network::Open, None));
     }
-    // §4.1 file system.
-    a.push(["--ro-bind", "/", "/", "--dev", "/dev"]);
-    match facts.proc_mode {
-        ProcMode::Fresh => a.push(["--proc", "/proc"]),
-        ProcMode::HostReadOnly => a.push(["--ro-bind", "/proc", "/proc"]),
-    }
-    if !crate::testhooks::active(crate::testhooks::Mutation::TmpNotTmpfs) {
-        a.push(["--tmpfs", "/tmp"]);
-    }
-    for d in SYSTEM_TMPFS {
-        if has(Path::new(d)) {
-            a.push(["--tmpfs", d]);
-        }
-    }
-    for s in &facts.run_sockets {
-        a.push([
-            OsStr::new("--ro-bind"),
-            OsStr::new("/dev/null"),
-            s.as_os_str(),
-        ]);
-    }
-    for f in SYSTEM_NULLED {
-        if has(Path::new(f)) {
-            a.push(["--ro-bind", "/dev/null", f]);
-        }
-    }
-    // §4.2 $HOME by inversion; the user database's home too, when it differs
-    // and $HOME does not already cover it.
+    let j = facts.jail.as_ref().ok_or_else(|| {
+        crate::error::setup("internal error: the egress jail's host facts were not gathered")
+    })?;
+    let plan = crate::jail::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
+    let resolv_conf = plan.resolv_conf.filter(|_| !j.resolv_missing);
+    Ok((
+        Network::Jail(JailNet {
+            route_batch: plan.route_batch,
+            dns_forward: plan.dns_forward,
+        }),
+        resolv_conf,
+    ))
+}
+
+/// §4.1 and §4.4: the read-only root, fresh /dev, /proc and /tmp, masked
+/// runtime directories, sockets and secret system files.
+fn system_mounts(facts: &Facts) -> Vec<Mount> {
+    let has = |p: &str| facts.existing.contains(Path::new(p));
+    let mut m = vec![
+        Mount::ReadOnly {
+            src: "/".into(),
+            dst: "/".into(),
+        },
+        Mount::Dev { dst: "/dev".into() },
+        match facts.proc_mode {
+            ProcMode::Fresh => Mount::Proc {
+                dst: "/proc".into(),
+            },
+            ProcMode::HostReadOnly => Mount::ReadOnly {
+                src: "/proc".into(),
+                dst: "/proc".into(),
+            },
+        },
+        Mount::Tmpfs { dst: "/tmp".into() },
+    ];
+    m.extend(
+        SYSTEM_TMPFS
+            .iter()
+            .filter(|d| has(d))
+            .map(|d| Mount::Tmpfs { dst: d.into() }),
+    );
+    m.extend(
+        facts
+            .run_sockets
+            .iter()
+            .map(|s| Mount::Empty { dst: s.clone() }),
+    );
+    m.extend(
+        SYSTEM_NULLED
+            .iter()
+            .filter(|f| has(f))
+            .map(|f| Mount::Empty { dst: f.into() }),
+    );
+    m
+}
+
+/// §4.2 `$HOME` by inversion: an empty tmpfs with Claude Code's state bound
+/// back; the user database's home masked too, when it differs and `$HOME`
+/// does not already cover it.
+fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
+    let home = &facts.home;
+    let present = |rel: &&&str| facts.existing.contains(&home.join(rel));
+    let mut m = Vec::new();
     if let Some(ph) = facts
         .passwd_home
         .as_ref()
         .filter(|ph| !ph.starts_with(home) && ph.as_path() != Path::new("/"))
     {
-        a.push([OsStr::new("--tmpfs"), ph.as_os_str()]);
+        m.push(Mount::Tmpfs { dst: ph.clone() });
     }
-    a.push([OsStr::new("--tmpfs"), home.as_os_str()]);
-    let bind_back = |a: &mut Args, flag: &str, rel: &str| {
-        let p = home.join(rel);
-        if has(&p) {
-            a.push([OsStr::new(flag), p.as_os_str(), p.as_os_str()]);
-        }
+    m.push(Mount::Tmpfs { dst: home.clone() });
+    let rw = |rel: &&str| Mount::ReadWrite {
+        path: home.join(rel),
     };
-    for rel in HOME_RW {
-        bind_back(&mut a, "--bind", rel);
-    }
-    if has(&home.join(".local/share")) {
-        for rel in HOME_SHARE_MASKED {
-            a.push([OsStr::new("--tmpfs"), home.join(rel).as_os_str()]);
-        }
+    m.extend(HOME_RW.iter().filter(present).map(rw));
+    if facts.existing.contains(&home.join(".local/share")) {
+        m.extend(HOME_SHARE_MASKED.iter().map(|rel| Mount::Tmpfs {
+            dst: home.join(rel),
+        }));
     }
     if !cfg.no_forge {
-        for rel in HOME_FORGE {
-            bind_back(&mut a, "--bind", rel);
-        }
+        m.extend(HOME_FORGE.iter().filter(present).map(rw));
     }
-    for rel in HOME_RO {
-        bind_back(&mut a, "--ro-bind", rel);
-    }
-    if crate::testhooks::active(crate::testhooks::Mutation::BindSsh) {
-        let ssh = home.join(".ssh");
-        a.push([OsStr::new("--bind"), ssh.as_os_str(), ssh.as_os_str()]);
-    }
-    let inside_claude = home.join(paths::INSIDE_REAL_CLAUDE_REL);
-    a.push([
-        OsStr::new("--ro-bind"),
-        OsStr::new(paths::REAL_CLAUDE),
-        inside_claude.as_os_str(),
-    ]);
-    for rel in HOME_NULLED {
-        a.push([
-            OsStr::new("--ro-bind"),
-            OsStr::new("/dev/null"),
-            home.join(rel).as_os_str(),
-        ]);
-    }
-    // §4.6 curated git config, rendered per launch, read-only.
-    a.push([
-        OsString::from("--ro-bind-data"),
-        FD_GITCONFIG.to_string().into(),
-        paths::GITCONFIG.into(),
-    ]);
-    // What `verify` needs to know from outside, read-only (§7).
-    let record = has(Path::new(paths::LAUNCH_RECORD)).then(|| crate::record::LaunchRecord {
+    m.extend(HOME_RO.iter().filter(present).map(|rel| Mount::ReadOnly {
+        src: home.join(rel),
+        dst: home.join(rel),
+    }));
+    m.push(Mount::ReadOnly {
+        src: paths::REAL_CLAUDE.into(),
+        dst: home.join(paths::INSIDE_REAL_CLAUDE_REL),
+    });
+    m.extend(HOME_NULLED.iter().map(|rel| Mount::Empty {
+        dst: home.join(rel),
+    }));
+    m
+}
+
+/// The launch record `verify` reads from inside.
+fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> LaunchRecord {
+    LaunchRecord {
         version: crate::record::RECORD_VERSION,
-        egress_jail: cfg.egress_jail,
+        egress_jail: network.is_jail(),
         no_forge: cfg.no_forge,
-        home: home.clone(),
-        workspace: workspace.clone(),
+        home: facts.home.clone(),
+        workspace: rw[0].resolved.clone(),
         workspace_configured: cfg.workspace_root.is_some(),
-        allow_write: rw_binds[1..].iter().map(|b| b.resolved.clone()).collect(),
+        allow_write: rw[1..].iter().map(|b| b.resolved.clone()).collect(),
         pass_env: cfg.pass_env.clone(),
         allow_ip: cfg.allow_ip.clone(),
-        site_subnets: Vec::new(),
+        site_subnets: match (network, &facts.jail) {
+            (Network::Jail(_), Some(j)) => j.routes.connected.clone(),
+            _ => Vec::new(),
+        },
         launcher_ns: facts.launcher_ns.clone(),
         host_loopback_tcp: facts.host_loopback_tcp.clone(),
-    });
-    if record.is_some() {
-        a.push([
-            OsString::from("--ro-bind-data"),
-            FD_LAUNCH_RECORD.to_string().into(),
-            paths::LAUNCH_RECORD.into(),
-        ]);
     }
-    // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
-    for b in &rw_binds {
-        a.push([
-            OsString::from("--bind-fd"),
-            b.fd.to_string().into(),
-            b.resolved.clone().into_os_string(),
-        ]);
-    }
-    let chdir = if facts.cwd.starts_with(&workspace) {
-        &facts.cwd
-    } else {
-        &workspace
-    };
-    a.push([OsStr::new("--chdir"), chdir.as_os_str()]);
-    // §4.5 environment.
-    a.push(["--clearenv"]);
-    for (k, v) in environment(cfg, facts) {
-        a.push([OsStr::new("--setenv"), &k, &v]);
-    }
-    // §4.4 terminal-injection defence: TIOCSTI/TIOCLINUX refused by seccomp.
-    a.push([OsString::from("--seccomp"), FD_SECCOMP.to_string().into()]);
-    let command_at = a.0.len();
-    a.push([
-        OsString::from("--"),
-        paths::SELF_BIN.into(),
-        "__shim".into(),
-        FD_SHIM_STDERR.to_string().into(),
-        FD_SHIM_READY.to_string().into(),
-        if cfg.egress_jail {
-            FD_JAIL_GATE.to_string().into()
-        } else {
-            OsString::from("-")
-        },
-        "--".into(),
-        inside_claude.into_os_string(),
-    ]);
-    a.push(claude_args(user_args));
-
-    Ok(Plan {
-        bwrap_args: a.0,
-        data_fds: vec![(FD_SECCOMP, crate::seccomp::program_bytes())],
-        gitconfig_forge: !cfg.no_forge,
-        rw_binds,
-        workspace,
-        command_at,
-        record,
-    })
 }
 
 #[cfg(test)]
@@ -619,18 +570,28 @@ pub(crate) mod tests {
             launcher_ns: BTreeMap::new(),
             host_loopback_tcp: Vec::new(),
             passwd_home: None,
+            jail: Some(JailFacts {
+                routes: HostRoutes {
+                    iface: "eth0".into(),
+                    gateway: std::net::Ipv4Addr::new(10, 77, 0, 1),
+                    connected: vec![(std::net::Ipv4Addr::new(10, 77, 0, 0), 24)],
+                },
+                resolv: Resolv::default(),
+                resolv_missing: false,
+            }),
         }
     }
 
-    fn args_of(plan: &Plan) -> Vec<String> {
-        plan.bwrap_args
+    fn args_of(plan: &Sandbox) -> Vec<String> {
+        crate::sandbox::render(plan)
+            .args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
     }
 
     /// The `--setenv` pairs of a plan.
-    pub fn env_of(plan: &Plan) -> BTreeMap<String, String> {
+    pub fn env_of(plan: &Sandbox) -> BTreeMap<String, String> {
         let a = args_of(plan);
         let mut m = BTreeMap::new();
         let mut i = 0;
@@ -647,15 +608,31 @@ pub(crate) mod tests {
         m
     }
 
-    fn has_seq(plan: &Plan, seq: &[&str]) -> bool {
+    fn has_seq(plan: &Sandbox, seq: &[&str]) -> bool {
         args_of(plan).windows(seq.len()).any(|w| w == seq)
     }
 
-    fn pos(plan: &Plan, seq: &[&str]) -> usize {
+    fn pos(plan: &Sandbox, seq: &[&str]) -> usize {
         args_of(plan)
             .windows(seq.len())
             .position(|w| w == seq)
             .unwrap_or_else(|| panic!("{seq:?} not in plan"))
+    }
+
+    /// The git config the executor would render for this sandbox.
+    fn gitconfig_data(plan: &Sandbox, name: Option<&str>, email: Option<&str>) -> String {
+        let forge = plan
+            .mounts
+            .iter()
+            .find_map(|m| match m {
+                Mount::Data {
+                    data: Data::GitConfig { forge },
+                    ..
+                } => Some(*forge),
+                _ => None,
+            })
+            .expect("a git config mount");
+        crate::gitconfig::render(name, email, forge)
     }
 
     #[test]
@@ -895,7 +872,7 @@ pub(crate) mod tests {
         assert!(pos(&plan, &["--tmpfs", "/run/user"]) < aw);
         assert!(pos(&plan, &["--tmpfs", "/home/dev"]) < ws);
         assert!(has_seq(&plan, &["--chdir", "/workspaces/app"]));
-        assert_eq!(plan.rw_binds.len(), 2);
+        assert_eq!(plan.rw_binds().count(), 2);
     }
 
     #[test]
@@ -906,11 +883,9 @@ pub(crate) mod tests {
             .insert(f.cwd.clone(), Some(PathBuf::from("/srv/real")));
         let plan = build(&Config::default(), &f, &[]).unwrap();
         assert!(has_seq(&plan, &["--bind-fd", "210", "/srv/real"]));
-        assert_eq!(plan.rw_binds[0].resolved, PathBuf::from("/srv/real"));
-        assert_eq!(
-            plan.rw_binds[0].requested,
-            PathBuf::from("/workspaces/link")
-        );
+        let ws = plan.rw_binds().next().unwrap();
+        assert_eq!(ws.resolved, PathBuf::from("/srv/real"));
+        assert_eq!(ws.requested, PathBuf::from("/workspaces/link"));
     }
 
     #[test]
@@ -951,11 +926,7 @@ pub(crate) mod tests {
         let mut f = facts();
         f.passwd_home = Some(PathBuf::from("/home/real"));
         let plan = build(&Config::default(), &f, &[]).unwrap();
-        let args: Vec<String> = plan
-            .bwrap_args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = args_of(&plan);
         let masked = args.windows(2).position(|w| w == ["--tmpfs", "/home/real"]);
         let home = args.windows(2).position(|w| w == ["--tmpfs", "/home/dev"]);
         assert!(masked.is_some() && masked < home, "{args:?}");
@@ -972,12 +943,10 @@ pub(crate) mod tests {
             let mut f = facts();
             f.passwd_home = Some(PathBuf::from(ph));
             let plan = build(&Config::default(), &f, &[]).unwrap();
-            let n = plan.bwrap_args.iter().filter(|a| *a == "--tmpfs").count();
+            let n = args_of(&plan).iter().filter(|a| *a == "--tmpfs").count();
             assert_eq!(
                 n,
-                build(&Config::default(), &facts(), &[])
-                    .unwrap()
-                    .bwrap_args
+                args_of(&build(&Config::default(), &facts(), &[]).unwrap())
                     .iter()
                     .filter(|a| *a == "--tmpfs")
                     .count(),

@@ -51,6 +51,50 @@ pub fn active(m: Mutation) -> bool {
         .unwrap_or(false)
 }
 
+/// Apply the requested regressions of the sandbox itself: the one place
+/// they touch it. (The others, `skip-pin-check` and `pasta-attach-fails`,
+/// are faults of the launch around it and stay where they act.)
+#[cfg(feature = "test-mutations")]
+pub fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
+    use crate::sandbox::{Capabilities, Mount, Network};
+    if active(Mutation::BindSsh) {
+        sb.mounts.push(Mount::ReadWrite {
+            path: facts.home.join(".ssh"),
+        });
+    }
+    if active(Mutation::PassGhToken) {
+        if let Some(v) = facts.env.get(std::ffi::OsStr::new("GH_TOKEN")) {
+            sb.env.push(("GH_TOKEN".into(), v.clone()));
+        }
+    }
+    if active(Mutation::TmpNotTmpfs) {
+        sb.mounts
+            .retain(|m| !matches!(m, Mount::Tmpfs { dst } if dst == std::path::Path::new("/tmp")));
+    }
+    if active(Mutation::KeepCaps) {
+        sb.capabilities = Capabilities::KeepAll;
+    }
+    if let Network::Jail(net) = &mut sb.network {
+        if active(Mutation::JailNo172) {
+            net.route_batch = net
+                .route_batch
+                .lines()
+                .filter(|l| !l.contains("172.16.0.0/12"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+        if active(Mutation::RouteStepFails) {
+            net.route_batch
+                .push_str("route add blackhole 300.0.0.0/8\n");
+        }
+    }
+}
+
+/// Without `test-mutations`: nothing to apply.
+#[cfg(not(feature = "test-mutations"))]
+#[inline(always)]
+pub fn apply(_: &mut crate::sandbox::Sandbox, _: &crate::plan::Facts) {}
+
 /// Whether the regression is requested: never, without `test-mutations`.
 #[cfg(not(feature = "test-mutations"))]
 #[inline(always)]
