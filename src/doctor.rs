@@ -116,7 +116,30 @@ fn claude_on_path(path: &str, name: &Path) -> Vec<std::path::PathBuf> {
 /// Run `claude-sandbox doctor`; returns the number of failed facts (capped at 1 for the exit status).
 pub fn main(_args: &Args) -> anyhow::Result<i32> {
     let mut r = Report { failed: 0 };
-    // The shadow.
+    check_shadow(&mut r);
+    check_login_path(&mut r);
+    check_local_bin(&mut r);
+    check_pin(&mut r);
+    let cfg = check_config(&mut r);
+    if let Ok(c) = &cfg {
+        check_rw_paths(&mut r, c);
+    }
+    check_prerequisites(&mut r);
+    if let Ok(c) = &cfg {
+        check_egress_jail(&mut r, c);
+    }
+    check_guard(&mut r);
+    if r.failed > 0 {
+        println!("{} problem(s) found", r.failed);
+        Ok(1)
+    } else {
+        println!("all in place: `claude` runs sandboxed");
+        Ok(0)
+    }
+}
+
+/// The shadow must be this binary, or `claude` runs unsandboxed.
+fn check_shadow(r: &mut Report) {
     let shadow_ok = std::fs::canonicalize(paths::SHADOW).ok()
         == std::fs::canonicalize(paths::SELF_BIN).ok()
         && Path::new(paths::SELF_BIN).exists();
@@ -132,7 +155,10 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
             )
         },
     );
-    // What a login shell of this user resolves `claude` to, and anything before it.
+}
+
+/// What a login shell of this user resolves `claude` to, and anything else named `claude` on its PATH.
+fn check_login_path(r: &mut Report) {
     let (shell, path) = login_path();
     let found: Vec<String> = path
         .as_deref()
@@ -166,13 +192,20 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
             )
         },
     );
+}
+
+/// A `~/.local/bin/claude` bypasses the sandbox whenever a PATH leads there first.
+fn check_local_bin(r: &mut Report) {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let stray_local = home
         .as_ref()
         .map(|h| h.join(".local/bin/claude"))
         .filter(|p| p.exists());
     r.line(stray_local.is_none(), "~/.local/bin/claude", match &stray_local { None => "absent".to_string(), Some(p) => format!("{} exists and would bypass the sandbox if PATH led there; remove it or re-run install", p.display()) });
-    // Pin.
+}
+
+/// The real binary must match its pin, or every launch refuses.
+fn check_pin(r: &mut Report) {
     match integrity::check(Path::new(paths::REAL_CLAUDE), Path::new(paths::PIN_FILE)) {
         Ok(()) => r.line(
             true,
@@ -181,7 +214,10 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         ),
         Err(e) => r.line(false, "pin", e),
     }
-    // Config.
+}
+
+/// The config must load; returned for the checks that depend on it.
+fn check_config(r: &mut Report) -> anyhow::Result<config::Config> {
     let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env);
     match &cfg {
         Ok(c) => r.line(
@@ -195,31 +231,36 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         ),
         Err(e) => r.line(false, "config", e),
     }
-    // Read-write paths named in the config must exist, or every launch refuses.
-    if let Ok(c) = &cfg {
-        let named = c
-            .workspace_root
-            .iter()
-            .map(|p| ("workspace-root", p))
-            .chain(c.allow_write.iter().map(|p| ("allow-write", p)));
-        for (key, p) in named {
-            let ok = p.exists();
-            r.line(
-                ok,
-                key,
-                if ok {
-                    format!("{} exists", p.display())
-                } else {
-                    format!(
-                        "{} does not exist, and every launch refuses until it does; create it or fix {}",
-                        p.display(),
-                        paths::CONFIG_FILE
-                    )
-                },
-            );
-        }
+    cfg
+}
+
+/// Read-write paths named in the config must exist, or every launch refuses.
+fn check_rw_paths(r: &mut Report, c: &config::Config) {
+    let named = c
+        .workspace_root
+        .iter()
+        .map(|p| ("workspace-root", p))
+        .chain(c.allow_write.iter().map(|p| ("allow-write", p)));
+    for (key, p) in named {
+        let ok = p.exists();
+        r.line(
+            ok,
+            key,
+            if ok {
+                format!("{} exists", p.display())
+            } else {
+                format!(
+                    "{} does not exist, and every launch refuses until it does; create it or fix {}",
+                    p.display(),
+                    paths::CONFIG_FILE
+                )
+            },
+        );
     }
-    // Prerequisites.
+}
+
+/// bubblewrap and user namespaces must be there, and must actually build a sandbox here.
+fn check_prerequisites(r: &mut Report) {
     match launch::preflight() {
         Ok(b) => {
             r.line(
@@ -236,21 +277,26 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
         }
         Err(e) => r.line(false, "sandbox prerequisites", e),
     }
-    if let Ok(c) = &cfg {
-        if crate::plan::jailed(c) {
-            match jail::Jail::prepare().and_then(|_| jail::host_facts()) {
-                Ok(_) => r.line(
-                    true,
-                    "egress jail prerequisites",
-                    "pasta, ip and /dev/net/tun usable",
-                ),
-                Err(e) => r.line(false, "egress jail prerequisites", e),
-            }
-        } else {
-            r.line(true, "egress jail", "deliberately off in the configuration");
+}
+
+/// When the config turns the egress jail on, its tools must be usable, or every launch refuses.
+fn check_egress_jail(r: &mut Report, c: &config::Config) {
+    if crate::plan::jailed(c) {
+        match jail::Jail::prepare().and_then(|_| jail::host_facts()) {
+            Ok(_) => r.line(
+                true,
+                "egress jail prerequisites",
+                "pasta, ip and /dev/net/tun usable",
+            ),
+            Err(e) => r.line(false, "egress jail prerequisites", e),
         }
+    } else {
+        r.line(true, "egress jail", "deliberately off in the configuration");
     }
-    // Guard.
+}
+
+/// The managed settings must carry the guard hooks, which catch a session started outside the sandbox.
+fn check_guard(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
     let guard = settings.contains(hooks::SESSION_START_CMD)
         && settings.contains(hooks::PROMPT_GATE_CMD)
@@ -270,13 +316,6 @@ pub fn main(_args: &Args) -> anyhow::Result<i32> {
             )
         },
     );
-    if r.failed > 0 {
-        println!("{} problem(s) found", r.failed);
-        Ok(1)
-    } else {
-        println!("all in place: `claude` runs sandboxed");
-        Ok(0)
-    }
 }
 
 #[cfg(test)]

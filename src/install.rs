@@ -234,18 +234,77 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             "refusing to install this claude-sandbox: it was built with the test-only feature `test-mutations`, whose deliberate regressions weaken the sandbox; build and install a normal one: bash scripts/setup.sh",
         ));
     }
-    // Validate everything before the first write.
+    let checked = validate(args, &root)?;
+    if args.prefix.is_none() && !args.no_packages {
+        install_packages()?;
+    }
+    let installed_real = rebase(&root, Path::new(paths::REAL_CLAUDE));
+    let stray = checked.home.join(".local/bin/claude");
+    let real = find_real_claude(args, &root, &checked.user, &stray, &installed_real)?;
+
+    let mut ctx = Ctx {
+        root: root.clone(),
+        manifest: load_manifest(&root),
+        placed: Vec::new(),
+    };
+    record_origin(&mut ctx, real.origin.as_deref(), &stray);
+    stage_binaries(&mut ctx, &real.source, &installed_real)?;
+    write_pin_and_record(&mut ctx, &installed_real)?;
+    place_entries(&mut ctx)?;
+    write_config_files(&mut ctx, checked.conf_text.as_deref())?;
+    write_managed_settings(&mut ctx, checked.settings_text, &installed_real)?;
+    set_allow_unwrapped(&mut ctx, args.allow_unwrapped)?;
+    seed_user_files(&mut ctx, &checked.home, &checked.user)?;
+    retire_stray(&mut ctx, real.origin.as_deref(), &stray)?;
+    write_manifest(&mut ctx)?;
+    report_placed(&ctx.placed);
+    Ok(0)
+}
+
+/// What install checked before its first write, for the steps that follow.
+struct Validated {
+    /// The text of `--config`, already parsed once.
+    conf_text: Option<String>,
+    /// The user whose home gets the forge config directories and `~/.claude.json`.
+    user: nix::unistd::User,
+    /// That user's home, under the install root.
+    home: PathBuf,
+    /// The managed settings as found (see [`managed_settings`]).
+    settings_text: Result<Option<String>, String>,
+}
+
+/// Check everything install needs before the first write, so bad input leaves nothing half-installed.
+fn validate(args: &Args, root: &Path) -> anyhow::Result<Validated> {
     crate::launch::userns_available().map_err(|e| fail(format!("cannot install: {e}")))?;
-    let conf_text = match &args.config {
+    let conf_text = read_config_arg(args.config.as_deref())?;
+    check_real_claude_arg(args.real_claude.as_deref())?;
+    let user = resolve_user(args.user.as_deref())?;
+    let home = rebase(root, &user.dir);
+    let settings_text = managed_settings(root);
+    Ok(Validated {
+        conf_text,
+        user,
+        home,
+        settings_text,
+    })
+}
+
+/// The `--config` file's text, refused unless it parses, so a bad config is never installed.
+fn read_config_arg(config: Option<&Path>) -> anyhow::Result<Option<String>> {
+    match config {
         Some(f) => {
             let text =
                 fs_err::read_to_string(f).map_err(|e| bad_input(format!("--config: {e}")))?;
             config::parse(&text, &f.display().to_string())?;
-            Some(text)
+            Ok(Some(text))
         }
-        None => None,
-    };
-    if let Some(rc) = &args.real_claude {
+        None => Ok(None),
+    }
+}
+
+/// Refuse a `--real-claude` that is not an executable file, before anything is copied.
+fn check_real_claude_arg(real_claude: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(rc) = real_claude {
         let ok = rc
             .metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
@@ -256,29 +315,43 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             )));
         }
     }
-    let user_name = args
-        .user
-        .clone()
+    Ok(())
+}
+
+/// The user whose home install seeds: `--user`, else who ran sudo (`$SUDO_USER`), else root.
+fn resolve_user(user: Option<&str>) -> anyhow::Result<nix::unistd::User> {
+    let user_name = user
+        .map(str::to_string)
         .or_else(|| std::env::var("SUDO_USER").ok().filter(|u| !u.is_empty()))
         .unwrap_or_else(|| "root".into());
-    let user = nix::unistd::User::from_name(&user_name)
+    nix::unistd::User::from_name(&user_name)
         .ok()
         .flatten()
-        .ok_or_else(|| bad_input(format!("--user {user_name}: no such user")))?;
-    let home = rebase(&root, &user.dir);
-    let settings_text = managed_settings(&root);
-    if args.prefix.is_none() && !args.no_packages {
-        install_packages()?;
-    }
-    // The real binary, from what the user asked, in order.
-    let installed_real = rebase(&root, Path::new(paths::REAL_CLAUDE));
-    let stray = home.join(".local/bin/claude");
+        .ok_or_else(|| bad_input(format!("--user {user_name}: no such user")))
+}
+
+/// Where the real binary comes from, and where it was found when install relocates it.
+struct RealSource {
+    /// The file to install as the real binary.
+    source: PathBuf,
+    /// The user's `~/.local/bin/claude`, not rebased (the manifest's form), when that is the source.
+    origin: Option<PathBuf>,
+}
+
+/// The real binary, from what the user asked, in order: `--real-claude`, the
+/// user's `~/.local/bin/claude`, the one already installed, else npm.
+fn find_real_claude(
+    args: &Args,
+    root: &Path,
+    user: &nix::unistd::User,
+    stray: &Path,
+    installed_real: &Path,
+) -> anyhow::Result<RealSource> {
     let mut origin = None;
-    let mut _npm_dir = None;
     let user_claude = if args.real_claude.is_some() {
         None
     } else {
-        user_claude(&root, &stray, &user)?
+        user_claude(root, stray, user)?
     };
     let source: PathBuf = if let Some(rc) = &args.real_claude {
         rc.clone()
@@ -286,26 +359,28 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         origin = Some(user.dir.join(".local/bin/claude"));
         found
     } else if installed_real.exists() {
-        installed_real.clone()
+        installed_real.to_path_buf()
     } else {
         let version = args
             .claude_version
             .as_deref()
             .unwrap_or(DEFAULT_CLAUDE_VERSION.trim());
-        let (dir, bin) = fetch_from_npm(version)?;
-        _npm_dir = Some(dir);
+        let (_npm_dir, bin) = fetch_from_npm(version)?;
         bin
     };
+    Ok(RealSource { source, origin })
+}
 
-    let mut ctx = Ctx {
-        root: root.clone(),
-        manifest: load_manifest(&root),
-        placed: Vec::new(),
-    };
+/// Remember where the relocated binary was found (first install only), so uninstall can put it back.
+fn record_origin(ctx: &mut Ctx, origin: Option<&Path>, stray: &Path) {
     if origin.is_some() && ctx.manifest.real_origin.is_none() {
-        ctx.manifest.real_origin = origin.clone();
-        ctx.manifest.real_origin_link = std::fs::read_link(&stray).ok();
+        ctx.manifest.real_origin = origin.map(Path::to_path_buf);
+        ctx.manifest.real_origin_link = std::fs::read_link(stray).ok();
     }
+}
+
+/// Copy this binary and the real Claude Code into place, each only when its bytes differ.
+fn stage_binaries(ctx: &mut Ctx, source: &Path, installed_real: &Path) -> anyhow::Result<()> {
     ctx.dir(&ctx.at(paths::LIBEXEC_DIR), 0o755)?;
     let me = std::env::current_exe()?;
     let self_bin = ctx.at(paths::SELF_BIN);
@@ -313,10 +388,15 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         ctx.binary(&me, &self_bin)?;
     }
     if source != installed_real {
-        ctx.binary(&source, &installed_real)?;
+        ctx.binary(source, installed_real)?;
     }
+    Ok(())
+}
+
+/// Write the pin of the real binary as installed, and the launch record's empty mount point.
+fn write_pin_and_record(ctx: &mut Ctx, installed_real: &Path) -> anyhow::Result<()> {
     // The pin, of the file as installed.
-    let pin = integrity::pin_of(&installed_real)?;
+    let pin = integrity::pin_of(installed_real)?;
     ctx.file(
         &ctx.at(paths::PIN_FILE),
         integrity::pin_text(&pin).as_bytes(),
@@ -324,9 +404,24 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
     )?;
     // The launch record's mount point: empty outside; each launch binds what
     // it knew over it, read-only, for `verify` inside (§7).
-    ctx.file(&ctx.at(paths::LAUNCH_RECORD), b"", 0o644)?;
-    // The wrapper entry (§6) and the shadow.
-    symlink(&mut ctx, paths::SELF_BIN, hooks::WRAPPER)?;
+    ctx.file(&ctx.at(paths::LAUNCH_RECORD), b"", 0o644)
+}
+
+/// Place the entries that lead to the sandbox: the wrapper (§6), the shadow, VS Code's wrapper script.
+fn place_entries(ctx: &mut Ctx) -> anyhow::Result<()> {
+    symlink(ctx, paths::SELF_BIN, hooks::WRAPPER)?;
+    displace_foreign_shadow(ctx)?;
+    symlink(ctx, paths::SELF_BIN, paths::SHADOW)?;
+    // The entry VS Code's Claude Code extension runs (`claudeCode.claudeProcessWrapper`).
+    ctx.file(
+        &ctx.at(VSCODE_WRAPPER),
+        VSCODE_WRAPPER_SCRIPT.as_bytes(),
+        0o755,
+    )
+}
+
+/// Move another `claude` that sits where the shadow goes aside, so uninstall can put it back.
+fn displace_foreign_shadow(ctx: &mut Ctx) -> anyhow::Result<()> {
     let shadow = ctx.at(paths::SHADOW);
     if let Ok(m) = shadow.symlink_metadata() {
         let ours = m.file_type().is_symlink()
@@ -341,16 +436,13 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             ));
         }
     }
-    symlink(&mut ctx, paths::SELF_BIN, paths::SHADOW)?;
-    // The entry VS Code's Claude Code extension runs (`claudeCode.claudeProcessWrapper`).
-    ctx.file(
-        &ctx.at(VSCODE_WRAPPER),
-        VSCODE_WRAPPER_SCRIPT.as_bytes(),
-        0o755,
-    )?;
-    // Config: the given file, else keep an existing one, else the documented default.
+    Ok(())
+}
+
+/// Write the config (the given file, else keep an existing one, else the documented default) and the gitconfig.
+fn write_config_files(ctx: &mut Ctx, conf_text: Option<&str>) -> anyhow::Result<()> {
     let conf = ctx.at(paths::CONFIG_FILE);
-    match &conf_text {
+    match conf_text {
         Some(t) => ctx.file(&conf, t.as_bytes(), 0o644)?,
         None if conf.exists() => {}
         None => ctx.file(&conf, config::DEFAULT_CONFIG.as_bytes(), 0o644)?,
@@ -359,10 +451,17 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         &ctx.at(paths::GITCONFIG),
         gitconfig::TEMPLATE.as_bytes(),
         0o644,
-    )?;
-    // Managed settings: merged, never owned.
+    )
+}
+
+/// Merge the guard hooks into the managed settings (merged, never owned), or warn and leave them alone.
+fn write_managed_settings(
+    ctx: &mut Ctx,
+    settings_text: Result<Option<String>, String>,
+    installed_real: &Path,
+) -> anyhow::Result<()> {
     let settings = ctx.at(paths::MANAGED_SETTINGS);
-    let wrapper = supports_process_wrapper(&installed_real);
+    let wrapper = supports_process_wrapper(installed_real);
     match settings_text.and_then(|t| {
         hooks::merge_managed(t.as_deref(), wrapper).map(|merged| (t.is_none(), merged))
     }) {
@@ -378,15 +477,24 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             settings.display()
         ),
     }
+    Ok(())
+}
+
+/// Create the allow-unwrapped flag when asked, else remove a stale one, so the flag says what this run asked.
+fn set_allow_unwrapped(ctx: &mut Ctx, allow: bool) -> anyhow::Result<()> {
     let flag = ctx.at(paths::ALLOW_UNWRAPPED);
-    if args.allow_unwrapped {
+    if allow {
         ctx.file(&flag, b"", 0o644)?;
     } else if flag.exists() {
         fs_err::remove_file(&flag)?;
         ctx.placed
             .push(format!("removed the stale {}", flag.display()));
     }
-    // The user's files.
+    Ok(())
+}
+
+/// Create the user's forge config directories and `~/.claude.json` when missing, owned by the user.
+fn seed_user_files(ctx: &mut Ctx, home: &Path, user: &nix::unistd::User) -> anyhow::Result<()> {
     for d in [".config/gh", ".config/glab-cli"] {
         let p = home.join(d);
         if !p.exists() {
@@ -402,34 +510,46 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
         ctx.file(&cj, b"{}\n", 0o600)?;
         let _ = nix::unistd::chown(&cj, Some(user.uid), Some(user.gid));
     }
-    // Only now is the relocated binary safe to remove from where PATH found it
-    // (a native install's symlink goes; the version it points at stays the user's).
+    Ok(())
+}
+
+/// Remove the relocated binary from where PATH found it; only now, with everything else in place, is that safe.
+fn retire_stray(ctx: &mut Ctx, origin: Option<&Path>, stray: &Path) -> anyhow::Result<()> {
+    // A native install's symlink goes; the version it points at stays the user's.
     if origin.is_some() && stray.symlink_metadata().is_ok() {
-        fs_err::remove_file(&stray)?;
+        fs_err::remove_file(stray)?;
         ctx.placed.push(format!(
             "removed {} (it is now {})",
             stray.display(),
             paths::REAL_CLAUDE
         ));
     }
+    Ok(())
+}
+
+/// Write the manifest last, naming itself, so uninstall reverses exactly what install did.
+fn write_manifest(ctx: &mut Ctx) -> anyhow::Result<()> {
     let mpath = ctx.at(MANIFEST);
     if !mpath.exists() {
         // The manifest names itself, so uninstall removes it too.
         ctx.note_created(&mpath);
     }
     let manifest_text = serde_json::to_string_pretty(&ctx.manifest)? + "\n";
-    ctx.file(&mpath, manifest_text.as_bytes(), 0o644)?;
-    if ctx.placed.is_empty() {
+    ctx.file(&mpath, manifest_text.as_bytes(), 0o644)
+}
+
+/// Say what changed, or that nothing did, so a second run is visibly a no-op.
+fn report_placed(placed: &[String]) {
+    if placed.is_empty() {
         println!("claude-sandbox: already installed; nothing changed");
     } else {
-        for p in &ctx.placed {
+        for p in placed {
             println!("claude-sandbox: {p}");
         }
         println!(
             "claude-sandbox: installed; `claude` now runs sandboxed (check: /usr/libexec/claude-sandbox/claude-sandbox doctor)"
         );
     }
-    Ok(0)
 }
 
 /// The managed settings as they are: `Ok(None)` when there is no file,
@@ -710,49 +830,75 @@ pub fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
         )));
     }
     let m = load_manifest(&root);
-    let at = |abs: &str| rebase(&root, Path::new(abs));
-    // The real binary back where it was found.
-    if let Some(origin) = &m.real_origin {
-        let dest = rebase(&root, origin);
-        let owner = dest
-            .parent()
-            .and_then(|p| p.metadata().ok())
-            .map(|m| (m.uid(), m.gid()));
-        // A link whose version file is still there comes back as that link.
-        let link_target = m.real_origin_link.as_ref().filter(|t| {
-            let resolved = if t.is_absolute() {
-                rebase(&root, t)
-            } else {
-                dest.parent().unwrap_or(Path::new("/")).join(t)
-            };
-            resolved.is_file()
-        });
-        if let (Some(t), Err(_)) = (link_target, dest.symlink_metadata()) {
-            if let Some(p) = dest.parent() {
-                fs_err::create_dir_all(p)?;
-            }
-            std::os::unix::fs::symlink(t, &dest)?;
-            if let Some((uid, gid)) = owner {
-                let _ = std::os::unix::fs::lchown(&dest, Some(uid), Some(gid));
-            }
-            println!(
-                "claude-sandbox: restored {} -> {}",
-                dest.display(),
-                t.display()
-            );
-        } else if !dest.exists() && at(paths::REAL_CLAUDE).exists() {
-            if let Some(p) = dest.parent() {
-                fs_err::create_dir_all(p)?;
-            }
-            fs_err::copy(at(paths::REAL_CLAUDE), &dest)?;
-            if let Ok(meta) = dest.parent().unwrap_or(Path::new("/")).metadata() {
-                let _ = nix::unistd::chown(&dest, Some(meta.uid().into()), Some(meta.gid().into()));
-            }
-            println!("claude-sandbox: restored {}", dest.display());
-        }
+    restore_real_origin(&root, &m)?;
+    unmerge_settings(&root, &m)?;
+    remove_created(&root, &m)?;
+    let flag = rebase(&root, Path::new(paths::ALLOW_UNWRAPPED));
+    if flag.exists() && m.created.contains(&flag) {
+        fs_err::remove_file(&flag)?;
     }
-    // The managed settings: our part out, foreign keys kept.
-    let settings = at(paths::MANAGED_SETTINGS);
+    println!("claude-sandbox: uninstalled");
+    Ok(0)
+}
+
+/// Put the real binary back where install found it, so the user's own `claude` works again.
+fn restore_real_origin(root: &Path, m: &Manifest) -> anyhow::Result<()> {
+    let Some(origin) = &m.real_origin else {
+        return Ok(());
+    };
+    let dest = rebase(root, origin);
+    let installed_real = rebase(root, Path::new(paths::REAL_CLAUDE));
+    if let (Some(t), Err(_)) = (origin_link(root, m, &dest), dest.symlink_metadata()) {
+        relink_origin(&dest, t)?;
+    } else if !dest.exists() && installed_real.exists() {
+        if let Some(p) = dest.parent() {
+            fs_err::create_dir_all(p)?;
+        }
+        fs_err::copy(&installed_real, &dest)?;
+        if let Ok(meta) = dest.parent().unwrap_or(Path::new("/")).metadata() {
+            let _ = nix::unistd::chown(&dest, Some(meta.uid().into()), Some(meta.gid().into()));
+        }
+        println!("claude-sandbox: restored {}", dest.display());
+    }
+    Ok(())
+}
+
+/// The link target recorded for `dest`, when the version file it leads to is still there (a link comes back as that link).
+fn origin_link<'m>(root: &Path, m: &'m Manifest, dest: &Path) -> Option<&'m PathBuf> {
+    m.real_origin_link.as_ref().filter(|t| {
+        let resolved = if t.is_absolute() {
+            rebase(root, t)
+        } else {
+            dest.parent().unwrap_or(Path::new("/")).join(t)
+        };
+        resolved.is_file()
+    })
+}
+
+/// Recreate the user's `~/.local/bin/claude` link to `target`, owned like its directory.
+fn relink_origin(dest: &Path, target: &Path) -> anyhow::Result<()> {
+    let owner = dest
+        .parent()
+        .and_then(|p| p.metadata().ok())
+        .map(|m| (m.uid(), m.gid()));
+    if let Some(p) = dest.parent() {
+        fs_err::create_dir_all(p)?;
+    }
+    std::os::unix::fs::symlink(target, dest)?;
+    if let Some((uid, gid)) = owner {
+        let _ = std::os::unix::fs::lchown(dest, Some(uid), Some(gid));
+    }
+    println!(
+        "claude-sandbox: restored {} -> {}",
+        dest.display(),
+        target.display()
+    );
+    Ok(())
+}
+
+/// Take our part out of the managed settings and keep foreign keys, since the file is merged, never owned.
+fn unmerge_settings(root: &Path, m: &Manifest) -> anyhow::Result<()> {
+    let settings = rebase(root, Path::new(paths::MANAGED_SETTINGS));
     if let Ok(text) = std::fs::read_to_string(&settings) {
         match hooks::unmerge_managed(&text, &m.settings) {
             Some(t) if t != text => fs_err::write(&settings, t)?,
@@ -761,7 +907,12 @@ pub fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
             None => fs_err::write(&settings, "{}\n")?,
         }
     }
-    // What install created, newest first; a user file only if untouched.
+    Ok(())
+}
+
+/// Remove what install created, newest first (a user file only if untouched), and put a displaced `claude` back.
+fn remove_created(root: &Path, m: &Manifest) -> anyhow::Result<()> {
+    let at = |abs: &str| rebase(root, Path::new(abs));
     for p in m.created.iter().rev() {
         let Ok(meta) = p.symlink_metadata() else {
             continue;
@@ -779,12 +930,7 @@ pub fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
             fs_err::remove_file(p)?;
         }
     }
-    let flag = at(paths::ALLOW_UNWRAPPED);
-    if flag.exists() && m.created.contains(&flag) {
-        fs_err::remove_file(&flag)?;
-    }
-    println!("claude-sandbox: uninstalled");
-    Ok(0)
+    Ok(())
 }
 
 #[cfg(test)]

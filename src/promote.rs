@@ -293,6 +293,24 @@ fn is_this_repo(dir: &Path) -> bool {
 
 /// Run `claude-sandbox promote`.
 pub fn main(args: &Args) -> anyhow::Result<i32> {
+    let dir = workspace_dir(args)?;
+    let mut changed = Vec::new();
+    changed.extend(wire_devcontainer(&dir)?);
+    changed.extend(seed_verify_command(&dir)?);
+    if changed.is_empty() {
+        println!(
+            "claude-sandbox: {} is already promoted; nothing changed",
+            dir.display()
+        );
+    }
+    for c in changed {
+        println!("claude-sandbox: {c}");
+    }
+    Ok(0)
+}
+
+/// The workspace to promote, refused unless it is a directory other than this repository.
+fn workspace_dir(args: &Args) -> anyhow::Result<PathBuf> {
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
@@ -309,17 +327,25 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
             dir.display()
         )));
     }
-    let dc_dir = dir.join(".devcontainer");
-    // The file the devcontainer tools would use: `.devcontainer/devcontainer.json`,
-    // else a `.devcontainer.json` at the top (never shadow it with a new file).
-    let dc = match (
-        dc_dir.join("devcontainer.json"),
+    Ok(dir)
+}
+
+/// The file the devcontainer tools would use: `.devcontainer/devcontainer.json`,
+/// else a `.devcontainer.json` at the top (never shadow it with a new file).
+fn devcontainer_file(dir: &Path) -> PathBuf {
+    match (
+        dir.join(".devcontainer").join("devcontainer.json"),
         dir.join(".devcontainer.json"),
     ) {
         (nested, top) if !nested.exists() && top.is_file() => top,
         (nested, _) => nested,
-    };
-    let mut changed = Vec::new();
+    }
+}
+
+/// Add the feature and the tun device to the workspace's devcontainer.json
+/// (created when missing); returns what changed, if anything.
+fn wire_devcontainer(dir: &Path) -> anyhow::Result<Option<String>> {
+    let dc = devcontainer_file(dir);
     match std::fs::read_to_string(&dc) {
         Ok(text) => {
             let new = edit(&text).map_err(|e| {
@@ -333,54 +359,51 @@ pub fn main(args: &Args) -> anyhow::Result<i32> {
                     ),
                 )
             })?;
-            if new != text {
-                fs_err::write(&dc, new)?;
-                changed.push(format!(
-                    "added the claude-sandbox feature and {TUN_ARG} to {}",
-                    dc.display()
-                ));
+            if new == text {
+                return Ok(None);
             }
+            fs_err::write(&dc, new)?;
+            Ok(Some(format!(
+                "added the claude-sandbox feature and {TUN_ARG} to {}",
+                dc.display()
+            )))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs_err::create_dir_all(&dc_dir)?;
+            fs_err::create_dir_all(dir.join(".devcontainer"))?;
             let name = dir
                 .canonicalize()?
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "workspace".into());
             fs_err::write(&dc, minimal(&name))?;
-            changed.push(format!("created {}", dc.display()));
+            Ok(Some(format!("created {}", dc.display())))
         }
-        Err(e) => {
-            return Err(bad_input(format!(
-                "promote: cannot read {}: {e}",
-                dc.display()
-            )))
-        }
+        Err(e) => Err(bad_input(format!(
+            "promote: cannot read {}: {e}",
+            dc.display()
+        ))),
     }
+}
+
+/// Seed the `/verify-sandbox` command unless one is there (a different one is
+/// the user's, left alone with a note); returns what changed, if anything.
+fn seed_verify_command(dir: &Path) -> anyhow::Result<Option<String>> {
     let cmd = dir.join(".claude/commands/verify-sandbox.md");
     match std::fs::read_to_string(&cmd) {
-        Ok(t) if t == VERIFY_COMMAND => {}
-        Ok(_) => println!(
-            "claude-sandbox: {} exists and differs from ours; left as it is",
-            cmd.display()
-        ),
+        Ok(t) if t == VERIFY_COMMAND => Ok(None),
+        Ok(_) => {
+            println!(
+                "claude-sandbox: {} exists and differs from ours; left as it is",
+                cmd.display()
+            );
+            Ok(None)
+        }
         Err(_) => {
             fs_err::create_dir_all(cmd.parent().expect("has a parent"))?;
             fs_err::write(&cmd, VERIFY_COMMAND)?;
-            changed.push(format!("seeded {}", cmd.display()));
+            Ok(Some(format!("seeded {}", cmd.display())))
         }
     }
-    if changed.is_empty() {
-        println!(
-            "claude-sandbox: {} is already promoted; nothing changed",
-            dir.display()
-        );
-    }
-    for c in changed {
-        println!("claude-sandbox: {c}");
-    }
-    Ok(0)
 }
 
 #[cfg(test)]

@@ -334,91 +334,18 @@ impl Observed {
     pub fn gather() -> Observed {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let env: BTreeMap<String, String> = std::env::vars().collect();
-        let record = match std::fs::read_to_string(paths::LAUNCH_RECORD) {
-            Err(e) => Err(format!("{} unreadable: {e}", paths::LAUNCH_RECORD)),
-            Ok(t) if t.trim().is_empty() || t.trim() == "{}" => Err(format!(
-                "{} is the empty placeholder: this process was not started by the shadow",
-                paths::LAUNCH_RECORD
-            )),
-            Ok(t) => serde_json::from_str(&t)
-                .map_err(|e| format!("{} malformed: {e}", paths::LAUNCH_RECORD)),
-        };
+        let record = read_launch_record();
         let rec: LaunchRecord = record.clone().unwrap_or_default();
-        let home = env.get("HOME").map(PathBuf::from).unwrap_or_default();
-        let mut home_secret_sizes = BTreeMap::new();
-        for f in [".netrc", ".Xauthority"] {
-            if let Ok(m) = std::fs::metadata(home.join(f)) {
-                home_secret_sizes.insert(f.to_string(), m.len());
-            }
-        }
-        let mut run_masked = BTreeMap::new();
-        for d in plan::SYSTEM_TMPFS {
-            if let Some(n) = names_in(d) {
-                run_masked.insert(d.to_string(), n);
-            }
-        }
-        // The same walk the plan masks from (so the two agree on what counts).
-        let mut run_sockets = crate::host::run_sockets();
-        run_sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
+        let home_secret_sizes = home_secret_sizes(&env);
+        let run_masked = run_masked();
+        let run_sockets = run_sockets(&rec);
         let routes = parse_routes(&read("/proc/net/route"));
-        let mut lookups = BTreeMap::new();
-        let mut dests: Vec<Ipv4Addr> = required_rejects()
-            .into_iter()
-            .flat_map(|(n, l)| subnet_samples(n, l))
-            .collect();
-        dests.push(METADATA);
-        dests.push(PUBLIC_SAMPLE);
-        for (n, l) in &rec.site_subnets {
-            dests.extend(subnet_samples(*n, *l));
-        }
-        for d in dests {
-            lookups.insert(IpAddr::V4(d), lookup(IpAddr::V4(d)));
-        }
-        let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
-        lookups.insert(v6, lookup(v6));
-        // This network namespace's own listeners (the jail's, not the host's).
-        let own_listen = crate::host::loopback_listeners();
-        let (mut loopback_reached, mut loopback_own) = (Vec::new(), Vec::new());
-        let jail_netns = rec.launcher_ns.get("net") != ns_inode("net").as_ref();
-        for &p in &rec.host_loopback_tcp {
-            if own_listen.contains(&p) {
-                loopback_own.push(p);
-            } else if jail_netns
-                && TcpStream::connect_timeout(
-                    &SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
-                    Duration::from_millis(300),
-                )
-                .is_ok()
-            {
-                loopback_reached.push(p);
-            }
-        }
-        let tiocsti_errno = match std::fs::File::open("/dev/null") {
-            Ok(f) => {
-                let b = b'x';
-                errno_of(unsafe {
-                    nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCSTI, &b as *const u8)
-                } as i64)
-            }
-            Err(_) => 0,
-        };
-        let keyctl_errno =
-            errno_of(unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) });
-        let mut ns_ino = BTreeMap::new();
-        for k in NS_KINDS {
-            if let Some(i) = ns_inode(k) {
-                ns_ino.insert(k.to_string(), i);
-            }
-        }
-        let cfg = Path::new(paths::CONFIG_FILE);
-        let config_file = match cfg.metadata() {
-            Ok(m) => (
-                true,
-                writable(cfg),
-                m.uid() == nix::unistd::getuid().as_raw(),
-            ),
-            Err(_) => (false, false, false),
-        };
+        let lookups = route_lookups(&rec);
+        let loopback = probe_host_loopback(&rec);
+        let tiocsti_errno = tiocsti_errno();
+        let keyctl_errno = keyctl_errno();
+        let ns_ino = ns_inodes();
+        let config_file = config_file_access();
         Observed {
             facts: inside::Facts::read(),
             status: read("/proc/self/status"),
@@ -441,13 +368,156 @@ impl Observed {
                 .filter(|l| !l.trim().is_empty())
                 .map(String::from)
                 .collect(),
-            loopback_reached,
-            loopback_own,
+            loopback_reached: loopback.reached,
+            loopback_own: loopback.own,
             pin: crate::integrity::verify_pin(),
             tiocsti_errno,
             keyctl_errno,
             env,
         }
+    }
+}
+
+/// The launch record the shadow bound in, or why there is none (so the checks can say what is missing).
+fn read_launch_record() -> Result<LaunchRecord, String> {
+    match std::fs::read_to_string(paths::LAUNCH_RECORD) {
+        Err(e) => Err(format!("{} unreadable: {e}", paths::LAUNCH_RECORD)),
+        Ok(t) if t.trim().is_empty() || t.trim() == "{}" => Err(format!(
+            "{} is the empty placeholder: this process was not started by the shadow",
+            paths::LAUNCH_RECORD
+        )),
+        Ok(t) => {
+            serde_json::from_str(&t).map_err(|e| format!("{} malformed: {e}", paths::LAUNCH_RECORD))
+        }
+    }
+}
+
+/// Sizes of the home's `.netrc` and `.Xauthority` when present (masked, they must be empty).
+fn home_secret_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    let home = env.get("HOME").map(PathBuf::from).unwrap_or_default();
+    let mut sizes = BTreeMap::new();
+    for f in [".netrc", ".Xauthority"] {
+        if let Ok(m) = std::fs::metadata(home.join(f)) {
+            sizes.insert(f.to_string(), m.len());
+        }
+    }
+    sizes
+}
+
+/// The entries of each directory the plan masks with a tmpfs (they must be empty).
+fn run_masked() -> BTreeMap<String, Vec<String>> {
+    let mut masked = BTreeMap::new();
+    for d in plan::SYSTEM_TMPFS {
+        if let Some(n) = names_in(d) {
+            masked.insert(d.to_string(), n);
+        }
+    }
+    masked
+}
+
+/// Unix sockets under `/run` outside the configured read-write paths, by the
+/// same walk the plan masks from (so the two agree on what counts).
+fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
+    let mut sockets = crate::host::run_sockets();
+    sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
+    sockets
+}
+
+/// Route lookups (no packet sent) for samples of every range the jail must
+/// reject, the metadata address, a public address, the site subnets and IPv6.
+fn route_lookups(rec: &LaunchRecord) -> BTreeMap<IpAddr, Result<(), String>> {
+    let mut lookups = BTreeMap::new();
+    let mut dests: Vec<Ipv4Addr> = required_rejects()
+        .into_iter()
+        .flat_map(|(n, l)| subnet_samples(n, l))
+        .collect();
+    dests.push(METADATA);
+    dests.push(PUBLIC_SAMPLE);
+    for (n, l) in &rec.site_subnets {
+        dests.extend(subnet_samples(*n, *l));
+    }
+    for d in dests {
+        lookups.insert(IpAddr::V4(d), lookup(IpAddr::V4(d)));
+    }
+    let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
+    lookups.insert(v6, lookup(v6));
+    lookups
+}
+
+/// The host's loopback listeners as seen from inside, split by whether they answer.
+struct LoopbackProbe {
+    /// Host loopback ports answering from inside.
+    reached: Vec<u16>,
+    /// Host loopback ports listening inside too (not tested: they are ours).
+    own: Vec<u16>,
+}
+
+/// Try each host loopback port the launcher saw; connecting only from a jail's
+/// own network namespace, where an answer means the host's loopback leaks in.
+fn probe_host_loopback(rec: &LaunchRecord) -> LoopbackProbe {
+    // This network namespace's own listeners (the jail's, not the host's).
+    let own_listen = crate::host::loopback_listeners();
+    let mut probe = LoopbackProbe {
+        reached: Vec::new(),
+        own: Vec::new(),
+    };
+    let jail_netns = rec.launcher_ns.get("net") != ns_inode("net").as_ref();
+    for &p in &rec.host_loopback_tcp {
+        if own_listen.contains(&p) {
+            probe.own.push(p);
+        } else if jail_netns
+            && TcpStream::connect_timeout(
+                &SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
+                Duration::from_millis(300),
+            )
+            .is_ok()
+        {
+            probe.reached.push(p);
+        }
+    }
+    probe
+}
+
+/// errno of ioctl(TIOCSTI) on /dev/null (0 when it succeeds): the seccomp filter must refuse it.
+fn tiocsti_errno() -> i32 {
+    match std::fs::File::open("/dev/null") {
+        Ok(f) => {
+            let b = b'x';
+            errno_of(
+                unsafe { nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCSTI, &b as *const u8) }
+                    as i64,
+            )
+        }
+        Err(_) => 0,
+    }
+}
+
+/// errno of keyctl(GET_KEYRING_ID) (0 when it succeeds): the seccomp filter must refuse it.
+fn keyctl_errno() -> i32 {
+    errno_of(unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) })
+}
+
+/// This process's namespace inodes, by kind, to compare with the launcher's.
+fn ns_inodes() -> BTreeMap<String, u64> {
+    let mut ns_ino = BTreeMap::new();
+    for k in NS_KINDS {
+        if let Some(i) = ns_inode(k) {
+            ns_ino.insert(k.to_string(), i);
+        }
+    }
+    ns_ino
+}
+
+/// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us); the config must be out of the session's reach.
+fn config_file_access() -> (bool, bool, bool) {
+    let cfg = Path::new(paths::CONFIG_FILE);
+    match cfg.metadata() {
+        Ok(m) => (
+            true,
+            writable(cfg),
+            m.uid() == nix::unistd::getuid().as_raw(),
+        ),
+        Err(_) => (false, false, false),
     }
 }
 
