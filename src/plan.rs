@@ -456,13 +456,11 @@ fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
     let home = &facts.home;
     let present = |rel: &&&str| facts.existing.contains(&home.join(rel));
     let mut m = Vec::new();
-    if let Some(ph) = facts
-        .passwd_home
-        .as_ref()
-        .filter(|ph| !ph.starts_with(home) && ph.as_path() != Path::new("/"))
-    {
-        m.push(Mount::Tmpfs { dst: ph.clone() });
-    }
+    m.extend(
+        other_homes(facts)
+            .into_iter()
+            .map(|dst| Mount::Tmpfs { dst }),
+    );
     m.push(Mount::Tmpfs { dst: home.clone() });
     let rw = |rel: &&str| Mount::ReadWrite {
         path: home.join(rel),
@@ -490,6 +488,17 @@ fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
     m
 }
 
+/// The user database's home, masked too when it differs from `$HOME` and
+/// `$HOME` does not already cover it.
+fn other_homes(facts: &Facts) -> Vec<PathBuf> {
+    facts
+        .passwd_home
+        .iter()
+        .filter(|ph| !ph.starts_with(&facts.home) && ph.as_path() != Path::new("/"))
+        .cloned()
+        .collect()
+}
+
 /// The launch record `verify` reads from inside.
 fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> LaunchRecord {
     LaunchRecord {
@@ -508,6 +517,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         },
         launcher_ns: facts.launcher_ns.clone(),
         host_loopback_tcp: facts.host_loopback_tcp.clone(),
+        other_homes: other_homes(facts),
     }
 }
 

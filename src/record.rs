@@ -37,6 +37,9 @@ pub struct LaunchRecord {
     pub launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (or on every address) at launch.
     pub host_loopback_tcp: Vec<u16>,
+    /// Homes masked besides `$HOME` (the user database's, when it differs).
+    #[serde(default)]
+    pub other_homes: Vec<PathBuf>,
 }
 
 impl LaunchRecord {

@@ -171,6 +171,22 @@ fn lossy_list<S: Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(|a| a.to_string_lossy()))
 }
 
+impl Mount {
+    /// Where the operation takes effect inside.
+    pub fn dst(&self) -> &std::path::Path {
+        match self {
+            Mount::ReadOnly { dst, .. }
+            | Mount::Tmpfs { dst }
+            | Mount::Empty { dst }
+            | Mount::Dev { dst }
+            | Mount::Proc { dst }
+            | Mount::Data { dst, .. } => dst,
+            Mount::ReadWrite { path } => path,
+            Mount::Checked(b) => &b.resolved,
+        }
+    }
+}
+
 impl Sandbox {
     /// The read-write roots, in order (the executor re-checks each).
     pub fn rw_binds(&self) -> impl Iterator<Item = &RwBind> {

@@ -30,6 +30,21 @@ pub enum Mutation {
     RouteStepFails,
 }
 
+/// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
+/// operation at PATH (`~/` for `$HOME`) removed from the sandbox.
+#[cfg(feature = "test-mutations")]
+fn dropped_mounts(home: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|m| m.trim().strip_prefix("drop-mount="))
+        .map(|p| match p.strip_prefix("~/") {
+            Some(rel) => home.join(rel),
+            None => p.into(),
+        })
+        .collect()
+}
+
 /// Whether this binary was built with the test mutations (install refuses it).
 pub const BUILT_WITH_MUTATIONS: bool = cfg!(feature = "test-mutations");
 
@@ -74,6 +89,8 @@ pub fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
     }
+    let dropped = dropped_mounts(&facts.home);
+    sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
     if let Network::Jail(net) = &mut sb.network {
         if active(Mutation::JailNo172) {
             net.route_batch = net

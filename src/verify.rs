@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
 use crate::record::LaunchRecord;
+use crate::sandbox::{self, Data, Namespace, Sandbox};
 use crate::{inside, paths, plan};
 
 /// Command-line arguments of `claude-sandbox verify`.
@@ -138,6 +139,43 @@ fn cidr((net, len): &(Ipv4Addr, u8)) -> String {
 
 /// Mount points under `home` that are not among the allowed bind-backs and
 /// masks (§4.2) and not inside a configured read-write path.
+/// The plan's masks and read-only bind-backs around `$HOME` that are not in
+/// effect: the runtime directories under a bound-back `~/.local/share` must
+/// be tmpfs ([`plan::HOME_SHARE_MASKED`]), uv's binaries and the real
+/// binary read-only ([`plan::HOME_RO`]), the user database's own home a
+/// tmpfs when it differs from `$HOME`.
+pub fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
+    let home = &record.home;
+    let mut out = Vec::new();
+    if top_mount(mounts, &home.join(".local/share")).is_some() {
+        for rel in plan::HOME_SHARE_MASKED {
+            let p = home.join(rel);
+            if top_mount(mounts, &p).is_none_or(|m| m.fstype != "tmpfs") {
+                out.push(format!("{} is not a fresh tmpfs", p.display()));
+            }
+        }
+    }
+    for rel in plan::HOME_RO
+        .iter()
+        .chain(std::iter::once(&paths::INSIDE_REAL_CLAUDE_REL))
+    {
+        let p = home.join(rel);
+        if top_mount(mounts, &p).is_some_and(|m| !m.read_only) {
+            out.push(format!("{} is bound back writable", p.display()));
+        }
+    }
+    for h in &record.other_homes {
+        if top_mount(mounts, h).is_none_or(|m| m.fstype != "tmpfs") {
+            out.push(format!(
+                "the user database's home {} is not masked",
+                h.display()
+            ));
+        }
+    }
+    out
+}
+
+/// Mounts under `$HOME` the plan's allowlist does not name (as `~/REL`).
 pub fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
     let home = &record.home;
     let mut allowed: Vec<PathBuf> = plan::HOME_RW
@@ -226,8 +264,9 @@ pub struct Observed {
     pub run_masked: BTreeMap<String, Vec<String>>,
     /// Unix sockets still reachable under `/run`.
     pub run_sockets: Vec<PathBuf>,
-    /// `.netrc`, `.Xauthority` → size (absent: not listed).
-    pub home_secret_sizes: BTreeMap<String, u64>,
+    /// Every file the plan's tables mask with `/dev/null` ([`plan::HOME_NULLED`],
+    /// [`plan::SYSTEM_NULLED`]) → its size inside (absent: not listed).
+    pub nulled_sizes: BTreeMap<String, u64>,
     pub gitconfig: Result<String, String>,
     pub gitconfig_writable: bool,
     /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us).
@@ -264,7 +303,7 @@ impl Default for Observed {
             tmp_entries: Vec::new(),
             run_masked: BTreeMap::new(),
             run_sockets: Vec::new(),
-            home_secret_sizes: BTreeMap::new(),
+            nulled_sizes: BTreeMap::new(),
             gitconfig: unread(),
             gitconfig_writable: false,
             config_file: (false, false, false),
@@ -336,7 +375,7 @@ impl Observed {
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let record = read_launch_record();
         let rec: LaunchRecord = record.clone().unwrap_or_default();
-        let home_secret_sizes = home_secret_sizes(&env);
+        let nulled_sizes = nulled_sizes(&env);
         let run_masked = run_masked();
         let run_sockets = run_sockets(&rec);
         let routes = parse_routes(&read("/proc/net/route"));
@@ -356,7 +395,7 @@ impl Observed {
             tmp_entries: names_in("/tmp").unwrap_or_default(),
             run_masked,
             run_sockets,
-            home_secret_sizes,
+            nulled_sizes,
             gitconfig: std::fs::read_to_string(paths::GITCONFIG).map_err(|e| e.to_string()),
             gitconfig_writable: writable(Path::new(paths::GITCONFIG)),
             config_file,
@@ -393,12 +432,16 @@ fn read_launch_record() -> Result<LaunchRecord, String> {
 }
 
 /// Sizes of the home's `.netrc` and `.Xauthority` when present (masked, they must be empty).
-fn home_secret_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+fn nulled_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
     let home = env.get("HOME").map(PathBuf::from).unwrap_or_default();
     let mut sizes = BTreeMap::new();
-    for f in [".netrc", ".Xauthority"] {
-        if let Ok(m) = std::fs::metadata(home.join(f)) {
-            sizes.insert(f.to_string(), m.len());
+    let files = plan::HOME_NULLED
+        .iter()
+        .map(|f| home.join(f))
+        .chain(plan::SYSTEM_NULLED.iter().map(PathBuf::from));
+    for f in files {
+        if let Ok(m) = std::fs::metadata(&f) {
+            sizes.insert(f.display().to_string(), m.len());
         }
     }
     sizes
@@ -547,7 +590,7 @@ const BATTERY: &[Def] = &[
     def("dev-fresh", "a fresh /dev: no host devices (§4.1)", check_dev),
     def("tmp-tmpfs", "a fresh /tmp: no VS Code IPC sockets or host temp files (§4.1)", check_tmp),
     def("run-masked", "/run/user and /run/secrets empty; host sockets under /run masked (§4.1)", check_run),
-    def("netrc-xauthority-empty", "~/.netrc and ~/.Xauthority read as empty (§4.2)", check_netrc),
+    def("masked-files-empty", "~/.netrc, ~/.Xauthority, ~/.ICEauthority, /etc/shadow, /etc/gshadow, /etc/sudoers read as empty (§4.1, §4.2)", check_masked_files),
     def("gitconfig-curated", "the curated git config is in effect and read-only (§4.6)", check_gitconfig),
     def("workspace-scoped", "only the workspace and allow-write paths are writable (§4.3)", check_workspace),
     def("config-pinned", "the config is read from /etc only and cannot be changed from inside (§1, §3)", check_config),
@@ -559,6 +602,100 @@ const BATTERY: &[Def] = &[
     def("tiocsti-refused", "no terminal injection into the caller's terminal (§4.4)", check_tiocsti),
     def("keyring-refused", "no reach into the caller's kernel keyring (§4.4)", check_keyring),
 ];
+
+/// The battery check that fails when `m` is missing from a sandbox whose
+/// launch record is `rec`, read off the same tables the plan is built from;
+/// `None` for an operation no check notices. The unit test
+/// `every_plan_operation_has_a_check` builds a full sandbox and requires a
+/// check for each of its operations: so a defence added to the plan needs a
+/// check here, or that test fails.
+pub fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&'static str> {
+    let home = &rec.home;
+    let in_home = |table: &[&str], p: &Path| table.iter().any(|r| home.join(r) == p);
+    let in_system = |table: &[&str], p: &Path| table.iter().any(|t| Path::new(t) == p);
+    let real = home.join(paths::INSIDE_REAL_CLAUDE_REL);
+    let check = match m {
+        sandbox::Mount::ReadOnly { src, dst } if src == Path::new("/") && dst == Path::new("/") => {
+            "workspace-scoped"
+        }
+        sandbox::Mount::ReadOnly { dst, .. } if dst == Path::new("/proc") => "pid-namespace",
+        sandbox::Mount::ReadOnly { dst, .. } if in_home(plan::HOME_RO, dst) || *dst == real => {
+            "strict-home"
+        }
+        sandbox::Mount::ReadWrite { path }
+            if in_home(plan::HOME_RW, path) || in_home(plan::HOME_FORGE, path) =>
+        {
+            "strict-home"
+        }
+        sandbox::Mount::Checked(_) => "workspace-scoped",
+        sandbox::Mount::Tmpfs { dst } if dst == Path::new("/tmp") => "tmp-tmpfs",
+        sandbox::Mount::Tmpfs { dst } if in_system(plan::SYSTEM_TMPFS, dst) => "run-masked",
+        sandbox::Mount::Tmpfs { dst }
+            if dst == home
+                || in_home(plan::HOME_SHARE_MASKED, dst)
+                || rec.other_homes.contains(dst) =>
+        {
+            "strict-home"
+        }
+        sandbox::Mount::Empty { dst }
+            if in_system(plan::SYSTEM_NULLED, dst) || in_home(plan::HOME_NULLED, dst) =>
+        {
+            "masked-files-empty"
+        }
+        // Sockets under /run: verify looks for every socket there.
+        sandbox::Mount::Empty { dst } if dst.starts_with("/run") => "run-masked",
+        sandbox::Mount::Dev { .. } => "dev-fresh",
+        sandbox::Mount::Proc { .. } => "pid-namespace",
+        sandbox::Mount::Data { dst, .. } if dst == Path::new(paths::GITCONFIG) => {
+            "gitconfig-curated"
+        }
+        sandbox::Mount::Data {
+            data: Data::Record(_),
+            ..
+        } => "inside-marker",
+        sandbox::Mount::Data { dst, .. } if dst == Path::new("/etc/resolv.conf") => "jail-routes",
+        _ => return None,
+    };
+    Some(check)
+}
+
+/// Every defence of `sb` with the check that notices its absence (see
+/// [`covering_check`]); `None` where no check does.
+pub fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<&'static str>)> {
+    let mut v: Vec<(String, Option<&'static str>)> = sb
+        .namespaces
+        .iter()
+        .map(|ns| {
+            let check = match ns {
+                Namespace::Pid => Some("pid-namespace"),
+                Namespace::Ipc | Namespace::Uts => Some("ipc-uts-namespaces"),
+                Namespace::CgroupIfSupported => None,
+            };
+            (format!("namespace {ns:?}"), check)
+        })
+        .collect();
+    v.push((
+        format!("capabilities {:?}", sb.capabilities),
+        Some("capabilities-dropped"),
+    ));
+    v.push(("seccomp".into(), Some("tiocsti-refused")));
+    v.push(("environment".into(), Some("token-env-absent")));
+    if sb.network.is_jail() {
+        v.push(("network jail".into(), Some("jail-routes")));
+    }
+    v.extend(
+        sb.mounts
+            .iter()
+            .map(|m| (format!("{m:?}"), covering_check(m, rec))),
+    );
+    v
+}
+
+/// Operations of the plan no check covers, each with the reason.
+pub const UNCHECKED: &[(&str, &str)] = &[(
+    "namespace CgroupIfSupported",
+    "best effort: bubblewrap skips it where the kernel has no cgroup namespaces; the cgroup tree is read-only inside anyway",
+)];
 
 /// Evaluate every check against `o`.
 pub fn evaluate(o: &Observed) -> Vec<Check> {
@@ -636,7 +773,11 @@ fn check_home(o: &Observed) -> Outcome {
         ))
         }
     }
-    let extra = unexpected_home_mounts(&o.mounts, rec);
+    let mut extra: Vec<String> = unexpected_home_mounts(&o.mounts, rec)
+        .into_iter()
+        .map(|e| format!("{e} bound in from the host"))
+        .collect();
+    extra.extend(home_masks_missing(&o.mounts, rec));
     if extra.is_empty() {
         Ok(format!(
             "$HOME is a tmpfs; only allowlisted entries are bound back{}",
@@ -644,7 +785,7 @@ fn check_home(o: &Observed) -> Outcome {
         ))
     } else {
         Err(format!(
-            "{} bound in from the host: the $HOME allowlist regressed (a bind-back was added)",
+            "{}: the $HOME inversion regressed",
             extra.join(", ")
         ))
     }
@@ -811,15 +952,18 @@ fn check_run(o: &Observed) -> Outcome {
     }
 }
 
-fn check_netrc(o: &Observed) -> Outcome {
+fn check_masked_files(o: &Observed) -> Outcome {
     let bad: Vec<String> = o
-        .home_secret_sizes
+        .nulled_sizes
         .iter()
         .filter(|(_, s)| **s > 0)
-        .map(|(f, s)| format!("~/{f} has {s} bytes"))
+        .map(|(f, s)| format!("{f} has {s} bytes"))
         .collect();
     if bad.is_empty() {
-        Ok("~/.netrc and ~/.Xauthority empty or absent".into())
+        Ok(format!(
+            "{} masked files empty or absent",
+            o.nulled_sizes.len()
+        ))
     } else {
         Err(format!("{}: the /dev/null masks regressed", bad.join(", ")))
     }
@@ -1185,6 +1329,110 @@ mod tests {
             workspace: "/workspaces/app".into(),
             ..Default::default()
         }
+    }
+
+    /// A sandbox with every table of the plan in play.
+    fn full_sandbox() -> (Sandbox, LaunchRecord) {
+        let mut f = plan::tests::facts();
+        for p in plan::candidates(&f.home) {
+            f.existing.insert(p);
+        }
+        f.passwd_home = Some(PathBuf::from("/home/real"));
+        let extra = PathBuf::from("/srv/data");
+        f.resolved.insert(extra.clone(), Some(extra.clone()));
+        if let Some(j) = f.jail.as_mut() {
+            j.resolv.nameservers = vec![Ipv4Addr::new(10, 77, 0, 1)];
+        }
+        let cfg = crate::config::Config {
+            allow_write: vec![extra],
+            ..Default::default()
+        };
+        let sb = plan::build(&cfg, &f, &[]).unwrap();
+        let rec = sb.record().expect("a launch record").clone();
+        (sb, rec)
+    }
+
+    #[test]
+    fn every_plan_operation_has_a_check() {
+        let (sb, rec) = full_sandbox();
+        let names: Vec<&str> = BATTERY.iter().map(|d| d.name).collect();
+        let cov = coverage(&sb, &rec);
+        assert!(cov.len() > 30, "{cov:?}");
+        for (op, check) in &cov {
+            match check {
+                Some(c) => assert!(names.contains(c), "{op}: {c} is not in the battery"),
+                None => assert!(
+                    UNCHECKED.iter().any(|(o, _)| o == op),
+                    "the plan's operation {op} has no check in the battery: add one (verify::covering_check) or list it in UNCHECKED with the reason"
+                ),
+            }
+        }
+        // Every table the plan masks from is covered, not just some entries.
+        for dst in plan::SYSTEM_NULLED
+            .iter()
+            .map(PathBuf::from)
+            .chain(plan::HOME_NULLED.iter().map(|r| rec.home.join(r)))
+        {
+            assert!(
+                sb.mounts
+                    .contains(&sandbox::Mount::Empty { dst: dst.clone() }),
+                "{} not masked in the full sandbox",
+                dst.display()
+            );
+        }
+    }
+
+    #[test]
+    fn an_operation_no_check_knows_fails_the_coverage_test() {
+        let (_, rec) = full_sandbox();
+        for m in [
+            sandbox::Mount::Empty {
+                dst: "/etc/new-secret".into(),
+            },
+            sandbox::Mount::Tmpfs {
+                dst: "/var/lib/secrets".into(),
+            },
+            sandbox::Mount::ReadWrite {
+                path: rec.home.join(".ssh"),
+            },
+        ] {
+            assert_eq!(covering_check(&m, &rec), None, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn home_masks_and_read_only_bind_backs_are_checked() {
+        let mut r = rec();
+        r.other_homes = vec!["/home/real".into()];
+        let base = "\
+22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\
+25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
+26 25 252:1 /home/dev/.local/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n";
+        let good = format!(
+            "{base}\
+27 26 0:8 / /home/dev/.local/share/applications rw - tmpfs tmpfs rw\n\
+28 26 0:9 / /home/dev/.local/share/claude rw - tmpfs tmpfs rw\n\
+29 25 252:1 /usr/libexec/claude-sandbox/claude /home/dev/.local/bin/claude ro - ext4 /dev/vda1 rw\n\
+30 22 0:10 / /home/real rw - tmpfs tmpfs rw\n"
+        );
+        assert_eq!(
+            home_masks_missing(&parse_mountinfo(&good), &r),
+            Vec::<String>::new()
+        );
+        let bad = format!(
+            "{base}\
+27 26 0:8 / /home/dev/.local/share/applications rw - tmpfs tmpfs rw\n\
+29 25 252:1 /usr/libexec/claude-sandbox/claude /home/dev/.local/bin/claude rw - ext4 /dev/vda1 rw\n"
+        );
+        let missing = home_masks_missing(&parse_mountinfo(&bad), &r);
+        assert_eq!(
+            missing,
+            [
+                "/home/dev/.local/share/claude is not a fresh tmpfs",
+                "/home/dev/.local/bin/claude is bound back writable",
+                "the user database's home /home/real is not masked"
+            ]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ const NAMES: &[&str] = &[
     "skip-pin-check",
     "pasta-attach-fails",
     "route-step-fails",
+    "drop-mount=",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

@@ -203,12 +203,17 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     let lan = lan_with_loopback_service();
     let w = mutated_verify_world("verifyreg");
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
+    // Claude Code's runtime state on the host, masked by a tmpfs inside.
+    w.put(Who::Root, ".local/share/claude/versions", "host state\n");
     let cases = [
         ("bind-ssh", "strict-home"),
         ("pass-gh-token", "token-env-absent"),
         ("tmp-not-tmpfs", "tmp-tmpfs"),
         ("keep-caps", "capabilities-dropped"),
         ("jail-no-172", "jail-routes"),
+        // Masks the plan takes from its tables; verify reads the same tables.
+        ("drop-mount=/etc/shadow", "masked-files-empty"),
+        ("drop-mount=~/.local/share/claude", "strict-home"),
     ];
     for (mutation, check) in cases {
         let o = verify_inside(
