@@ -18,13 +18,13 @@ use crate::{config, doctor, hooks, install, launch, paths, promote, verify};
         Exit status: the real binary's own; 2 bad input; 125 sandbox could not be built; \
         126 integrity refusal; 127 not installed; 128+N killed by signal N."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Cmd {
+pub(crate) enum Cmd {
     /// Launch the real Claude Code sandboxed, exactly as `claude ARGS` does.
     Run {
         /// Arguments for Claude Code (after `--`).
@@ -108,7 +108,7 @@ fn print_plan(args: &[OsString], json: bool) -> anyhow::Result<i32> {
 
 /// What `claude-sandbox plan` prints: the rendered bubblewrap command, one
 /// argument per line, or with `--json` the typed description.
-pub fn plan_text(sb: &crate::sandbox::Sandbox, json: bool) -> anyhow::Result<String> {
+pub(crate) fn plan_text(sb: &crate::sandbox::Sandbox, json: bool) -> anyhow::Result<String> {
     if json {
         let mut s = serde_json::to_string_pretty(sb).map_err(|e| {
             crate::error::bad_input(format!(

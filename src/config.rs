@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::error::bad_input;
 
 /// The default configuration file, compiled into the binary (the installer writes it).
-pub const DEFAULT_CONFIG: &str = include_str!("../etc/claude-sandbox.conf");
+pub(crate) const DEFAULT_CONFIG: &str = include_str!("../etc/claude-sandbox.conf");
 
 /// The effective configuration of one launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +63,7 @@ const NEVER_PASS: &[&str] = &[
 const NEVER_PASS_PREFIX: &[&str] = &["LD_", "GIT_CONFIG"];
 
 /// Why `name` may not be forwarded, if it may not.
-pub fn pass_env_refusal(name: &str) -> Option<&'static str> {
+pub(crate) fn pass_env_refusal(name: &str) -> Option<&'static str> {
     if !is_identifier(name) {
         return Some("is not a variable name (letters, digits and `_`, not starting with a digit)");
     }
@@ -211,7 +211,7 @@ pub fn apply_env(
 }
 
 /// Read the file at `path` (a missing file means defaults), then apply the environment.
-pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Config> {
+pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Config> {
     use crate::files::{read_text, ReadError};
     let cfg = match read_text(path) {
         Ok(text) => parse(&text, &path.display().to_string())?,
@@ -233,7 +233,7 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Resu
 }
 
 /// The process environment as a lookup function.
-pub fn process_env(name: &str) -> Option<OsString> {
+pub(crate) fn process_env(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
@@ -279,7 +279,7 @@ fn absolute_path(v: &str) -> Result<PathBuf, String> {
 
 /// A bare IPv4 address of a host (no prefix, port or name; not loopback,
 /// unspecified, broadcast or multicast).
-pub fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
+pub(crate) fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
     let ip: Ipv4Addr = v.parse().map_err(|_| {
         format!("`{v}` is not a bare IPv4 address (write e.g. `10.0.0.5`, no prefix, port or name)")
     })?;

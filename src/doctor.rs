@@ -8,7 +8,7 @@ use crate::{config, hooks, integrity, jail, launch, paths};
 
 /// Command-line arguments of `claude-sandbox doctor`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub(crate) struct Args {}
 
 struct Report {
     failed: usize,
@@ -114,7 +114,7 @@ fn claude_on_path(path: &str, name: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Run `claude-sandbox doctor`; returns the number of failed facts (capped at 1 for the exit status).
-pub fn main(_args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     let mut r = Report { failed: 0 };
     check_shadow(&mut r);
     check_login_path(&mut r);

@@ -12,17 +12,17 @@
 use std::fmt;
 
 /// Exit status for bad user input.
-pub const EXIT_BAD_INPUT: i32 = 2;
+pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 /// Exit status when the sandbox cannot be built.
-pub const EXIT_SETUP: i32 = 125;
+pub(crate) const EXIT_SETUP: i32 = 125;
 /// Exit status when the integrity check refuses the real binary.
-pub const EXIT_INTEGRITY: i32 = 126;
+pub(crate) const EXIT_INTEGRITY: i32 = 126;
 /// Exit status when something the launch needs is not installed.
-pub const EXIT_NOT_INSTALLED: i32 = 127;
+pub(crate) const EXIT_NOT_INSTALLED: i32 = 127;
 
 /// An error meant for a person: one line, what failed, with the value, and what to do.
 #[derive(Debug)]
-pub struct Fail {
+pub(crate) struct Fail {
     pub code: i32,
     pub msg: String,
 }
@@ -36,7 +36,7 @@ impl fmt::Display for Fail {
 impl std::error::Error for Fail {}
 
 impl Fail {
-    pub fn new(code: i32, msg: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i32, msg: impl Into<String>) -> Self {
         Fail {
             code,
             msg: msg.into(),
@@ -45,17 +45,17 @@ impl Fail {
 }
 
 /// Bad input (exit 2).
-pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn bad_input(msg: impl Into<String>) -> anyhow::Error {
     Fail::new(EXIT_BAD_INPUT, msg).into()
 }
 
 /// The sandbox could not be built (exit 125).
-pub fn setup(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn setup(msg: impl Into<String>) -> anyhow::Error {
     Fail::new(EXIT_SETUP, msg).into()
 }
 
 /// Not installed (exit 127).
-pub fn not_installed(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn not_installed(msg: impl Into<String>) -> anyhow::Error {
     Fail::new(EXIT_NOT_INSTALLED, msg).into()
 }
 

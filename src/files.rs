@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Why a file could not be read as a small text file.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Nothing at the path.
     Missing,
     /// Something that is not a regular file; names what it is.
@@ -37,7 +37,7 @@ impl std::fmt::Display for ReadError {
 }
 
 /// The most any of these files may hold (a configuration is a few lines).
-pub const LIMIT: u64 = 1 << 20;
+pub(crate) const LIMIT: u64 = 1 << 20;
 
 fn kind(ft: &std::fs::FileType) -> &'static str {
     if ft.is_dir() {
@@ -58,7 +58,7 @@ fn kind(ft: &std::fs::FileType) -> &'static str {
 /// Read `path` as UTF-8 text of at most [`LIMIT`] bytes. Opens without
 /// blocking (a FIFO is refused, never waited on) and checks the opened file,
 /// not the name, so a swap between check and read changes nothing.
-pub fn read_text(path: &Path) -> Result<String, ReadError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)

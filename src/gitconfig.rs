@@ -1,7 +1,7 @@
 //! The curated git configuration of SPEC §4.6, rendered per launch.
 
 /// The template, compiled in (the installer writes it to `/etc/claude-gitconfig`).
-pub const TEMPLATE: &str = include_str!("../etc/claude-gitconfig");
+pub(crate) const TEMPLATE: &str = include_str!("../etc/claude-gitconfig");
 
 const IDENTITY: &str = "# @IDENTITY@\n";
 const FORGE_BEGIN: &str = "# @FORGE-BEGIN@";
@@ -19,7 +19,7 @@ fn quote(v: &str) -> String {
 /// The git config text for a launch: the user's identity (when known) and,
 /// unless `forge` is false, the GitHub/GitLab credential helpers and
 /// ssh→https rewrites.
-pub fn render(name: Option<&str>, email: Option<&str>, forge: bool) -> String {
+pub(crate) fn render(name: Option<&str>, email: Option<&str>, forge: bool) -> String {
     let mut identity = String::new();
     if name.is_some() || email.is_some() {
         identity.push_str("[user]\n");

@@ -19,26 +19,27 @@ use crate::{inside, paths};
 
 /// Command-line arguments of `claude-sandbox hook`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     pub which: Which,
 }
 
 #[derive(Debug, clap::Subcommand)]
-pub enum Which {
+pub(crate) enum Which {
     /// SessionStart hook: warn when unsandboxed or when a defence is missing.
     SessionStart,
     /// UserPromptSubmit hook: refuse prompts outside the sandbox (exit 2).
     PromptGate,
 }
 
-pub const SESSION_START_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
+pub(crate) const SESSION_START_CMD: &str =
+    "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
 pub const PROMPT_GATE_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook prompt-gate";
 /// The process wrapper (§6): a symlink to our binary, dispatched by name.
-pub const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
+pub(crate) const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
 
 /// Run a hook; returns the exit status.
-pub fn main(args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     drain_stdin();
     match args.which {
         Which::SessionStart => {
@@ -82,7 +83,7 @@ fn drain_stdin() {
     let _ = rx.recv_timeout(Duration::from_secs(2));
 }
 
-pub fn gate_message() -> String {
+pub(crate) fn gate_message() -> String {
     format!(
         "claude-sandbox: this Claude Code session is not sandboxed, so prompts are refused. \
          Start it with plain `claude` (the shadow at {}), not {} directly. \
@@ -108,7 +109,10 @@ const TOKEN_VARS: &[&str] = &[
 ];
 
 /// The SessionStart hook's JSON, or None when all is well.
-pub fn session_start_output(facts: &inside::Facts, env: &[(String, String)]) -> Option<String> {
+pub(crate) fn session_start_output(
+    facts: &inside::Facts,
+    env: &[(String, String)],
+) -> Option<String> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     if !facts.inside() {
         let msg = format!(

@@ -13,7 +13,7 @@ use crate::plan::{self, Facts, ProcMode};
 
 /// Who is launching.
 #[derive(Debug, Clone)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub uid: u32,
     pub gid: u32,
     /// Login name, from the user database.
@@ -23,7 +23,7 @@ pub struct Identity {
 }
 
 /// Who is launching: uid, gid, login name and home directory.
-pub fn identity() -> anyhow::Result<Identity> {
+pub(crate) fn identity() -> anyhow::Result<Identity> {
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
     let pw = nix::unistd::User::from_uid(uid).ok().flatten();
@@ -59,7 +59,7 @@ pub fn identity() -> anyhow::Result<Identity> {
 
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor
 /// tries a fresh `/proc` first and falls back when the kernel refuses it).
-pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
+pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
     let Identity {
         uid,
         gid,
@@ -124,7 +124,7 @@ pub fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
 /// which walks only the listening table: reading /proc/net/tcp walks the whole
 /// connection hash table on every read() — measured here at ~2.7 ms a call,
 /// over 15 ms a launch. /proc/net/tcp, read in one go, only when netlink fails.
-pub fn loopback_listeners() -> Vec<u16> {
+pub(crate) fn loopback_listeners() -> Vec<u16> {
     let mut ports = std::collections::BTreeSet::new();
     for family in [nix::libc::AF_INET, nix::libc::AF_INET6] {
         match diag_listeners(family as u8) {
@@ -148,14 +148,75 @@ pub fn loopback_listeners() -> Vec<u16> {
 
 /// Local ports of LISTEN TCP sockets of `family` bound to loopback or the
 /// wildcard address (netlink SOCK_DIAG_BY_FAMILY dump).
+const NETLINK_SOCK_DIAG: i32 = 4;
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const TCP_LISTEN: u32 = 10;
+
+/// A sock_diag dump request for `family`'s listening TCP sockets: nlmsghdr
+/// (16 bytes) + inet_diag_req_v2 (56), host byte order but the ports.
+fn diag_request(family: u8) -> Vec<u8> {
+    use nix::libc;
+    let mut req = Vec::with_capacity(72);
+    req.extend_from_slice(&72u32.to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes()); // seq
+    req.extend_from_slice(&0u32.to_ne_bytes()); // pid
+    req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
+    req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
+    req.extend_from_slice(&[0u8; 48]); // inet_diag_sockid: match all
+    req
+}
+
+/// The port of one inet_diag_msg payload when it listens on loopback or on
+/// every address. Layout: family, state, timer, retrans, then the sockid:
+/// sport (big-endian) at 4, source address at 8..24.
+fn local_listener(p: &[u8]) -> Option<u16> {
+    if p.len() < 24 {
+        return None;
+    }
+    let port = u16::from_be_bytes([p[4], p[5]]);
+    let src = &p[8..24];
+    let local = if p[0] == nix::libc::AF_INET as u8 {
+        src[0] == 127 || src[..4] == [0, 0, 0, 0]
+    } else {
+        let v4mapped = src[..10] == [0; 10] && src[10..12] == [0xff, 0xff];
+        src == [0u8; 16] || src[..15] == [0u8; 15] && src[15] == 1 || v4mapped && src[12] == 127
+    };
+    local.then_some(port)
+}
+
+/// What one datagram of the dump adds: `Ok(true)` once the dump is done.
+fn read_dump_datagram(mut msg: &[u8], ports: &mut Vec<u16>) -> std::io::Result<bool> {
+    while msg.len() >= 16 {
+        let len = u32::from_ne_bytes(msg[0..4].try_into().expect("4 bytes")) as usize;
+        let kind = u16::from_ne_bytes(msg[4..6].try_into().expect("2 bytes"));
+        if len < 16 || len > msg.len() {
+            return Err(std::io::Error::other("malformed netlink message"));
+        }
+        match kind {
+            NLMSG_DONE => return Ok(true),
+            NLMSG_ERROR => return Err(std::io::Error::other("sock_diag refused the dump")),
+            _ => {}
+        }
+        if let Some(port) = local_listener(&msg[16..len]) {
+            if !ports.contains(&port) {
+                ports.push(port);
+            }
+        }
+        let step = (len + 3) & !3;
+        msg = &msg[step.min(msg.len())..];
+    }
+    Ok(false)
+}
+
+/// The listening TCP ports of `family` on loopback or every address, asked
+/// of the kernel's sock_diag over netlink.
 fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
     use nix::libc;
     use std::os::fd::{FromRawFd, OwnedFd};
-    const NETLINK_SOCK_DIAG: i32 = 4;
-    const SOCK_DIAG_BY_FAMILY: u16 = 20;
-    const NLMSG_ERROR: u16 = 2;
-    const NLMSG_DONE: u16 = 3;
-    const TCP_LISTEN: u32 = 10;
     let raw = unsafe {
         libc::socket(
             libc::AF_NETLINK,
@@ -167,16 +228,7 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
         return Err(std::io::Error::last_os_error());
     }
     let sock = unsafe { OwnedFd::from_raw_fd(raw) };
-    // nlmsghdr (16) + inet_diag_req_v2 (56), host byte order but the ports.
-    let mut req = Vec::with_capacity(72);
-    req.extend_from_slice(&72u32.to_ne_bytes());
-    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    req.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
-    req.extend_from_slice(&1u32.to_ne_bytes()); // seq
-    req.extend_from_slice(&0u32.to_ne_bytes()); // pid
-    req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
-    req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
-    req.extend_from_slice(&[0u8; 48]); // inet_diag_sockid: match all
+    let req = diag_request(family);
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as u16;
     let sent = unsafe {
@@ -199,38 +251,8 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let mut msg = &buf[..n as usize];
-        while msg.len() >= 16 {
-            let len = u32::from_ne_bytes(msg[0..4].try_into().expect("4 bytes")) as usize;
-            let kind = u16::from_ne_bytes(msg[4..6].try_into().expect("2 bytes"));
-            if len < 16 || len > msg.len() {
-                return Err(std::io::Error::other("malformed netlink message"));
-            }
-            match kind {
-                NLMSG_DONE => return Ok(ports),
-                NLMSG_ERROR => return Err(std::io::Error::other("sock_diag refused the dump")),
-                _ => {}
-            }
-            // inet_diag_msg: family, state, timer, retrans, then the sockid:
-            // sport (big-endian) at 4, source address at 8..24.
-            let p = &msg[16..len];
-            if p.len() >= 24 {
-                let port = u16::from_be_bytes([p[4], p[5]]);
-                let src = &p[8..24];
-                let local = if p[0] == libc::AF_INET as u8 {
-                    src[0] == 127 || src[..4] == [0, 0, 0, 0]
-                } else {
-                    let v4mapped = src[..10] == [0; 10] && src[10..12] == [0xff, 0xff];
-                    src == [0u8; 16]
-                        || src[..15] == [0u8; 15] && src[15] == 1
-                        || v4mapped && src[12] == 127
-                };
-                if local && !ports.contains(&port) {
-                    ports.push(port);
-                }
-            }
-            let step = (len + 3) & !3;
-            msg = &msg[step.min(msg.len())..];
+        if read_dump_datagram(&buf[..n as usize], &mut ports)? {
+            return Ok(ports);
         }
     }
 }
@@ -239,7 +261,7 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
 /// through the read-only root: the Docker socket, D-Bus, IDE helpers. They are
 /// masked unless `allow-write` names them. `/run/user` and `/run/secrets` are
 /// replaced wholesale; systemd-resolved's socket stays for name lookups.
-pub fn run_sockets() -> Vec<PathBuf> {
+pub(crate) fn run_sockets() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut roots = vec![PathBuf::from("/run")];
     if let Ok(m) = Path::new("/var/run").symlink_metadata() {
@@ -274,17 +296,17 @@ fn walk_sockets(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// The user's git identity, looked up by a `git` child started early so the
 /// wait overlaps other launch work (bubblewrap reads it last).
-pub struct GitIdentity {
+pub(crate) struct GitIdentity {
     job: std::sync::Mutex<Option<std::thread::JoinHandle<NameEmail>>>,
     done: std::sync::OnceLock<NameEmail>,
 }
 
 /// `user.name` and `user.email`, when set.
-pub type NameEmail = (Option<String>, Option<String>);
+pub(crate) type NameEmail = (Option<String>, Option<String>);
 
 impl GitIdentity {
     /// Start looking up the identity of the user whose home is `home`.
-    pub fn start(home: PathBuf) -> GitIdentity {
+    pub(crate) fn start(home: PathBuf) -> GitIdentity {
         GitIdentity {
             job: std::sync::Mutex::new(Some(std::thread::spawn(move || git_identity(&home)))),
             done: std::sync::OnceLock::new(),
@@ -292,7 +314,7 @@ impl GitIdentity {
     }
 
     /// (name, email), waiting for the lookup the first time.
-    pub fn get(&self) -> (Option<&str>, Option<&str>) {
+    pub(crate) fn get(&self) -> (Option<&str>, Option<&str>) {
         let (n, e) = self.done.get_or_init(|| {
             let job = self.job.lock().ok().and_then(|mut j| j.take());
             job.and_then(|j| j.join().ok()).unwrap_or((None, None))
@@ -302,7 +324,7 @@ impl GitIdentity {
 }
 
 /// `user.name` and `user.email` from the user's own global git config.
-pub fn git_identity(home: &Path) -> NameEmail {
+pub(crate) fn git_identity(home: &Path) -> NameEmail {
     let Some(git) = ["/usr/bin/git", "/usr/local/bin/git", "/bin/git"]
         .iter()
         .map(Path::new)
@@ -364,5 +386,58 @@ mod listener_tests {
             0,
             "netlink {found:?} vs /proc {from_proc:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One sock_diag message: header, then family, state, timer, retrans,
+    /// sport (big-endian), dport, the source address.
+    fn diag_msg(family: u8, port: u16, src: &[u8]) -> Vec<u8> {
+        let mut p = vec![family, 10, 0, 0];
+        p.extend_from_slice(&port.to_be_bytes());
+        p.extend_from_slice(&[0, 0]);
+        let mut addr = [0u8; 16];
+        addr[..src.len()].copy_from_slice(src);
+        p.extend_from_slice(&addr);
+        p.extend_from_slice(&[0u8; 48]);
+        let mut m = ((16 + p.len()) as u32).to_ne_bytes().to_vec();
+        m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        m.extend_from_slice(&[0u8; 10]);
+        m.extend_from_slice(&p);
+        m
+    }
+
+    #[test]
+    fn sock_diag_dump_keeps_loopback_and_wildcard_listeners() {
+        let (v4, v6) = (nix::libc::AF_INET as u8, nix::libc::AF_INET6 as u8);
+        let mut dgram = diag_msg(v4, 22, &[127, 0, 0, 1]);
+        dgram.extend(diag_msg(v4, 80, &[0, 0, 0, 0]));
+        dgram.extend(diag_msg(v4, 5432, &[10, 0, 0, 5]));
+        dgram.extend(diag_msg(
+            v6,
+            8080,
+            &[0; 15].iter().chain(&[1]).copied().collect::<Vec<_>>(),
+        ));
+        dgram.extend(diag_msg(
+            v6,
+            9000,
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1],
+        ));
+        dgram.extend(diag_msg(v6, 9999, &[0x20, 0x01, 0x0d, 0xb8]));
+        dgram.extend(diag_msg(v4, 22, &[127, 0, 0, 1]));
+        let mut ports = Vec::new();
+        assert!(!read_dump_datagram(&dgram, &mut ports).unwrap());
+        assert_eq!(ports, [22, 80, 8080, 9000]);
+        let mut done = 16u32.to_ne_bytes().to_vec();
+        done.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
+        done.extend_from_slice(&[0u8; 10]);
+        assert!(read_dump_datagram(&done, &mut ports).unwrap());
+        // A length past the datagram is refused, not read.
+        let mut bad = diag_msg(v4, 1, &[127, 0, 0, 1]);
+        bad[0] = 200;
+        assert!(read_dump_datagram(&bad, &mut Vec::new()).is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::fs;
 
 /// The kernel facts about one process.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub is_sandbox_env: bool,
     pub no_new_privs: bool,
     pub cap_eff_zero: bool,
@@ -24,7 +24,7 @@ pub struct Facts {
 
 impl Facts {
     /// Read the facts of the calling process.
-    pub fn read() -> Facts {
+    pub(crate) fn read() -> Facts {
         let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
         let uid_map = fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
         let pid1 = fs::read_to_string("/proc/1/comm").unwrap_or_default();
@@ -37,7 +37,12 @@ impl Facts {
     }
 
     /// Derive the facts from the texts of `/proc/self/status`, `/proc/self/uid_map`, `/proc/1/comm`.
-    pub fn from_texts(is_sandbox_env: bool, status: &str, uid_map: &str, pid1_comm: &str) -> Facts {
+    pub(crate) fn from_texts(
+        is_sandbox_env: bool,
+        status: &str,
+        uid_map: &str,
+        pid1_comm: &str,
+    ) -> Facts {
         Facts {
             is_sandbox_env,
             no_new_privs: status_field(status, "NoNewPrivs") == Some("1"),
@@ -51,7 +56,7 @@ impl Facts {
     }
 
     /// Inside the sandbox: the variable and every kernel fact agree.
-    pub fn inside(&self) -> bool {
+    pub(crate) fn inside(&self) -> bool {
         self.is_sandbox_env
             && self.no_new_privs
             && self.cap_eff_zero
@@ -60,13 +65,13 @@ impl Facts {
     }
 
     /// In a PID namespace nested under the launcher's.
-    pub fn nested_pid_ns(&self) -> bool {
+    pub(crate) fn nested_pid_ns(&self) -> bool {
         self.nspid_nested || self.pid1_is_bwrap
     }
 }
 
 /// A field of `/proc/PID/status`, trimmed.
-pub fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
     status.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k == key).then(|| v.trim())
@@ -79,7 +84,7 @@ fn single_id_map(map: &str) -> bool {
 }
 
 /// Inside the sandbox, by the rule above, for the calling process.
-pub fn is_inside() -> bool {
+pub(crate) fn is_inside() -> bool {
     Facts::read().inside()
 }
 

@@ -17,11 +17,11 @@ use crate::error::{bad_input, Fail};
 use crate::{config, gitconfig, hooks, integrity, paths};
 
 /// The Claude Code version installed from npm unless `--claude-version` says otherwise.
-pub const DEFAULT_CLAUDE_VERSION: &str = include_str!("../etc/claude-code-version");
+pub(crate) const DEFAULT_CLAUDE_VERSION: &str = include_str!("../etc/claude-code-version");
 
 /// Command-line arguments of `claude-sandbox install`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Install under this staging root instead of / (for tests): no packages, nothing outside it.
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
@@ -50,7 +50,7 @@ pub struct Args {
 
 /// Command-line arguments of `claude-sandbox uninstall`.
 #[derive(Debug, clap::Args)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// The staging root given to install.
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
@@ -59,11 +59,11 @@ pub struct UninstallArgs {
 const MANIFEST: &str = "/usr/libexec/claude-sandbox/install-manifest.json";
 /// What VS Code's Claude Code extension runs for its chat panel when the
 /// devcontainer feature sets `claudeCode.claudeProcessWrapper` to it.
-pub const VSCODE_WRAPPER: &str = "/usr/libexec/claude-sandbox/vscode-wrapper";
+pub(crate) const VSCODE_WRAPPER: &str = "/usr/libexec/claude-sandbox/vscode-wrapper";
 /// The extension runs its process wrapper as `WRAPPER BUNDLED_CLAUDE ARGS…`
 /// (its own copy of the CLI first). That copy is never run: the arguments go
 /// to the shadow, which launches the pinned real binary sandboxed.
-pub const VSCODE_WRAPPER_SCRIPT: &str = "#!/bin/sh
+pub(crate) const VSCODE_WRAPPER_SCRIPT: &str = "#!/bin/sh
 # Written by claude-sandbox install. VS Code's Claude Code extension runs this
 # (claudeCode.claudeProcessWrapper) as: vscode-wrapper BUNDLED_CLAUDE ARGS...
 # The extension's bundled CLI is never run; the shadow launches the pinned
@@ -177,7 +177,7 @@ impl Ctx {
 }
 
 /// `abs` under `root`.
-pub fn rebase(root: &Path, abs: &Path) -> PathBuf {
+pub(crate) fn rebase(root: &Path, abs: &Path) -> PathBuf {
     root.join(abs.strip_prefix("/").unwrap_or(abs))
 }
 
@@ -223,7 +223,7 @@ fn load_manifest(root: &Path) -> Manifest {
 }
 
 /// `claude-sandbox install`.
-pub fn main(args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     require_root("install")?;
     let root = root_of(&args.prefix)?;
     if args.repin {
@@ -813,13 +813,13 @@ fn supports_process_wrapper(real: &Path) -> bool {
     version_at_least(v.split_whitespace().next().unwrap_or(""), (2, 1, 208))
 }
 
-pub fn version_at_least(v: &str, min: (u64, u64, u64)) -> bool {
+pub(crate) fn version_at_least(v: &str, min: (u64, u64, u64)) -> bool {
     let parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap_or(0)).collect();
     parts.len() == 3 && (parts[0], parts[1], parts[2]) >= min
 }
 
 /// `claude-sandbox uninstall`.
-pub fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
+pub(crate) fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
     require_root("uninstall")?;
     let root = root_of(&args.prefix)?;
     let mpath = rebase(&root, Path::new(MANIFEST));

@@ -23,7 +23,7 @@ use crate::paths;
 
 /// What the pin file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pin {
+pub(crate) struct Pin {
     pub sha256: String,
     pub size: u64,
     pub fingerprint: Fingerprint,
@@ -31,7 +31,7 @@ pub struct Pin {
 
 /// Cheap identity of an unchanged file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
+pub(crate) struct Fingerprint {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
@@ -40,7 +40,7 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    pub fn of(meta: &std::fs::Metadata) -> Fingerprint {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Fingerprint {
         Fingerprint {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -52,7 +52,7 @@ impl Fingerprint {
 }
 
 /// SHA-256 of a file, hex.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -67,7 +67,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 }
 
 /// Pin the file at `path` as it is now.
-pub fn pin_of(path: &Path) -> std::io::Result<Pin> {
+pub(crate) fn pin_of(path: &Path) -> std::io::Result<Pin> {
     let meta = std::fs::metadata(path)?;
     let sha256 = sha256_file(path)?;
     Ok(Pin {
@@ -79,19 +79,19 @@ pub fn pin_of(path: &Path) -> std::io::Result<Pin> {
 
 /// The pin file's text for `pin` (stable, so re-pinning an unchanged binary
 /// writes the same bytes).
-pub fn pin_text(pin: &Pin) -> String {
+pub(crate) fn pin_text(pin: &Pin) -> String {
     serde_json::to_string_pretty(pin).expect("a pin serializes") + "\n"
 }
 
 /// The command that re-pins, named in every refusal.
-pub const REPIN: &str = "sudo claude-sandbox install --repin";
+pub(crate) const REPIN: &str = "sudo claude-sandbox install --repin";
 
 fn refuse(msg: String) -> anyhow::Error {
     Fail::new(EXIT_INTEGRITY, msg).into()
 }
 
 /// Check `binary` against the pin at `pin_path`.
-pub fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
     let text = crate::files::read_text(pin_path).map_err(|e| {
         refuse(format!(
             "refusing to run {}: its pin {} cannot be read ({e}); if the binary is the one you installed, re-pin it: {REPIN}",
@@ -135,7 +135,7 @@ pub fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
 }
 
 /// Check the real binary against its pin before a launch (compile-time paths).
-pub fn check_launch() -> anyhow::Result<()> {
+pub(crate) fn check_launch() -> anyhow::Result<()> {
     if crate::testhooks::active(crate::testhooks::Mutation::SkipPinCheck) {
         return Ok(());
     }
@@ -150,7 +150,7 @@ pub fn check_launch() -> anyhow::Result<()> {
 
 /// For `verify`: does the real binary match its pin? (A full hash: `verify`
 /// proves the content, not just the fingerprint.)
-pub fn verify_pin() -> Result<(), String> {
+pub(crate) fn verify_pin() -> Result<(), String> {
     let text = crate::files::read_text(Path::new(paths::PIN_FILE))
         .map_err(|e| format!("pin {} unreadable: {e}", paths::PIN_FILE))?;
     let pin: Pin = serde_json::from_str(&text).map_err(|e| format!("pin malformed: {e}"))?;

@@ -47,24 +47,24 @@ use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 /// resolvers: a link-local address (never routed on any network), punched
 /// through the 169.254/16 block, which pasta answers by forwarding the query
 /// to the host's resolver.
-pub const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
 
 const PASTA_CANDIDATES: &[&str] = &["/usr/bin/pasta", "/usr/local/bin/pasta", "/bin/pasta"];
 const IP_CANDIDATES: &[&str] = &["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"];
 
 /// Internal ranges that are always blackholed.
-pub const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
+pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
     (Ipv4Addr::new(10, 0, 0, 0), 8),
     (Ipv4Addr::new(172, 16, 0, 0), 12),
     (Ipv4Addr::new(192, 168, 0, 0), 16),
     (Ipv4Addr::new(100, 64, 0, 0), 10),
 ];
 /// Link-local (cloud metadata lives here): unreachable.
-pub const UNREACHABLE: (Ipv4Addr, u8) = (Ipv4Addr::new(169, 254, 0, 0), 16);
+pub(crate) const UNREACHABLE: (Ipv4Addr, u8) = (Ipv4Addr::new(169, 254, 0, 0), 16);
 
 /// The host's IPv4 routing facts the jail is planned from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostRoutes {
+pub(crate) struct HostRoutes {
     /// Interface of the default route (pasta's template; same name inside).
     pub iface: String,
     pub gateway: Ipv4Addr,
@@ -73,7 +73,7 @@ pub struct HostRoutes {
 }
 
 /// The jail's view of `/proc/net/route` ([`crate::kernel::parse_routes`]).
-pub fn parse_routes(text: &str) -> Result<HostRoutes, String> {
+pub(crate) fn parse_routes(text: &str) -> Result<HostRoutes, String> {
     let mut default = None;
     let mut connected = Vec::new();
     for r in crate::kernel::parse_routes(text) {
@@ -98,12 +98,12 @@ pub fn parse_routes(text: &str) -> Result<HostRoutes, String> {
 
 /// The host's resolv.conf, split into IPv4 nameservers and the other lines.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Resolv {
+pub(crate) struct Resolv {
     pub nameservers: Vec<Ipv4Addr>,
     pub other_lines: Vec<String>,
 }
 
-pub fn parse_resolv(text: &str) -> Resolv {
+pub(crate) fn parse_resolv(text: &str) -> Resolv {
     let mut r = Resolv::default();
     for line in text.lines() {
         let mut words = line.split_whitespace();
@@ -121,7 +121,7 @@ pub fn parse_resolv(text: &str) -> Resolv {
 
 /// Everything the jail does, decided before anything runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JailPlan {
+pub(crate) struct JailPlan {
     /// Input for `ip -batch -` in the holder's namespace.
     pub route_batch: String,
     /// `--dns-forward` address for pasta, when the host only has loopback resolvers.
@@ -144,7 +144,7 @@ fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
 }
 
 /// Plan the routes and DNS of the jail (pure).
-pub fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
+pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
     // Loopback stubs and internal resolvers (the gateway, a metadata server
     // that also answers DNS, a VPC resolver) are reached only through pasta's
     // forwarder, which passes UDP port 53 and nothing else: punching them as
@@ -235,14 +235,14 @@ fn avx2_build(pasta: &Path) -> Option<PathBuf> {
 }
 
 /// The one-line refusal when the jail cannot be built, with the way out.
-pub fn missing(what: &str, fix: &str) -> anyhow::Error {
+pub(crate) fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
         "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf or CLAUDE_SANDBOX_EGRESS_JAIL=0"
     ))
 }
 
 /// The host's routes and resolv.conf, for the plan ([`crate::plan::JailFacts`]).
-pub fn host_facts() -> anyhow::Result<JailFacts> {
+pub(crate) fn host_facts() -> anyhow::Result<JailFacts> {
     let routes = std::fs::read_to_string("/proc/net/route")
         .map_err(|e| e.to_string())
         .and_then(|t| parse_routes(&t))
@@ -264,7 +264,7 @@ pub fn host_facts() -> anyhow::Result<JailFacts> {
 
 /// The jail's runtime: the programs it runs and, per attempt, pasta's keeper.
 #[derive(Debug)]
-pub struct Jail {
+pub(crate) struct Jail {
     pasta: PathBuf,
     ip: PathBuf,
     /// pasta's `--dns-forward` address for the current attempt.
@@ -276,11 +276,11 @@ pub struct Jail {
 }
 
 /// The ends of the jail's pipes the holder and bubblewrap receive, by role.
-pub struct Ends(Vec<(FdContent, OwnedFd)>);
+pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 
 impl Ends {
     /// The fd for `role` (each is handed over once).
-    pub fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
+    pub(crate) fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
         let i = self.0.iter().position(|(r, _)| r == role)?;
         Some(self.0.swap_remove(i).1)
     }
@@ -288,7 +288,7 @@ impl Ends {
 
 impl Jail {
     /// Check the jail's prerequisites. No side effects.
-    pub fn prepare() -> anyhow::Result<Jail> {
+    pub(crate) fn prepare() -> anyhow::Result<Jail> {
         let pasta = find(PASTA_CANDIDATES).ok_or_else(|| {
             missing(
                 "pasta is not installed",
@@ -333,7 +333,7 @@ impl Jail {
     /// plus the pipe ends it and bubblewrap receive, by role (numbered by
     /// [`crate::sandbox::render`]). Any keeper of an earlier attempt is
     /// ended first (its pasta with it).
-    pub fn command(
+    pub(crate) fn command(
         &mut self,
         bwrap: &Path,
         rendered: &Rendered,
@@ -413,14 +413,14 @@ impl Jail {
 
     /// Give up this attempt: the route keeper sees "go" close and exits with
     /// the gate shut (so the sandbox runs nothing and ends), pasta is ended.
-    pub fn abandon(&mut self) {
+    pub(crate) fn abandon(&mut self) {
         self.go = None;
         self.keeper = None;
     }
 
     /// Once pasta is attached, tell the route keeper to lock the routes and
     /// open the shim's gate.
-    pub fn release(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn release(&mut self) -> anyhow::Result<()> {
         let (Some(keeper), Some(go)) = (self.keeper.as_mut(), self.go.take()) else {
             return Ok(());
         };
@@ -550,7 +550,7 @@ const KEEPER_IGNORES: [i32; 5] = [
 /// unless the shadow said "x" first, and kills every child it has (pasta's
 /// daemon, adopted as child subreaper). Ignores the signals a terminal or a
 /// process-group kill sends: only the lifeline ends it.
-pub fn keeper_main(args: &[OsString]) -> i32 {
+pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     use nix::libc;
     let [sep, pasta, rest @ ..] = args else {
         eprintln!("__pasta-keeper is internal (usage: __pasta-keeper -- PASTA ARGS)");
@@ -697,7 +697,7 @@ fn reap_all_children() {
 /// (the four fd numbers as [`crate::sandbox::render`] assigned them): owns
 /// the jail's namespaces. Returns only on failure (exit status), after one
 /// line on stderr.
-pub fn holder_main(args: &[OsString]) -> i32 {
+pub(crate) fn holder_main(args: &[OsString]) -> i32 {
     match holder(args) {
         Ok(never) => match never {},
         Err(e) => {

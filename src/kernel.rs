@@ -9,10 +9,10 @@ use std::os::fd::RawFd;
 use std::os::unix::fs::MetadataExt;
 
 /// The namespace kinds the launcher records.
-pub const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
+pub(crate) const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
 
 /// The inode of `/proc/self/ns/KIND` (the namespace's identity).
-pub fn ns_inode(kind: &str) -> Option<u64> {
+pub(crate) fn ns_inode(kind: &str) -> Option<u64> {
     std::fs::metadata(format!("/proc/self/ns/{kind}"))
         .ok()
         .map(|m| m.ino())
@@ -20,7 +20,7 @@ pub fn ns_inode(kind: &str) -> Option<u64> {
 
 /// TCP ports listening on 127.0.0.0/8, ::1 or the wildcard addresses, from
 /// the texts of `/proc/net/tcp` and `/proc/net/tcp6` (at most 64, sorted).
-pub fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
+pub(crate) fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
     let mut ports = BTreeSet::new();
     for (text, v6) in [(tcp, false), (tcp6, true)] {
         for line in text.lines().skip(1) {
@@ -50,7 +50,7 @@ pub fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
 /// In a child between fork and exec: make `src` available as `dst` across
 /// exec. `dup2` to itself is a no-op that keeps `FD_CLOEXEC`, so that case
 /// clears the flag instead (async-signal-safe: no allocation).
-pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
+pub(crate) fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
     let r = if src == dst {
         unsafe { nix::libc::fcntl(dst, nix::libc::F_SETFD, 0) }
     } else {
@@ -64,7 +64,7 @@ pub fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
 
 /// An IPv4 route of `/proc/net/route` that is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     /// Interface (`*` for reject routes).
     pub iface: String,
     pub dst: Ipv4Addr,
@@ -78,7 +78,7 @@ pub struct Route {
 
 /// Parse `/proc/net/route`: the routes that are up, reject routes included.
 /// The one parser of that file (the jail plans from it, `verify` checks it).
-pub fn parse_routes(text: &str) -> Vec<Route> {
+pub(crate) fn parse_routes(text: &str) -> Vec<Route> {
     let hex = |s: &str| {
         u32::from_str_radix(s, 16)
             .ok()
@@ -111,7 +111,7 @@ pub fn parse_routes(text: &str) -> Vec<Route> {
 }
 
 /// Close every fd numbered `from` or higher except those in `keep`.
-pub fn close_fds_except(from: RawFd, keep: &[RawFd]) {
+pub(crate) fn close_fds_except(from: RawFd, keep: &[RawFd]) {
     let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
         .map(|d| {
             d.flatten()
@@ -129,7 +129,7 @@ pub fn close_fds_except(from: RawFd, keep: &[RawFd]) {
 
 /// The children of process `pid` (its main thread's), from
 /// `/proc/PID/task/PID/children`; empty when it cannot be read.
-pub fn children(pid: i32) -> Vec<i32> {
+pub(crate) fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .map(|t| {
             t.split_whitespace()
@@ -141,7 +141,7 @@ pub fn children(pid: i32) -> Vec<i32> {
 
 /// Read one byte from `fd`, retrying when a signal interrupts; None at EOF
 /// or on an error (the writer is gone either way).
-pub fn read_byte(fd: RawFd) -> Option<u8> {
+pub(crate) fn read_byte(fd: RawFd) -> Option<u8> {
     let mut byte = [0u8; 1];
     loop {
         let n = unsafe { nix::libc::read(fd, byte.as_mut_ptr().cast(), 1) };

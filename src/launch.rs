@@ -32,7 +32,7 @@ const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/
 
 /// The way out when the sandbox cannot be built, named in every such message:
 /// never a silent fallback, an explicit operator decision instead.
-pub fn escape_hatch() -> String {
+pub(crate) fn escape_hatch() -> String {
     format!(
         "claude will not run unsandboxed by itself; an operator who accepts that can create {} and run {} directly",
         paths::ALLOW_UNWRAPPED,
@@ -47,7 +47,7 @@ fn is_executable_file(p: &Path) -> bool {
 }
 
 /// The shadow: `claude ARGS…` (SPEC §2). Returns the exit status.
-pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
+pub(crate) fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     // 1. Recursion: inside the sandbox, run the real binary directly.
     if inside::is_inside() {
         let err = Command::new(paths::REAL_CLAUDE)
@@ -75,7 +75,7 @@ pub fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
 /// `claude-wrapper BINARY ARGS…` for the processes it starts from its own
 /// binary. Only the pinned real binary is accepted; it is then launched
 /// exactly as the shadow launches it (inside the sandbox: directly).
-pub fn wrapper_main(args: &[OsString]) -> anyhow::Result<i32> {
+pub(crate) fn wrapper_main(args: &[OsString]) -> anyhow::Result<i32> {
     let Some((program, rest)) = args.split_first() else {
         return Err(crate::error::bad_input(
             "claude-wrapper: usage: claude-wrapper CLAUDE_BINARY [ARGS…]",
@@ -105,7 +105,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// started outlives it: the shadow is the child subreaper of its tree, ends
 /// pasta's keeper (which waits until pasta is gone) and reaps every orphan
 /// before it returns, so no process is left for the container's init.
-pub fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
+pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let bwrap = preflight()?;
     let home = host::identity()?.home;
@@ -167,7 +167,7 @@ fn reap_orphans() {
 
 /// The sandbox for one attempt: host facts gathered, plan built (and, in
 /// test builds only, the requested mutations applied).
-pub fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Result<Sandbox> {
+pub(crate) fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Result<Sandbox> {
     let facts = host::gather(cfg, mode)?;
     let mut sb = plan::build(cfg, &facts, args)?;
     crate::testhooks::apply(&mut sb, &facts);
@@ -176,7 +176,7 @@ pub fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Resul
 
 /// Everything a launch needs that is not ours to create: bubblewrap, our
 /// installed files, user namespaces. Returns bubblewrap's path.
-pub fn preflight() -> anyhow::Result<PathBuf> {
+pub(crate) fn preflight() -> anyhow::Result<PathBuf> {
     for (path, what) in [
         (paths::REAL_CLAUDE, "the real Claude Code binary"),
         (paths::SELF_BIN, "claude-sandbox's own binary"),
@@ -200,7 +200,7 @@ pub fn preflight() -> anyhow::Result<PathBuf> {
 }
 
 /// Refuse early, with the fix, where the kernel forbids user namespaces.
-pub fn userns_available() -> anyhow::Result<()> {
+pub(crate) fn userns_available() -> anyhow::Result<()> {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .ok()
@@ -219,7 +219,7 @@ pub fn userns_available() -> anyhow::Result<()> {
 
 /// How an attempt ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The sandbox ran; the real binary's exit status (128+N for signal N).
     Exited(i32),
     /// The sandbox was never built; the builder's message.
@@ -376,7 +376,7 @@ fn spawn(
 }
 
 /// Run one attempt of `sb`.
-pub fn execute(
+pub(crate) fn execute(
     bwrap: &Path,
     sb: &Sandbox,
     mut jail: Option<&mut jail::Jail>,
@@ -482,7 +482,7 @@ fn forward_signals(bwrap: nix::unistd::Pid) {
 /// the sandbox's PID 1, whose one child is the shim, which execs the real
 /// binary in place. (With the jail, bubblewrap can also still have the
 /// route keeper as a child for a moment: it is not in a new PID namespace.)
-pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
+pub(crate) fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
     let nested_pid_ns = |p: &i32| {
         std::fs::read_to_string(format!("/proc/{p}/status"))
             .ok()
@@ -510,7 +510,7 @@ pub fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pid> {
 /// own path checked, and bubblewrap binds the fd (`--bind-fd`), not the
 /// path: so it mounts exactly the inode checked here, and a symlink swapped
 /// in between aborts the launch instead of winning.
-pub fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
+pub(crate) fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
     let changed = |now: Option<PathBuf>| {
         setup(format!(
             "aborting: {} resolved to {} when the sandbox was planned but to {} just before launch (a symlink changed); check who is modifying it",
@@ -542,7 +542,7 @@ pub fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
 /// until the jail's routes are locked (EOF: they never were; nothing runs).
 /// Then restores the caller's stderr, tells the shadow the sandbox is built,
 /// closes every other inherited fd and execs PROGRAM.
-pub fn shim_main(args: &[OsString]) -> i32 {
+pub(crate) fn shim_main(args: &[OsString]) -> i32 {
     let num = |i: usize| {
         args.get(i)
             .and_then(|a| a.to_str())

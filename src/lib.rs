@@ -3,28 +3,52 @@
 //! One module per concern; the sandbox plan is plain data built by pure
 //! functions ([`plan`]) and executed separately ([`launch`]).
 
-pub mod cli;
-pub mod config;
-pub mod doctor;
-pub mod error;
-pub mod files;
-pub mod gitconfig;
-pub mod hooks;
-pub mod host;
-pub mod inside;
-pub mod install;
-pub mod integrity;
-pub mod jail;
-pub mod kernel;
-pub mod launch;
-pub mod paths;
-pub mod plan;
-pub mod promote;
-pub mod record;
-pub mod sandbox;
-pub mod seccomp;
-pub mod testhooks;
-pub mod verify;
+// Everything is crate-private except what the binary and the property tests
+// use (below), so the compiler reports dead code and visibility creep.
+#![warn(unreachable_pub)]
+
+mod cli;
+mod config;
+mod doctor;
+mod error;
+mod files;
+mod gitconfig;
+mod hooks;
+mod host;
+mod inside;
+mod install;
+mod integrity;
+mod jail;
+mod kernel;
+mod launch;
+mod paths;
+mod plan;
+mod promote;
+mod record;
+mod sandbox;
+mod seccomp;
+mod testhooks;
+mod verify;
 
 #[cfg(test)]
 mod golden;
+
+pub use cli::main_with;
+pub use error::exit_code;
+
+/// The parsers the property tests (tests/fuzz.rs) drive directly; nothing
+/// else outside the crate uses its modules.
+pub mod fuzz_targets {
+    pub mod config {
+        pub use crate::config::{
+            apply_env, parse, ENV_ALLOW_IP, ENV_ALLOW_WRITE, ENV_EGRESS_JAIL, ENV_NO_FORGE,
+            ENV_PASS_ENV, ENV_WORKSPACE_ROOT,
+        };
+    }
+    pub mod hooks {
+        pub use crate::hooks::{merge_managed, unmerge_managed, PROMPT_GATE_CMD};
+    }
+    pub mod promote {
+        pub use crate::promote::{edit, FEATURE_REF};
+    }
+}

@@ -1,9 +1,9 @@
 fn main() {
-    let code = match claude_sandbox::cli::main_with(std::env::args_os().collect()) {
+    let code = match claude_sandbox::main_with(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("claude-sandbox: {e:#}");
-            claude_sandbox::error::exit_code(&e)
+            claude_sandbox::exit_code(&e)
         }
     };
     std::process::exit(code);

@@ -6,27 +6,27 @@
 //! installer's `--prefix`) or by running inside a private mount namespace.
 
 /// The shadow, first on every user's PATH.
-pub const SHADOW: &str = "/usr/local/bin/claude";
+pub(crate) const SHADOW: &str = "/usr/local/bin/claude";
 /// Directory holding our binary and the relocated real Claude Code.
-pub const LIBEXEC_DIR: &str = "/usr/libexec/claude-sandbox";
+pub(crate) const LIBEXEC_DIR: &str = "/usr/libexec/claude-sandbox";
 /// Our own binary; hooks, the battery and the in-sandbox shim run it by this path.
-pub const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+pub(crate) const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 /// The real Claude Code binary, off every user's PATH.
-pub const REAL_CLAUDE: &str = "/usr/libexec/claude-sandbox/claude";
+pub(crate) const REAL_CLAUDE: &str = "/usr/libexec/claude-sandbox/claude";
 /// SHA-256, size and fingerprint of the real binary, written at install.
-pub const PIN_FILE: &str = "/usr/libexec/claude-sandbox/claude.pin";
+pub(crate) const PIN_FILE: &str = "/usr/libexec/claude-sandbox/claude.pin";
 /// The launch record: an empty placeholder (root 0644) written at install,
 /// over which every launch binds, read-only, what the shadow knew at launch
 /// (`verify` reads it from inside; see [`crate::record::LaunchRecord`]).
-pub const LAUNCH_RECORD: &str = "/usr/libexec/claude-sandbox/launch.json";
+pub(crate) const LAUNCH_RECORD: &str = "/usr/libexec/claude-sandbox/launch.json";
 /// Host-global configuration (SPEC §3).
-pub const CONFIG_FILE: &str = "/etc/claude-sandbox.conf";
+pub(crate) const CONFIG_FILE: &str = "/etc/claude-sandbox.conf";
 /// Curated git configuration the sandbox uses (SPEC §4.6).
-pub const GITCONFIG: &str = "/etc/claude-gitconfig";
+pub(crate) const GITCONFIG: &str = "/etc/claude-gitconfig";
 /// Claude Code's managed (highest-precedence) settings (SPEC §6).
-pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+pub(crate) const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
 /// Operator's escape hatch for the prompt gate; presence is the signal.
-pub const ALLOW_UNWRAPPED: &str = "/etc/claude-code/allow-unwrapped";
+pub(crate) const ALLOW_UNWRAPPED: &str = "/etc/claude-code/allow-unwrapped";
 
 /// Where the real binary appears inside the sandbox, relative to `$HOME`.
-pub const INSIDE_REAL_CLAUDE_REL: &str = ".local/bin/claude";
+pub(crate) const INSIDE_REAL_CLAUDE_REL: &str = ".local/bin/claude";

@@ -21,7 +21,7 @@ use crate::sandbox::{
 };
 
 /// System directories that lead `PATH` inside the sandbox.
-pub const SYSTEM_PATH: &[&str] = &[
+pub(crate) const SYSTEM_PATH: &[&str] = &[
     "/usr/local/sbin",
     "/usr/local/bin",
     "/usr/sbin",
@@ -31,7 +31,7 @@ pub const SYSTEM_PATH: &[&str] = &[
 ];
 
 /// Variables passed through from the launching environment when set (§4.5).
-pub const PASS_THROUGH: &[&str] = &[
+pub(crate) const PASS_THROUGH: &[&str] = &[
     "TERM",
     "COLORTERM",
     "LANG",
@@ -44,24 +44,24 @@ pub const PASS_THROUGH: &[&str] = &[
 ];
 
 /// Directories under `$HOME` bound back read-write when present (§4.2).
-pub const HOME_RW: &[&str] = &[".claude", ".claude.json", ".cache", ".local/share"];
+pub(crate) const HOME_RW: &[&str] = &[".claude", ".claude.json", ".cache", ".local/share"];
 /// Forge token directories, bound back read-write unless `no-forge`.
-pub const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
+pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
 /// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
-pub const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
+pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
 /// uv's binaries: bound back read-only, so nothing inside can trojan a
 /// program the user later runs outside the sandbox.
-pub const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
+pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
 /// Files under `$HOME` that always read as empty inside.
-pub const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
+pub(crate) const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
 /// System files that always read as empty inside, where they exist.
-pub const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+pub(crate) const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 /// Directories replaced by an empty tmpfs, where they exist.
-pub const SYSTEM_TMPFS: &[&str] = &["/run/user", "/run/secrets"];
+pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run/user", "/run/secrets"];
 
 /// How `/proc` is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcMode {
+pub(crate) enum ProcMode {
     /// A fresh procfs for the sandbox's PID namespace: host PIDs invisible.
     Fresh,
     /// The host's `/proc` bound read-only, where the kernel refuses a fresh mount.
@@ -70,7 +70,7 @@ pub enum ProcMode {
 
 /// A snapshot of the host, taken by [`crate::host::gather`].
 #[derive(Debug, Clone)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub uid: u32,
     pub gid: u32,
     /// The real user's login name.
@@ -103,7 +103,7 @@ pub struct Facts {
 
 /// The host's network facts the egress jail is planned from.
 #[derive(Debug, Clone)]
-pub struct JailFacts {
+pub(crate) struct JailFacts {
     pub routes: HostRoutes,
     pub resolv: Resolv,
     /// No /etc/resolv.conf at all: nothing to bind over (the read-only root
@@ -114,12 +114,12 @@ pub struct JailFacts {
 /// Whether the sandbox gets the egress jail: the one place this is decided
 /// (facts are gathered for it, the plan adds it; everything after reads
 /// [`Sandbox::network`]).
-pub fn jailed(cfg: &Config) -> bool {
+pub(crate) fn jailed(cfg: &Config) -> bool {
     cfg.egress_jail
 }
 
 /// Paths whose existence the plan depends on; [`crate::host::gather`] stats exactly these.
-pub fn candidates(home: &Path) -> Vec<PathBuf> {
+pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = HOME_RW
         .iter()
         .chain(HOME_FORGE)
@@ -133,7 +133,7 @@ pub fn candidates(home: &Path) -> Vec<PathBuf> {
 }
 
 /// The read-write paths the plan will ask [`Facts::resolved`] about.
-pub fn rw_requests(cfg: &Config, cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn rw_requests(cfg: &Config, cwd: &Path) -> Vec<PathBuf> {
     let mut v = vec![cfg
         .workspace_root
         .clone()
@@ -200,7 +200,7 @@ const VERSION_ONLY: &[&str] = &["--version", "-v", "-V"];
 /// `--chrome` dropped (up to a literal `--`, after which arguments are data).
 /// A lone version query is passed as it is: it starts no session, so there is
 /// no browser integration to refuse, and it keeps Claude Code's fast path.
-pub fn claude_args(user_args: &[OsString]) -> Vec<OsString> {
+pub(crate) fn claude_args(user_args: &[OsString]) -> Vec<OsString> {
     if let [only] = user_args {
         if VERSION_ONLY.iter().any(|v| only == v) {
             return vec![only.clone()];
@@ -225,7 +225,7 @@ pub fn claude_args(user_args: &[OsString]) -> Vec<OsString> {
 }
 
 /// The environment inside the sandbox (§4.5), in a stable order.
-pub fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
+pub(crate) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsString)> {
     let get = |k: &str| facts.env.get(OsStr::new(k)).cloned();
     let home = facts.home.as_os_str();
     let mut path: Vec<OsString> = SYSTEM_PATH.iter().map(OsString::from).collect();
@@ -298,7 +298,11 @@ fn join_paths(parts: &[OsString]) -> OsString {
 }
 
 /// Build the sandbox for one launch of the real binary with `user_args`.
-pub fn build(cfg: &Config, facts: &Facts, user_args: &[OsString]) -> anyhow::Result<Sandbox> {
+pub(crate) fn build(
+    cfg: &Config,
+    facts: &Facts,
+    user_args: &[OsString],
+) -> anyhow::Result<Sandbox> {
     let rw = rw_binds(cfg, facts)?;
     let workspace = rw[0].resolved.clone();
     let (network, resolv_conf) = network(cfg, facts)?;
@@ -525,7 +529,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
 pub(crate) mod tests {
     use super::*;
 
-    pub fn facts() -> Facts {
+    pub(crate) fn facts() -> Facts {
         let home = PathBuf::from("/home/dev");
         let ws = PathBuf::from("/workspaces/app");
         let mut env = BTreeMap::new();
@@ -601,7 +605,7 @@ pub(crate) mod tests {
     }
 
     /// The `--setenv` pairs of a plan.
-    pub fn env_of(plan: &Sandbox) -> BTreeMap<String, String> {
+    pub(crate) fn env_of(plan: &Sandbox) -> BTreeMap<String, String> {
         let a = args_of(plan);
         let mut m = BTreeMap::new();
         let mut i = 0;

@@ -20,13 +20,13 @@ use crate::error::{bad_input, Fail};
 /// The published feature this entry refers to.
 pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/features/claude-sandbox:1";
 /// The device the egress jail needs; a feature cannot add it itself.
-pub const TUN_ARG: &str = "--device=/dev/net/tun";
+pub(crate) const TUN_ARG: &str = "--device=/dev/net/tun";
 /// The slash command seeded into the workspace (compiled in).
-pub const VERIFY_COMMAND: &str = include_str!("../.claude/commands/verify-sandbox.md");
+pub(crate) const VERIFY_COMMAND: &str = include_str!("../.claude/commands/verify-sandbox.md");
 
 /// Command-line arguments of `claude-sandbox promote`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The workspace to promote (default: the current directory).
     pub dir: Option<PathBuf>,
 }
@@ -276,7 +276,7 @@ pub fn edit(text: &str) -> Result<String, JsoncError> {
 }
 
 /// A devcontainer.json for a workspace that has none.
-pub fn minimal(name: &str) -> String {
+pub(crate) fn minimal(name: &str) -> String {
     format!(
         "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }},\n  // The egress jail needs the tun device; a feature cannot add it.\n  \"runArgs\": [\"{TUN_ARG}\"]\n}}\n",
         serde_json::to_string(name).expect("a string serializes")
@@ -292,7 +292,7 @@ fn is_this_repo(dir: &Path) -> bool {
 }
 
 /// Run `claude-sandbox promote`.
-pub fn main(args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     let dir = workspace_dir(args)?;
     let mut changed = Vec::new();
     changed.extend(wire_devcontainer(&dir)?);

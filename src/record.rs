@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// What the shadow knew at launch, bound read-only into the sandbox.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchRecord {
+pub(crate) struct LaunchRecord {
     /// Format version.
     pub version: u32,
     /// The effective egress-jail setting (config, then environment).
@@ -44,7 +44,7 @@ pub struct LaunchRecord {
 
 impl LaunchRecord {
     /// The bytes bound into the sandbox.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec(self).expect("a launch record serializes");
         v.push(b'\n');
         v
@@ -52,4 +52,4 @@ impl LaunchRecord {
 }
 
 /// The current record format.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;

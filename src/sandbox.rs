@@ -19,7 +19,7 @@ use crate::record::LaunchRecord;
 
 /// One launch's sandbox, as plain data (`claude-sandbox plan --json`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// The uid and gid the sandbox runs as, in its own user namespace.
     pub uid: u32,
     pub gid: u32,
@@ -42,7 +42,7 @@ pub struct Sandbox {
 /// A namespace bubblewrap unshares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Namespace {
+pub(crate) enum Namespace {
     Pid,
     Ipc,
     Uts,
@@ -53,7 +53,7 @@ pub enum Namespace {
 /// The capability set inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Capabilities {
+pub(crate) enum Capabilities {
     /// Every capability dropped (§4.4).
     DropAll,
     /// Every capability kept: a test mutation only.
@@ -64,7 +64,7 @@ pub enum Capabilities {
 /// One file system operation, in bubblewrap's terms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
-pub enum Mount {
+pub(crate) enum Mount {
     /// `--ro-bind SRC DST`.
     ReadOnly { src: PathBuf, dst: PathBuf },
     /// `--bind PATH PATH`: state Claude Code keeps under `$HOME` (§4.2).
@@ -87,7 +87,7 @@ pub enum Mount {
 /// Contents of a [`Mount::Data`] file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Data {
+pub(crate) enum Data {
     /// The curated git config (§4.6), rendered by the executor once the
     /// user's identity is known; `forge`: with the gh/glab helpers.
     GitConfig { forge: bool },
@@ -99,7 +99,7 @@ pub enum Data {
 
 /// A read-write root, checked again just before exec (§4.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RwBind {
+pub(crate) struct RwBind {
     /// As configured (or the current directory).
     pub requested: PathBuf,
     /// Where it resolved when the sandbox was planned; what is bound.
@@ -108,7 +108,7 @@ pub struct RwBind {
 
 /// The seccomp program bubblewrap loads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seccomp {
+pub(crate) struct Seccomp {
     /// Raw `sock_filter`s ([`crate::seccomp::program_bytes`]).
     pub program: Vec<u8>,
 }
@@ -130,7 +130,7 @@ impl Serialize for Seccomp {
 /// How the sandbox reaches the network (§4.7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
-pub enum Network {
+pub(crate) enum Network {
     /// The host's network, unchanged (`egress-jail = 0`).
     Open,
     /// The egress jail: a network namespace of its own, wired by pasta.
@@ -138,14 +138,14 @@ pub enum Network {
 }
 
 impl Network {
-    pub fn is_jail(&self) -> bool {
+    pub(crate) fn is_jail(&self) -> bool {
         matches!(self, Network::Jail(_))
     }
 }
 
 /// What the jail's processes need to wire the namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct JailNet {
+pub(crate) struct JailNet {
     /// Input for `ip -batch -` in the jail's namespace.
     pub route_batch: String,
     /// pasta's `--dns-forward` address, when DNS goes through its forwarder.
@@ -154,7 +154,7 @@ pub struct JailNet {
 
 /// The program the shim execs inside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Program {
+pub(crate) struct Program {
     pub path: PathBuf,
     #[serde(serialize_with = "lossy_list")]
     pub args: Vec<OsString>,
@@ -173,7 +173,8 @@ fn lossy_list<S: Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
 
 impl Mount {
     /// Where the operation takes effect inside.
-    pub fn dst(&self) -> &std::path::Path {
+    #[cfg(feature = "test-mutations")]
+    pub(crate) fn dst(&self) -> &std::path::Path {
         match self {
             Mount::ReadOnly { dst, .. }
             | Mount::Tmpfs { dst }
@@ -188,8 +189,9 @@ impl Mount {
 }
 
 impl Sandbox {
-    /// The read-write roots, in order (the executor re-checks each).
-    pub fn rw_binds(&self) -> impl Iterator<Item = &RwBind> {
+    /// The read-write roots, in order.
+    #[cfg(test)]
+    pub(crate) fn rw_binds(&self) -> impl Iterator<Item = &RwBind> {
         self.mounts.iter().filter_map(|m| match m {
             Mount::Checked(b) => Some(b),
             _ => None,
@@ -197,7 +199,8 @@ impl Sandbox {
     }
 
     /// The launch record, when the sandbox binds one.
-    pub fn record(&self) -> Option<&LaunchRecord> {
+    #[cfg(test)]
+    pub(crate) fn record(&self) -> Option<&LaunchRecord> {
         self.mounts.iter().find_map(|m| match m {
             Mount::Data {
                 data: Data::Record(r),
@@ -228,7 +231,7 @@ const FD_HOLDER_GATE: i32 = 199;
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FdContent {
+pub(crate) enum FdContent {
     /// A pipe holding these bytes, written before the spawn.
     Bytes(Vec<u8>),
     /// A pipe the executor writes the rendered git config to after the spawn.
@@ -252,7 +255,7 @@ pub enum FdContent {
 /// The fd numbers the jail's holder receives, in its argument order
 /// (`__holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// The route batch to read.
     pub routes: i32,
     /// Where to report the route keeper's PID (to pasta's keeper).
@@ -265,14 +268,14 @@ pub struct Holder {
 
 impl Holder {
     /// The numbers as the holder's arguments.
-    pub fn args(&self) -> [OsString; 4] {
+    pub(crate) fn args(&self) -> [OsString; 4] {
         [self.routes, self.ready, self.go, self.gate].map(|n| n.to_string().into())
     }
 }
 
 /// A [`Sandbox`] in bubblewrap's terms.
 #[derive(Debug, Clone)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// bubblewrap's arguments (program name not included).
     pub args: Vec<OsString>,
     /// Every numbered fd bubblewrap (or the holder) must receive.
@@ -347,16 +350,8 @@ fn mount(o: &mut Out, m: &Mount) {
     }
 }
 
-/// Render `sb` as bubblewrap's arguments and fd table. Mounts come first,
-/// in order; the working directory, environment and seccomp program after
-/// them (bubblewrap applies those once the mounts are done, whatever their
-/// place on the command line).
-pub fn render(sb: &Sandbox) -> Rendered {
-    let mut o = Out {
-        args: Vec::new(),
-        fds: Vec::new(),
-        next: FD_DYNAMIC_BASE,
-    };
+/// §4.4 process isolation: namespaces, ids, capabilities.
+fn process(o: &mut Out, sb: &Sandbox) {
     // §4.4 process isolation.
     o.push(["--die-with-parent", "--unshare-user"]);
     o.push(["--uid", &sb.uid.to_string(), "--gid", &sb.gid.to_string()]);
@@ -373,6 +368,19 @@ pub fn render(sb: &Sandbox) -> Rendered {
         #[cfg(feature = "test-mutations")]
         Capabilities::KeepAll => o.push(["--cap-add", "ALL"]),
     }
+}
+
+/// Render `sb` as bubblewrap's arguments and fd table. Mounts come first,
+/// in order; the working directory, environment and seccomp program after
+/// them (bubblewrap applies those once the mounts are done, whatever their
+/// place on the command line).
+pub(crate) fn render(sb: &Sandbox) -> Rendered {
+    let mut o = Out {
+        args: Vec::new(),
+        fds: Vec::new(),
+        next: FD_DYNAMIC_BASE,
+    };
+    process(&mut o, sb);
     for m in &sb.mounts {
         mount(&mut o, m);
     }

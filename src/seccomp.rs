@@ -79,7 +79,7 @@ fn abis() -> &'static [Abi] {
 
 /// One classic-BPF instruction (`struct sock_filter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Insn {
+pub(crate) struct Insn {
     pub code: u16,
     pub jt: u8,
     pub jf: u8,
@@ -100,7 +100,7 @@ fn jump(from: usize, to: usize) -> u8 {
 }
 
 /// The filter program.
-pub fn program() -> Vec<Insn> {
+pub(crate) fn program() -> Vec<Insn> {
     // Layout:
     //   ld arch
     //   per ABI: jeq arch ? next : skip block; ld nr;
@@ -167,7 +167,7 @@ pub fn program() -> Vec<Insn> {
 }
 
 /// The program as bubblewrap reads it from `--seccomp FD`: raw `sock_filter`s.
-pub fn program_bytes() -> Vec<u8> {
+pub(crate) fn program_bytes() -> Vec<u8> {
     let mut out = Vec::new();
     for i in program() {
         out.extend_from_slice(&i.code.to_ne_bytes());

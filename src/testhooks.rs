@@ -11,22 +11,28 @@
 
 /// One deliberate regression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mutation {
+pub(crate) enum Mutation {
     /// `~/.ssh` bound back into the sandbox.
+    #[cfg(feature = "test-mutations")]
     BindSsh,
     /// `GH_TOKEN` passed through.
+    #[cfg(feature = "test-mutations")]
     PassGhToken,
     /// `/tmp` not a fresh tmpfs.
+    #[cfg(feature = "test-mutations")]
     TmpNotTmpfs,
     /// Capabilities kept.
+    #[cfg(feature = "test-mutations")]
     KeepCaps,
     /// The jail without its 172.16/12 blackhole.
+    #[cfg(feature = "test-mutations")]
     JailNo172,
     /// Launch despite a pin mismatch.
     SkipPinCheck,
     /// pasta given an option it refuses.
     PastaAttachFails,
     /// A route the route step refuses.
+    #[cfg(feature = "test-mutations")]
     RouteStepFails,
 }
 
@@ -46,11 +52,11 @@ fn dropped_mounts(home: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Whether this binary was built with the test mutations (install refuses it).
-pub const BUILT_WITH_MUTATIONS: bool = cfg!(feature = "test-mutations");
+pub(crate) const BUILT_WITH_MUTATIONS: bool = cfg!(feature = "test-mutations");
 
 /// Whether the regression is requested (builds with `test-mutations` only).
 #[cfg(feature = "test-mutations")]
-pub fn active(m: Mutation) -> bool {
+pub(crate) fn active(m: Mutation) -> bool {
     let name = match m {
         Mutation::BindSsh => "bind-ssh",
         Mutation::PassGhToken => "pass-gh-token",
@@ -70,7 +76,7 @@ pub fn active(m: Mutation) -> bool {
 /// they touch it. (The others, `skip-pin-check` and `pasta-attach-fails`,
 /// are faults of the launch around it and stay where they act.)
 #[cfg(feature = "test-mutations")]
-pub fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
+pub(crate) fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
     use crate::sandbox::{Capabilities, Mount, Network};
     if active(Mutation::BindSsh) {
         sb.mounts.push(Mount::ReadWrite {
@@ -110,11 +116,11 @@ pub fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
 /// Without `test-mutations`: nothing to apply.
 #[cfg(not(feature = "test-mutations"))]
 #[inline(always)]
-pub fn apply(_: &mut crate::sandbox::Sandbox, _: &crate::plan::Facts) {}
+pub(crate) fn apply(_: &mut crate::sandbox::Sandbox, _: &crate::plan::Facts) {}
 
 /// Whether the regression is requested: never, without `test-mutations`.
 #[cfg(not(feature = "test-mutations"))]
 #[inline(always)]
-pub fn active(_: Mutation) -> bool {
+pub(crate) fn active(_: Mutation) -> bool {
     false
 }

@@ -25,12 +25,13 @@ use serde::Serialize;
 
 use crate::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
 use crate::record::LaunchRecord;
+#[cfg(test)]
 use crate::sandbox::{self, Data, Namespace, Sandbox};
 use crate::{inside, paths, plan};
 
 /// Command-line arguments of `claude-sandbox verify`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Print one JSON array of {id, name, status, detail, defence} instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -39,14 +40,14 @@ pub struct Args {
 /// PASS or FAIL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Status {
+pub(crate) enum Status {
     Pass,
     Fail,
 }
 
 /// One result.
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub id: u32,
     pub name: &'static str,
     pub status: Status,
@@ -57,7 +58,7 @@ pub struct Check {
 
 /// One entry of `/proc/self/mountinfo`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
+pub(crate) struct Mount {
     pub point: PathBuf,
     pub read_only: bool,
     pub fstype: String,
@@ -87,7 +88,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// Parse `/proc/self/mountinfo`, in mount order.
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+pub(crate) fn parse_mountinfo(text: &str) -> Vec<Mount> {
     text.lines()
         .filter_map(|l| {
             let (pre, post) = l.split_once(" - ")?;
@@ -112,7 +113,7 @@ fn top_mount<'a>(mounts: &'a [Mount], point: &Path) -> Option<&'a Mount> {
 }
 
 /// The ranges the jail must blackhole, and link-local, which it makes unreachable.
-pub fn required_rejects() -> Vec<(Ipv4Addr, u8)> {
+pub(crate) fn required_rejects() -> Vec<(Ipv4Addr, u8)> {
     let mut v: Vec<(Ipv4Addr, u8)> = crate::jail::BLACKHOLES.to_vec();
     v.push(crate::jail::UNREACHABLE);
     v
@@ -121,7 +122,7 @@ pub fn required_rejects() -> Vec<(Ipv4Addr, u8)> {
 /// Required ranges (as `addr/len`) with a sample host that `routable` says
 /// the kernel would route. (Blackhole routes do not show in /proc/net/route,
 /// so the ranges are proven by route lookups, which send no packet.)
-pub fn open_ranges(
+pub(crate) fn open_ranges(
     required: &[(Ipv4Addr, u8)],
     routable: &dyn Fn(Ipv4Addr) -> bool,
 ) -> Vec<String> {
@@ -144,7 +145,7 @@ fn cidr((net, len): &(Ipv4Addr, u8)) -> String {
 /// be tmpfs ([`plan::HOME_SHARE_MASKED`]), uv's binaries and the real
 /// binary read-only ([`plan::HOME_RO`]), the user database's own home a
 /// tmpfs when it differs from `$HOME`.
-pub fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
+pub(crate) fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
     let home = &record.home;
     let mut out = Vec::new();
     if top_mount(mounts, &home.join(".local/share")).is_some() {
@@ -176,7 +177,7 @@ pub fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String
 }
 
 /// Mounts under `$HOME` the plan's allowlist does not name (as `~/REL`).
-pub fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
+pub(crate) fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
     let home = &record.home;
     let mut allowed: Vec<PathBuf> = plan::HOME_RW
         .iter()
@@ -216,7 +217,7 @@ pub fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<St
 }
 
 /// Variables that carry credentials or open an IDE channel.
-pub fn is_secret_var(name: &str) -> bool {
+pub(crate) fn is_secret_var(name: &str) -> bool {
     const EXACT: &[&str] = &[
         "SSH_AUTH_SOCK",
         "GPG_AGENT_INFO",
@@ -243,14 +244,14 @@ pub fn is_secret_var(name: &str) -> bool {
 }
 
 /// Entries `bwrap --dev` creates; anything else in `/dev` came from the host.
-pub const DEV_EXPECTED: &[&str] = &[
+pub(crate) const DEV_EXPECTED: &[&str] = &[
     "console", "core", "fd", "full", "mqueue", "null", "ptmx", "pts", "random", "shm", "stderr",
     "stdin", "stdout", "tty", "urandom", "zero",
 ];
 
 /// What the battery observes, gathered once.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub env: BTreeMap<String, String>,
     pub facts: inside::Facts,
     pub status: String,
@@ -321,14 +322,14 @@ impl Default for Observed {
 }
 
 /// Cloud metadata.
-pub const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+pub(crate) const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
 /// A public address (TEST-NET-2) whose route is looked up, never contacted.
-pub const PUBLIC_SAMPLE: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+pub(crate) const PUBLIC_SAMPLE: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 /// An IPv6 address (documentation range) whose route is looked up.
-pub const V6_SAMPLE: &str = "2001:db8::1";
+pub(crate) const V6_SAMPLE: &str = "2001:db8::1";
 
 /// Hosts of the subnet `a/l` to look up: the first and the last usable.
-pub fn subnet_samples(a: Ipv4Addr, l: u8) -> Vec<Ipv4Addr> {
+pub(crate) fn subnet_samples(a: Ipv4Addr, l: u8) -> Vec<Ipv4Addr> {
     if !(8..=30).contains(&l) {
         return Vec::new();
     }
@@ -370,7 +371,7 @@ fn writable(p: &Path) -> bool {
 
 impl Observed {
     /// Observe this process and its sandbox.
-    pub fn gather() -> Observed {
+    pub(crate) fn gather() -> Observed {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let record = read_launch_record();
@@ -603,13 +604,14 @@ const BATTERY: &[Def] = &[
     def("keyring-refused", "no reach into the caller's kernel keyring (§4.4)", check_keyring),
 ];
 
+#[cfg(test)]
 /// The battery check that fails when `m` is missing from a sandbox whose
 /// launch record is `rec`, read off the same tables the plan is built from;
 /// `None` for an operation no check notices. The unit test
 /// `every_plan_operation_has_a_check` builds a full sandbox and requires a
 /// check for each of its operations: so a defence added to the plan needs a
 /// check here, or that test fails.
-pub fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&'static str> {
+pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&'static str> {
     let home = &rec.home;
     let in_home = |table: &[&str], p: &Path| table.iter().any(|r| home.join(r) == p);
     let in_system = |table: &[&str], p: &Path| table.iter().any(|t| Path::new(t) == p);
@@ -659,9 +661,10 @@ pub fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&'static
     Some(check)
 }
 
+#[cfg(test)]
 /// Every defence of `sb` with the check that notices its absence (see
 /// [`covering_check`]); `None` where no check does.
-pub fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<&'static str>)> {
+pub(crate) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<&'static str>)> {
     let mut v: Vec<(String, Option<&'static str>)> = sb
         .namespaces
         .iter()
@@ -691,14 +694,15 @@ pub fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<&'stati
     v
 }
 
+#[cfg(test)]
 /// Operations of the plan no check covers, each with the reason.
-pub const UNCHECKED: &[(&str, &str)] = &[(
+pub(crate) const UNCHECKED: &[(&str, &str)] = &[(
     "namespace CgroupIfSupported",
     "best effort: bubblewrap skips it where the kernel has no cgroup namespaces; the cgroup tree is read-only inside anyway",
 )];
 
 /// Evaluate every check against `o`.
-pub fn evaluate(o: &Observed) -> Vec<Check> {
+pub(crate) fn evaluate(o: &Observed) -> Vec<Check> {
     BATTERY
         .iter()
         .enumerate()
@@ -1264,7 +1268,7 @@ fn check_keyring(o: &Observed) -> Outcome {
 }
 
 /// The table a person reads.
-pub fn render_table(checks: &[Check]) -> String {
+pub(crate) fn render_table(checks: &[Check]) -> String {
     let mut out = String::new();
     let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in checks {
@@ -1283,7 +1287,7 @@ pub fn render_table(checks: &[Check]) -> String {
 }
 
 /// `N PASS / M FAIL`.
-pub fn summary(checks: &[Check]) -> String {
+pub(crate) fn summary(checks: &[Check]) -> String {
     let fail = failures(checks);
     format!("{} PASS / {fail} FAIL", checks.len() - fail)
 }
@@ -1293,7 +1297,7 @@ fn failures(checks: &[Check]) -> usize {
 }
 
 /// Run `claude-sandbox verify`; the exit status is the number of failures.
-pub fn main(args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     let checks = evaluate(&Observed::gather());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&checks)?);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use claude_sandbox::{config, hooks, promote};
+use claude_sandbox::fuzz_targets::{config, hooks, promote};
 
 fn budget() -> Duration {
     let secs = std::env::var("CSB_FUZZ_SECS")
