@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use sha2::Digest;
 
 use crate::config::Config;
-use crate::jail::{HostRoutes, Resolv};
-use crate::plan::{self, tests::facts, Facts, JailFacts, ProcMode};
+use crate::jail::{HostRoutes, JailFacts, Resolv};
+use crate::plan::{self, tests::facts, Facts, ProcMode};
 use crate::sandbox::FdContent;
 
 fn site() -> HostRoutes {

@@ -40,7 +40,6 @@ use std::process::{Child, Command, Stdio};
 use nix::fcntl::OFlag;
 
 use crate::error::setup;
-use crate::plan::JailFacts;
 use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 
 /// Where DNS queries go inside the jail when the host only lists loopback
@@ -241,7 +240,17 @@ pub(crate) fn missing(what: &str, fix: &str) -> anyhow::Error {
     ))
 }
 
-/// The host's routes and resolv.conf, for the plan ([`crate::plan::JailFacts`]).
+/// The host's network facts the egress jail is planned from.
+#[derive(Debug, Clone)]
+pub(crate) struct JailFacts {
+    pub routes: HostRoutes,
+    pub resolv: Resolv,
+    /// No /etc/resolv.conf at all: nothing to bind over (the read-only root
+    /// cannot get a new file), so inside, as on the host, there is no resolver.
+    pub resolv_missing: bool,
+}
+
+/// The host's routes and resolv.conf, for the plan ([`JailFacts`]).
 pub(crate) fn host_facts() -> anyhow::Result<JailFacts> {
     let routes = std::fs::read_to_string("/proc/net/route")
         .map_err(|e| e.to_string())

@@ -170,7 +170,7 @@ fn reap_orphans() {
 pub(crate) fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Result<Sandbox> {
     let facts = host::gather(cfg, mode)?;
     let mut sb = plan::build(cfg, &facts, args)?;
-    crate::testhooks::apply(&mut sb, &facts);
+    crate::testhooks::apply(&mut sb, &facts.home, &facts.env);
     Ok(sb)
 }
 

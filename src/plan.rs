@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::bad_input;
-use crate::jail::{HostRoutes, Resolv};
+use crate::jail::JailFacts;
 use crate::paths;
 use crate::record::LaunchRecord;
 use crate::sandbox::{
@@ -99,16 +99,6 @@ pub(crate) struct Facts {
     pub host_loopback_tcp: Vec<u16>,
     /// What the egress jail is planned from, when [`jailed`].
     pub jail: Option<JailFacts>,
-}
-
-/// The host's network facts the egress jail is planned from.
-#[derive(Debug, Clone)]
-pub(crate) struct JailFacts {
-    pub routes: HostRoutes,
-    pub resolv: Resolv,
-    /// No /etc/resolv.conf at all: nothing to bind over (the read-only root
-    /// cannot get a new file), so inside, as on the host, there is no resolver.
-    pub resolv_missing: bool,
 }
 
 /// Whether the sandbox gets the egress jail: the one place this is decided
@@ -528,6 +518,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::jail::{HostRoutes, Resolv};
 
     pub(crate) fn facts() -> Facts {
         let home = PathBuf::from("/home/dev");

@@ -76,15 +76,19 @@ pub(crate) fn active(m: Mutation) -> bool {
 /// they touch it. (The others, `skip-pin-check` and `pasta-attach-fails`,
 /// are faults of the launch around it and stay where they act.)
 #[cfg(feature = "test-mutations")]
-pub(crate) fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts) {
+pub(crate) fn apply(
+    sb: &mut crate::sandbox::Sandbox,
+    home: &std::path::Path,
+    env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) {
     use crate::sandbox::{Capabilities, Mount, Network};
     if active(Mutation::BindSsh) {
         sb.mounts.push(Mount::ReadWrite {
-            path: facts.home.join(".ssh"),
+            path: home.join(".ssh"),
         });
     }
     if active(Mutation::PassGhToken) {
-        if let Some(v) = facts.env.get(std::ffi::OsStr::new("GH_TOKEN")) {
+        if let Some(v) = env.get(std::ffi::OsStr::new("GH_TOKEN")) {
             sb.env.push(("GH_TOKEN".into(), v.clone()));
         }
     }
@@ -95,7 +99,7 @@ pub(crate) fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
     }
-    let dropped = dropped_mounts(&facts.home);
+    let dropped = dropped_mounts(home);
     sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
     if let Network::Jail(net) = &mut sb.network {
         if active(Mutation::JailNo172) {
@@ -116,7 +120,12 @@ pub(crate) fn apply(sb: &mut crate::sandbox::Sandbox, facts: &crate::plan::Facts
 /// Without `test-mutations`: nothing to apply.
 #[cfg(not(feature = "test-mutations"))]
 #[inline(always)]
-pub(crate) fn apply(_: &mut crate::sandbox::Sandbox, _: &crate::plan::Facts) {}
+pub(crate) fn apply(
+    _: &mut crate::sandbox::Sandbox,
+    _: &std::path::Path,
+    _: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) {
+}
 
 /// Whether the regression is requested: never, without `test-mutations`.
 #[cfg(not(feature = "test-mutations"))]
