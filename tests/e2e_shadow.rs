@@ -485,3 +485,58 @@ fn missing_prerequisites_refuse_with_fix_and_escape_hatch() {
         stderr(&o)
     );
 }
+
+#[test]
+fn plan_prints_the_launch_and_its_typed_description() {
+    if !require("plan_prints_the_launch") {
+        return;
+    }
+    let w = World::with_probe("planjson");
+    let bin = "/usr/libexec/claude-sandbox/claude-sandbox";
+    for who in BOTH {
+        let home = w.home(who).display().to_string();
+        let o = w.run(
+            who,
+            &[],
+            &[bin, "plan", "--json", "--", "-p", "hi", "--chrome"],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let sb: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(
+            sb["network"]["mode"], "open",
+            "egress-jail = 0 in the world"
+        );
+        assert_eq!(
+            sb["command"]["args"],
+            serde_json::json!(["--no-chrome", "-p", "hi"])
+        );
+        let mounts = sb["mounts"].as_array().unwrap();
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m["op"] == "tmpfs" && m["dst"] == home.as_str()),
+            "{who:?}: $HOME is a tmpfs: {mounts:#?}"
+        );
+        assert!(
+            mounts.iter().any(|m| m["op"] == "checked"
+                && m["resolved"] == w.workspace(who).display().to_string().as_str()),
+            "{who:?}: the workspace is bound by checked fd"
+        );
+        // The text form is the rendered argv, one per line, from the same sandbox.
+        let o = w.run(who, &[], &[bin, "plan", "--", "-p", "hi"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let text = stdout(&o);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[..2], ["bwrap", "--die-with-parent"]);
+        assert!(lines.windows(2).any(|p| p == ["--tmpfs", home.as_str()]));
+        assert_eq!(lines[lines.len() - 3..], ["--no-chrome", "-p", "hi"]);
+        // Hostile input to `plan` is refused like a launch's: $HOME as workspace.
+        let o = w
+            .command_in(who, &w.home(who), &[], &[bin, "plan", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{who:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("holds $HOME"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty());
+    }
+}
