@@ -271,7 +271,7 @@ pub(crate) struct Observed {
     pub gitconfig: Result<String, String>,
     pub gitconfig_writable: bool,
     /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us).
-    pub config_file: (bool, bool, bool),
+    pub config_file: ConfigFileAccess,
     pub routes: Vec<Route>,
     /// Route lookups (UDP connect, no packet): destination → Ok or the error.
     pub lookups: BTreeMap<IpAddr, Result<(), String>>,
@@ -307,7 +307,7 @@ impl Default for Observed {
             nulled_sizes: BTreeMap::new(),
             gitconfig: unread(),
             gitconfig_writable: false,
-            config_file: (false, false, false),
+            config_file: ConfigFileAccess::default(),
             routes: Vec::new(),
             lookups: BTreeMap::new(),
             resolvers: Vec::new(),
@@ -553,15 +553,24 @@ fn ns_inodes() -> BTreeMap<String, u64> {
 }
 
 /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us); the config must be out of the session's reach.
-fn config_file_access() -> (bool, bool, bool) {
+/// How this process may touch `/etc/claude-sandbox.conf`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct ConfigFileAccess {
+    pub(crate) exists: bool,
+    pub(crate) writable: bool,
+    /// Owned by this process's uid.
+    pub(crate) ours: bool,
+}
+
+fn config_file_access() -> ConfigFileAccess {
     let cfg = Path::new(paths::CONFIG_FILE);
     match cfg.metadata() {
-        Ok(m) => (
-            true,
-            writable(cfg),
-            m.uid() == nix::unistd::getuid().as_raw(),
-        ),
-        Err(_) => (false, false, false),
+        Ok(m) => ConfigFileAccess {
+            exists: true,
+            writable: writable(cfg),
+            ours: m.uid() == nix::unistd::getuid().as_raw(),
+        },
+        Err(_) => ConfigFileAccess::default(),
     }
 }
 
@@ -1084,7 +1093,11 @@ fn check_workspace(o: &Observed) -> Outcome {
 }
 
 fn check_config(o: &Observed) -> Outcome {
-    let (exists, writable, ours) = o.config_file;
+    let ConfigFileAccess {
+        exists,
+        writable,
+        ours,
+    } = o.config_file;
     if paths::CONFIG_FILE != "/etc/claude-sandbox.conf" {
         return Err(format!("the config path is {}", paths::CONFIG_FILE));
     }
