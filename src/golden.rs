@@ -94,6 +94,7 @@ fn canonical(text: &str) -> (Vec<String>, Vec<String>) {
         ("--ro-bind", 2),
         ("--bind", 2),
         ("--bind-fd", 2),
+        ("--ro-bind-fd", 2),
         ("--ro-bind-data", 2),
         ("--tmpfs", 1),
         ("--dev", 1),
@@ -170,6 +171,12 @@ fn cases() -> Vec<(&'static str, String)> {
     f.existing.insert(PathBuf::from("/etc/sudoers"));
     let extra = PathBuf::from("/srv/data");
     f.resolved.insert(extra.clone(), Some(extra.clone()));
+    for p in ["/workspaces/app/.git/config", "/workspaces/app/.vscode"] {
+        f.protected.push(crate::sandbox::RwBind {
+            requested: p.into(),
+            resolved: p.into(),
+        });
+    }
     let cfg = Config {
         no_forge: true,
         allow_write: vec![extra],

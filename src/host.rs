@@ -83,6 +83,11 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
             (p, r)
         })
         .collect();
+    let protected = plan::rw_requests(cfg, &cwd)
+        .first()
+        .and_then(|ws| resolved.get(ws).cloned().flatten())
+        .map(|ws| protected_paths(&ws))
+        .unwrap_or_default();
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -111,12 +116,58 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         } else {
             Vec::new()
         },
+        protected,
         jail: if jailed {
             Some(crate::jail::host_facts()?)
         } else {
             None
         },
     })
+}
+
+/// The protected paths of the workspace (§4.8) that exist, to bind
+/// read-only. A symlink is followed only to a file or directory inside the
+/// workspace (that target is what a host tool would read); one pointing
+/// elsewhere is not bound (outside the read-write roots it is read-only
+/// already) and the tripwire watches it like a missing path.
+fn protected_paths(workspace: &Path) -> Vec<crate::sandbox::RwBind> {
+    crate::protect::discover(workspace)
+        .paths
+        .into_iter()
+        .filter_map(|p| {
+            let m = p.symlink_metadata().ok()?;
+            let resolved = if m.file_type().is_symlink() {
+                p.canonicalize().ok().filter(|t| t.starts_with(workspace))?
+            } else {
+                p.clone()
+            };
+            Some(crate::sandbox::RwBind {
+                requested: p,
+                resolved,
+            })
+        })
+        .collect()
+}
+
+/// Create the sandbox's private `~/.cache` and `~/.local/share` on the host
+/// ([`plan::HOME_PRIVATE`]), owner-only, when they are missing.
+pub(crate) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    for (_, name) in plan::HOME_PRIVATE {
+        let dir = plan::private_dir(home, name);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| {
+                crate::error::setup(format!(
+                    "cannot create the sandbox's private directory {}: {e}; check the ownership of {}",
+                    dir.display(),
+                    home.display()
+                ))
+            })?;
+    }
+    Ok(())
 }
 
 /// TCP ports listening on loopback or the wildcard address, for the launch

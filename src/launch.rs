@@ -109,6 +109,7 @@ pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let bwrap = preflight()?;
     let home = host::identity()?.home;
+    host::ensure_private_state(&home)?;
     let git = host::GitIdentity::start(home);
     let mut jail = None;
     let result = attempts(cfg, args, &bwrap, &mut jail, &git);

@@ -24,6 +24,7 @@ mod launch;
 mod paths;
 mod plan;
 mod promote;
+mod protect;
 mod record;
 mod sandbox;
 mod seccomp;

@@ -43,9 +43,19 @@ pub(crate) const PASS_THROUGH: &[&str] = &[
     "CLAUDE_SANDBOX_WORKSPACE_ROOT",
 ];
 
-/// Directories under `$HOME` bound back read-write when present (§4.2).
-pub(crate) const HOME_RW: &[&str] = &[".claude", ".claude.json", ".cache", ".local/share"];
-/// Forge token directories, bound back read-write unless `no-forge`.
+/// Claude Code's own state under `$HOME`, bound back read-write when present (§4.2).
+pub(crate) const HOME_RW: &[&str] = &[".claude", ".claude.json"];
+/// Directories every tool both writes and runs code from (completions,
+/// systemd and D-Bus units, editor plugins, tool installs). Inside they are
+/// the sandbox's own persistent directories, [`PRIVATE_STATE`]`/NAME` under
+/// `$HOME` on the host, never the user's (§4.8): nothing written there is
+/// read by a host tool, and nothing of the host's shows inside.
+pub(crate) const HOME_PRIVATE: &[(&str, &str)] = &[(".cache", "cache"), (".local/share", "share")];
+/// Where the private directories live on the host, relative to `$HOME`
+/// (hidden from the sandbox like the rest of `$HOME`).
+pub(crate) const PRIVATE_STATE: &str = ".local/state/claude-sandbox";
+/// Forge token directories, bound back read-only unless `no-forge`: `gh`
+/// aliases and extensions written there would run on the host.
 pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
 /// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
 pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
@@ -99,6 +109,10 @@ pub(crate) struct Facts {
     pub host_loopback_tcp: Vec<u16>,
     /// What the egress jail is planned from, when [`jailed`].
     pub jail: Option<JailFacts>,
+    /// The protected workspace paths that exist (§4.8, [`crate::protect`]),
+    /// each as found and as resolved (a symlink to a file in the workspace
+    /// protects that file).
+    pub protected: Vec<RwBind>,
 }
 
 /// Whether the sandbox gets the egress jail: the one place this is decided
@@ -113,13 +127,17 @@ pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = HOME_RW
         .iter()
         .chain(HOME_FORGE)
-        .chain(HOME_SHARE_MASKED)
         .chain(HOME_RO)
         .map(|r| home.join(r))
         .collect();
     v.extend(SYSTEM_NULLED.iter().chain(SYSTEM_TMPFS).map(PathBuf::from));
     v.push(PathBuf::from(paths::LAUNCH_RECORD));
     v
+}
+
+/// The host directory behind the private `~/NAME` of [`HOME_PRIVATE`].
+pub(crate) fn private_dir(home: &Path, name: &str) -> PathBuf {
+    home.join(PRIVATE_STATE).join(name)
 }
 
 /// The read-write paths the plan will ask [`Facts::resolved`] about.
@@ -170,6 +188,21 @@ fn check_rw_root(
             home.display(),
             paths::CONFIG_FILE
         )));
+    }
+    // The workspace inside a hidden entry of a home (`docs -> ~/.ssh`, a
+    // project in ~/.config): everything there is masked (§4.2) and the bind
+    // would show it, writable.
+    if what == "workspace" {
+        if let Some((home, entry)) = homes.iter().find_map(|h| {
+            let first = resolved.strip_prefix(h).ok()?.components().next()?;
+            let first = first.as_os_str().to_string_lossy();
+            first.starts_with('.').then(|| (h, first.into_owned()))
+        }) {
+            return Err(bad_input(format!(
+                "refusing {what} {shown}: it lies in {}, which the sandbox hides; cd into a project directory",
+                home.join(entry).display()
+            )));
+        }
     }
     if let Some(p) = PROTECTED
         .iter()
@@ -314,6 +347,8 @@ pub(crate) fn build(
     }
     // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
     mounts.extend(rw.into_iter().map(Mount::Checked));
+    // §4.8 protected paths, read-only over the read-write roots.
+    mounts.extend(facts.protected.iter().cloned().map(Mount::CheckedReadOnly));
     if let Some(text) = resolv_conf {
         mounts.push(Mount::Data {
             dst: "/etc/resolv.conf".into(),
@@ -456,17 +491,29 @@ fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
             .map(|dst| Mount::Tmpfs { dst }),
     );
     m.push(Mount::Tmpfs { dst: home.clone() });
-    let rw = |rel: &&str| Mount::ReadWrite {
-        path: home.join(rel),
-    };
-    m.extend(HOME_RW.iter().filter(present).map(rw));
-    if facts.existing.contains(&home.join(".local/share")) {
-        m.extend(HOME_SHARE_MASKED.iter().map(|rel| Mount::Tmpfs {
+    m.extend(HOME_RW.iter().filter(present).map(|rel| Mount::ReadWrite {
+        src: home.join(rel),
+        dst: home.join(rel),
+    }));
+    for (rel, name) in HOME_PRIVATE {
+        m.push(Mount::ReadWrite {
+            src: private_dir(home, name),
             dst: home.join(rel),
-        }));
+        });
     }
+    m.extend(HOME_SHARE_MASKED.iter().map(|rel| Mount::Tmpfs {
+        dst: home.join(rel),
+    }));
     if !cfg.no_forge {
-        m.extend(HOME_FORGE.iter().filter(present).map(rw));
+        m.extend(
+            HOME_FORGE
+                .iter()
+                .filter(present)
+                .map(|rel| Mount::ReadOnly {
+                    src: home.join(rel),
+                    dst: home.join(rel),
+                }),
+        );
     }
     m.extend(HOME_RO.iter().filter(present).map(|rel| Mount::ReadOnly {
         src: home.join(rel),
@@ -575,6 +622,7 @@ pub(crate) mod tests {
             launcher_ns: BTreeMap::new(),
             host_loopback_tcp: Vec::new(),
             passwd_home: None,
+            protected: Vec::new(),
             jail: Some(JailFacts {
                 routes: HostRoutes {
                     iface: "eth0".into(),
@@ -741,19 +789,27 @@ pub(crate) mod tests {
     fn home_by_inversion() {
         let plan = build(&Config::default(), &facts(), &[]).unwrap();
         let tmpfs_home = pos(&plan, &["--tmpfs", "/home/dev"]);
-        for rel in [
-            ".claude",
-            ".claude.json",
-            ".cache",
-            ".local/share",
-            ".config/gh",
-        ] {
+        for rel in [".claude", ".claude.json"] {
             let p = format!("/home/dev/{rel}");
             assert!(
                 pos(&plan, &["--bind", &p, &p]) > tmpfs_home,
                 "{rel} bound back after the tmpfs"
             );
         }
+        // §4.8: the sandbox's own cache and share, never the user's.
+        for (rel, name) in [(".cache", "cache"), (".local/share", "share")] {
+            let src = format!("/home/dev/.local/state/claude-sandbox/{name}");
+            let dst = format!("/home/dev/{rel}");
+            assert!(pos(&plan, &["--bind", &src, &dst]) > tmpfs_home, "{rel}");
+            assert!(
+                !has_seq(&plan, &["--bind", &dst, &dst]),
+                "{rel} of the host"
+            );
+        }
+        // The forge dirs read-only (gh aliases and extensions run on the host).
+        let gh = "/home/dev/.config/gh";
+        assert!(pos(&plan, &["--ro-bind", gh, gh]) > tmpfs_home);
+        assert!(!has_seq(&plan, &["--bind", gh, gh]));
         // Absent entries are not bound (bwrap would fail or create them on the host).
         assert!(!has_seq(
             &plan,
@@ -817,7 +873,7 @@ pub(crate) mod tests {
         assert!(has_seq(
             &plan,
             &[
-                "--bind",
+                "--ro-bind",
                 "/home/dev/.config/glab-cli",
                 "/home/dev/.config/glab-cli"
             ]
@@ -958,6 +1014,57 @@ pub(crate) mod tests {
                 "{ph}"
             );
         }
+    }
+
+    #[test]
+    fn protected_paths_are_read_only_by_checked_fd_over_the_workspace() {
+        let mut f = facts();
+        let cfgp = PathBuf::from("/workspaces/app/.git/config");
+        f.protected = vec![RwBind {
+            requested: cfgp.clone(),
+            resolved: cfgp,
+        }];
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        let ws = pos(&plan, &["--bind-fd", "210", "/workspaces/app"]);
+        let ro = pos(
+            &plan,
+            &["--ro-bind-fd", "211", "/workspaces/app/.git/config"],
+        );
+        assert!(ro > ws, "protected paths come after the workspace bind");
+    }
+
+    #[test]
+    fn a_workspace_in_a_hidden_home_entry_is_refused() {
+        for (cwd, target) in [
+            ("/workspaces/app/docs", "/home/dev/.ssh"),
+            ("/home/dev/.config/proj", "/home/dev/.config/proj"),
+            ("/workspaces/x", "/home/real/.aws/sub"),
+        ] {
+            let mut f = facts();
+            f.passwd_home = Some(PathBuf::from("/home/real"));
+            f.cwd = PathBuf::from(cwd);
+            f.resolved
+                .insert(f.cwd.clone(), Some(PathBuf::from(target)));
+            let e = build(&Config::default(), &f, &[]).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains("which the sandbox hides"), "{e}");
+            assert!(
+                e.to_string().contains(
+                    target
+                        .split('/')
+                        .take(4)
+                        .collect::<Vec<_>>()
+                        .join("/")
+                        .as_str()
+                ),
+                "{e}"
+            );
+        }
+        // A project directory under $HOME is still a workspace.
+        let mut f = facts();
+        f.cwd = PathBuf::from("/home/dev/projects/app");
+        f.resolved.insert(f.cwd.clone(), Some(f.cwd.clone()));
+        assert!(build(&Config::default(), &f, &[]).is_ok());
     }
 
     #[test]

@@ -67,11 +67,16 @@ pub(crate) enum Capabilities {
 pub(crate) enum Mount {
     /// `--ro-bind SRC DST`.
     ReadOnly { src: PathBuf, dst: PathBuf },
-    /// `--bind PATH PATH`: state Claude Code keeps under `$HOME` (§4.2).
-    ReadWrite { path: PathBuf },
+    /// `--bind SRC DST`: Claude Code's state under `$HOME` (§4.2), the
+    /// sandbox's private `~/.cache` and `~/.local/share` (§4.8).
+    ReadWrite { src: PathBuf, dst: PathBuf },
     /// `--bind-fd`: a read-write root (workspace, allow-write; §4.3), bound
     /// by the fd the executor opens and checks just before exec.
     Checked(RwBind),
+    /// `--ro-bind-fd`: a protected workspace path (§4.8), read-only, bound
+    /// by a checked fd like [`Mount::Checked`] (no symlink swapped in
+    /// between can redirect it to a secret).
+    CheckedReadOnly(RwBind),
     /// `--tmpfs DST`: an empty directory, private to this sandbox.
     Tmpfs { dst: PathBuf },
     /// `/dev/null` bound read-only over DST: it reads as empty.
@@ -182,8 +187,8 @@ impl Mount {
             | Mount::Dev { dst }
             | Mount::Proc { dst }
             | Mount::Data { dst, .. } => dst,
-            Mount::ReadWrite { path } => path,
-            Mount::Checked(b) => &b.resolved,
+            Mount::ReadWrite { dst, .. } => dst,
+            Mount::Checked(b) | Mount::CheckedReadOnly(b) => &b.resolved,
         }
     }
 }
@@ -315,8 +320,17 @@ fn mount(o: &mut Out, m: &Mount) {
         Mount::ReadOnly { src, dst } => {
             o.push([OsStr::new("--ro-bind"), src.as_os_str(), dst.as_os_str()])
         }
-        Mount::ReadWrite { path } => {
-            o.push([OsStr::new("--bind"), path.as_os_str(), path.as_os_str()])
+        Mount::ReadWrite { src, dst } => {
+            o.push([OsStr::new("--bind"), src.as_os_str(), dst.as_os_str()])
+        }
+        Mount::CheckedReadOnly(b) => {
+            let num = o.dynamic();
+            o.with_fd(
+                "--ro-bind-fd",
+                num,
+                FdContent::Checked(b.clone()),
+                &[b.resolved.as_os_str()],
+            );
         }
         Mount::Checked(b) => {
             let num = o.dynamic();

@@ -84,7 +84,8 @@ pub(crate) fn apply(
     use crate::sandbox::{Capabilities, Mount, Network};
     if active(Mutation::BindSsh) {
         sb.mounts.push(Mount::ReadWrite {
-            path: home.join(".ssh"),
+            src: home.join(".ssh"),
+            dst: home.join(".ssh"),
         });
     }
     if active(Mutation::PassGhToken) {

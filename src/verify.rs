@@ -59,6 +59,8 @@ pub(crate) struct Check {
 /// One entry of `/proc/self/mountinfo`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mount {
+    /// The path within its file system that is mounted (a bind's source).
+    pub root: PathBuf,
     pub point: PathBuf,
     pub read_only: bool,
     pub fstype: String,
@@ -98,6 +100,7 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<Mount> {
                 return None;
             }
             Some(Mount {
+                root: PathBuf::from(unescape(pre[3])),
                 point: PathBuf::from(unescape(pre[4])),
                 read_only: pre[5].split(',').any(|o| o == "ro"),
                 fstype: post[0].to_string(),
@@ -181,6 +184,7 @@ pub(crate) fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) ->
     let home = &record.home;
     let mut allowed: Vec<PathBuf> = plan::HOME_RW
         .iter()
+        .chain(plan::HOME_PRIVATE.iter().map(|(rel, _)| rel))
         .chain(plan::HOME_SHARE_MASKED)
         .chain(plan::HOME_RO)
         .chain(plan::HOME_NULLED)
@@ -268,6 +272,9 @@ pub(crate) struct Observed {
     /// Every file the plan's tables mask with `/dev/null` ([`plan::HOME_NULLED`],
     /// [`plan::SYSTEM_NULLED`]) → its size inside (absent: not listed).
     pub nulled_sizes: BTreeMap<String, u64>,
+    /// Every protected path of the workspace ([`crate::protect::discover`]),
+    /// whether it exists and whether this process may write it.
+    pub protected: Vec<ProtectedPath>,
     pub gitconfig: Result<String, String>,
     pub gitconfig_writable: bool,
     /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us).
@@ -305,6 +312,7 @@ impl Default for Observed {
             run_masked: BTreeMap::new(),
             run_sockets: Vec::new(),
             nulled_sizes: BTreeMap::new(),
+            protected: Vec::new(),
             gitconfig: unread(),
             gitconfig_writable: false,
             config_file: ConfigFileAccess::default(),
@@ -397,6 +405,7 @@ impl Observed {
             run_masked,
             run_sockets,
             nulled_sizes,
+            protected: protected_paths(&rec),
             gitconfig: std::fs::read_to_string(paths::GITCONFIG).map_err(|e| e.to_string()),
             gitconfig_writable: writable(Path::new(paths::GITCONFIG)),
             config_file,
@@ -553,6 +562,29 @@ fn ns_inodes() -> BTreeMap<String, u64> {
 }
 
 /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us); the config must be out of the session's reach.
+/// One protected path as seen from inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ProtectedPath {
+    pub(crate) path: PathBuf,
+    pub(crate) exists: bool,
+    pub(crate) writable: bool,
+}
+
+fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
+    if rec.workspace.as_os_str().is_empty() {
+        return Vec::new();
+    }
+    crate::protect::discover(&rec.workspace)
+        .paths
+        .into_iter()
+        .map(|path| ProtectedPath {
+            exists: path.symlink_metadata().is_ok(),
+            writable: writable(&path),
+            path,
+        })
+        .collect()
+}
+
 /// How this process may touch `/etc/claude-sandbox.conf`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct ConfigFileAccess {
@@ -611,6 +643,8 @@ const BATTERY: &[Def] = &[
     def("real-binary-pinned", "the real Claude Code matches its install-time SHA-256 (§5)", check_pin),
     def("tiocsti-refused", "no terminal injection into the caller's terminal (§4.4)", check_tiocsti),
     def("keyring-refused", "no reach into the caller's kernel keyring (§4.4)", check_keyring),
+    def("protected-paths", "git config, hooks and attributes, editor, devcontainer, direnv and MCP files of the workspace and its repositories are read-only (§4.8)", check_protected),
+    def("private-state", "~/.cache and ~/.local/share are the sandbox's own, the forge dirs read-only (§4.8)", check_private_state),
 ];
 
 #[cfg(test)]
@@ -633,11 +667,18 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         sandbox::Mount::ReadOnly { dst, .. } if in_home(plan::HOME_RO, dst) || *dst == real => {
             "strict-home"
         }
-        sandbox::Mount::ReadWrite { path }
-            if in_home(plan::HOME_RW, path) || in_home(plan::HOME_FORGE, path) =>
-        {
+        sandbox::Mount::ReadWrite { src, dst } if src == dst && in_home(plan::HOME_RW, dst) => {
             "strict-home"
         }
+        sandbox::Mount::ReadWrite { src, dst }
+            if plan::HOME_PRIVATE.iter().any(|(rel, name)| {
+                home.join(rel) == *dst && plan::private_dir(home, name) == *src
+            }) =>
+        {
+            "private-state"
+        }
+        sandbox::Mount::ReadOnly { dst, .. } if in_home(plan::HOME_FORGE, dst) => "private-state",
+        sandbox::Mount::CheckedReadOnly(_) => "protected-paths",
         sandbox::Mount::Checked(_) => "workspace-scoped",
         sandbox::Mount::Tmpfs { dst } if dst == Path::new("/tmp") => "tmp-tmpfs",
         sandbox::Mount::Tmpfs { dst } if in_system(plan::SYSTEM_TMPFS, dst) => "run-masked",
@@ -1044,12 +1085,67 @@ const VIRTUAL_FS: &[&str] = &[
     "autofs",
 ];
 
+fn check_protected(o: &Observed) -> Outcome {
+    record(o)?;
+    let open: Vec<String> = o
+        .protected
+        .iter()
+        .filter(|p| p.exists && p.writable)
+        .map(|p| p.path.display().to_string())
+        .collect();
+    if !open.is_empty() {
+        return Err(format!(
+            "writable from inside, and run by host tools: {}",
+            open.join(", ")
+        ));
+    }
+    let (present, absent) = o.protected.iter().partition::<Vec<_>, _>(|p| p.exists);
+    Ok(format!(
+        "{} read-only; {} absent, watched by the tripwire at exit",
+        present.len(),
+        absent.len()
+    ))
+}
+
+fn check_private_state(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    let mut bad = Vec::new();
+    for (rel, name) in plan::HOME_PRIVATE {
+        let dst = rec.home.join(rel);
+        let want = Path::new(plan::PRIVATE_STATE).join(name);
+        match top_mount(&o.mounts, &dst) {
+            Some(m) if m.root.ends_with(&want) && !m.read_only => {}
+            Some(m) => bad.push(format!(
+                "~/{rel} is {} (want the private ~/{})",
+                m.root.display(),
+                want.display()
+            )),
+            None => bad.push(format!("~/{rel} is not the sandbox's private directory")),
+        }
+    }
+    if !rec.no_forge {
+        for rel in plan::HOME_FORGE {
+            if top_mount(&o.mounts, &rec.home.join(rel)).is_some_and(|m| !m.read_only) {
+                bad.push(format!("~/{rel} is writable"));
+            }
+        }
+    }
+    if bad.is_empty() {
+        Ok("~/.cache and ~/.local/share are the sandbox's own; forge dirs read-only".into())
+    } else {
+        Err(format!(
+            "{}: host tools would run what is written there",
+            bad.join("; ")
+        ))
+    }
+}
+
 fn check_workspace(o: &Observed) -> Outcome {
     let rec = record(o)?;
     let ws = &rec.workspace;
     let home_rw: Vec<PathBuf> = plan::HOME_RW
         .iter()
-        .chain(plan::HOME_FORGE)
+        .chain(plan::HOME_PRIVATE.iter().map(|(rel, _)| rel))
         .map(|r| rec.home.join(r))
         .collect();
     let allowed = |p: &Path| {
@@ -1332,8 +1428,11 @@ mod tests {
 24 22 0:6 / /tmp rw,nosuid - tmpfs tmpfs rw\n\
 25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
 26 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n\
-27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh rw - ext4 /dev/vda1 rw\n\
-28 25 0:8 / /home/dev/.local/share/claude rw - tmpfs tmpfs rw\n\
+27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh ro - ext4 /dev/vda1 rw\n\
+32 25 252:1 /home/dev/.local/state/claude-sandbox/cache /home/dev/.cache rw - ext4 /dev/vda1 rw\n\
+33 25 252:1 /home/dev/.local/state/claude-sandbox/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n\
+34 33 0:9 / /home/dev/.local/share/applications rw - tmpfs tmpfs rw\n\
+28 33 0:8 / /home/dev/.local/share/claude rw - tmpfs tmpfs rw\n\
 29 25 0:5 /null /home/dev/.netrc ro - tmpfs tmpfs rw\n\
 30 22 252:1 /workspaces/app /workspaces/app rw - ext4 /dev/vda1 rw\n\
 31 22 252:1 /home/dev/my\\040dir /home/dev/my\\040dir ro - ext4 /dev/vda1 rw\n";
@@ -1410,7 +1509,8 @@ mod tests {
                 dst: "/var/lib/secrets".into(),
             },
             sandbox::Mount::ReadWrite {
-                path: rec.home.join(".ssh"),
+                src: rec.home.join(".ssh"),
+                dst: rec.home.join(".ssh"),
             },
         ] {
             assert_eq!(covering_check(&m, &rec), None, "{m:?}");
@@ -1483,9 +1583,13 @@ mod tests {
     #[test]
     fn mountinfo_parsed_with_escapes() {
         let m = parse_mountinfo(MOUNTINFO);
-        assert_eq!(m.len(), 10);
+        assert_eq!(m.len(), 13);
         assert!(m[0].read_only && m[0].fstype == "ext4");
-        assert_eq!(m[9].point, PathBuf::from("/home/dev/my dir"));
+        assert_eq!(m[12].point, PathBuf::from("/home/dev/my dir"));
+        assert_eq!(
+            m[6].root,
+            PathBuf::from("/home/dev/.local/state/claude-sandbox/cache")
+        );
         assert_eq!(top_mount(&m, Path::new("/tmp")).unwrap().fstype, "tmpfs");
     }
 
@@ -1495,6 +1599,7 @@ mod tests {
         m.pop(); // the odd "my dir" mount
         assert!(unexpected_home_mounts(&m, &rec()).is_empty());
         m.push(Mount {
+            root: "/home/dev/.ssh".into(),
             point: "/home/dev/.ssh".into(),
             read_only: false,
             fstype: "ext4".into(),
@@ -1669,6 +1774,33 @@ mod tests {
                 }),
             ),
             (
+                "protected-paths",
+                Box::new(|o| {
+                    o.protected.push(ProtectedPath {
+                        path: "/workspaces/app/.git/config".into(),
+                        exists: true,
+                        writable: true,
+                    })
+                }),
+            ),
+            (
+                "private-state",
+                Box::new(|o| {
+                    o.mounts
+                        .retain(|m| m.point != Path::new("/home/dev/.cache"))
+                }),
+            ),
+            (
+                "private-state",
+                Box::new(|o| {
+                    for m in &mut o.mounts {
+                        if m.point == Path::new("/home/dev/.config/gh") {
+                            m.read_only = false;
+                        }
+                    }
+                }),
+            ),
+            (
                 "real-binary-pinned",
                 Box::new(|o| o.pin = Err("sha256 differs".into())),
             ),
@@ -1676,6 +1808,7 @@ mod tests {
                 "strict-home",
                 Box::new(|o| {
                     o.mounts.push(Mount {
+                        root: "/home/dev/.ssh".into(),
                         point: "/home/dev/.ssh".into(),
                         read_only: false,
                         fstype: "ext4".into(),
