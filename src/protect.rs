@@ -27,8 +27,10 @@ pub(crate) const ROOT_NAMES: &[&str] = &[
 /// `objects/` and `refs/` are inert.
 pub(crate) const WORKSPACE_ONLY: &[&str] = &["HEAD"];
 /// Inside every git directory (`.git`, a `gitdir:` target, `.git/modules/*`,
-/// a worktree's common directory).
-pub(crate) const GITDIR_NAMES: &[&str] = &["config", "hooks", "info/attributes"];
+/// a worktree's common directory). `info` as a whole, so a missing
+/// `info/attributes` (filter and diff drivers) cannot be created either; git
+/// itself writes there only for `sparse-checkout`.
+pub(crate) const GITDIR_NAMES: &[&str] = &["config", "hooks", "info"];
 
 /// How deep below the workspace nested repositories are looked for
 /// (`ws/a/b/c/.git` is found, `ws/a/b/c/d/.git` is not), and how many
@@ -230,7 +232,7 @@ mod tests {
             ".mcp.json",
             ".git/config",
             ".git/hooks",
-            ".git/info/attributes",
+            ".git/info",
             ".git/modules/libs/a/config",
             ".git/modules/libs/a/hooks",
             "libs/a/.envrc",

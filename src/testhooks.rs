@@ -34,6 +34,12 @@ pub(crate) enum Mutation {
     /// A route the route step refuses.
     #[cfg(feature = "test-mutations")]
     RouteStepFails,
+    /// The protected workspace paths left writable.
+    #[cfg(feature = "test-mutations")]
+    Unprotect,
+    /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
+    #[cfg(feature = "test-mutations")]
+    HostState,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -66,6 +72,8 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::SkipPinCheck => "skip-pin-check",
         Mutation::PastaAttachFails => "pasta-attach-fails",
         Mutation::RouteStepFails => "route-step-fails",
+        Mutation::Unprotect => "unprotect",
+        Mutation::HostState => "host-state",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -99,6 +107,26 @@ pub(crate) fn apply(
     }
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
+    }
+    if active(Mutation::Unprotect) {
+        sb.mounts
+            .retain(|m| !matches!(m, Mount::CheckedReadOnly(_)));
+    }
+    if active(Mutation::HostState) {
+        for m in &mut sb.mounts {
+            match m {
+                Mount::ReadWrite { src, dst } if src != dst => *src = dst.clone(),
+                Mount::ReadOnly { src, dst }
+                    if crate::plan::HOME_FORGE.iter().any(|r| home.join(r) == *dst) =>
+                {
+                    *m = Mount::ReadWrite {
+                        src: src.clone(),
+                        dst: dst.clone(),
+                    }
+                }
+                _ => {}
+            }
+        }
     }
     let dropped = dropped_mounts(home);
     sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));

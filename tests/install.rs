@@ -1185,8 +1185,16 @@ fn native_install_of_unprivileged_user_relocated_and_restored() {
         "restored as a {:?}, not as the link to {NATIVE_VERSION} it was",
         restored.file_type()
     );
+    // The launch made the sandbox's private state (§4.8); it is the
+    // sandbox's data, not the install's, and uninstall leaves it.
+    let mut after = snapshot(&home.join(".local"));
+    assert!(
+        after.contains_key(Path::new("state/claude-sandbox/cache")),
+        "the launch keeps its private ~/.cache under ~/.local/state/claude-sandbox"
+    );
+    after.retain(|p, _| !p.starts_with("state"));
     assert_same(
-        &ignoring_mtimes(&snapshot(&home.join(".local"))),
+        &ignoring_mtimes(&after),
         &ignoring_mtimes(&before),
         "uninstall did not restore ~/.local as it found it",
     );

@@ -21,6 +21,8 @@ const NAMES: &[&str] = &[
     "pasta-attach-fails",
     "route-step-fails",
     "drop-mount=",
+    "unprotect",
+    "host-state",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

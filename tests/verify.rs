@@ -205,6 +205,9 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
     // Claude Code's runtime state on the host, masked by a tmpfs inside.
     w.put(Who::Root, ".local/share/claude/versions", "host state\n");
+    // A protected path in the workspace, and the user's own cache.
+    std::fs::create_dir_all(w.workspace(Who::Root).join(".vscode")).unwrap();
+    w.put(Who::Root, ".cache/host-cache", "host\n");
     let cases = [
         ("bind-ssh", "strict-home"),
         ("pass-gh-token", "token-env-absent"),
@@ -214,6 +217,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         // Masks the plan takes from its tables; verify reads the same tables.
         ("drop-mount=/etc/shadow", "masked-files-empty"),
         ("drop-mount=~/.local/share/claude", "strict-home"),
+        ("unprotect", "protected-paths"),
+        ("host-state", "private-state"),
     ];
     for (mutation, check) in cases {
         let o = verify_inside(
