@@ -57,6 +57,12 @@ pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
     (Ipv4Addr::new(172, 16, 0, 0), 12),
     (Ipv4Addr::new(192, 168, 0, 0), 16),
     (Ipv4Addr::new(100, 64, 0, 0), 10),
+    // IANA special-purpose ranges that private, corporate and container
+    // networks use (RFC 6890); the documentation ranges stay reachable.
+    (Ipv4Addr::new(198, 18, 0, 0), 15),
+    (Ipv4Addr::new(240, 0, 0, 0), 4),
+    (Ipv4Addr::new(192, 0, 0, 0), 24),
+    (Ipv4Addr::new(0, 0, 0, 0), 8),
 ];
 /// Link-local (cloud metadata lives here): unreachable.
 pub(crate) const UNREACHABLE: (Ipv4Addr, u8) = (Ipv4Addr::new(169, 254, 0, 0), 16);

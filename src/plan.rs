@@ -370,6 +370,7 @@ pub(crate) fn build(
             Namespace::Uts,
             Namespace::CgroupIfSupported,
         ],
+        nested_userns: false,
         capabilities: Capabilities::DropAll,
         mounts,
         chdir,

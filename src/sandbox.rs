@@ -25,6 +25,9 @@ pub(crate) struct Sandbox {
     pub gid: u32,
     /// Namespaces unshared besides the user namespace (the network's is [`Sandbox::network`]).
     pub namespaces: Vec<Namespace>,
+    /// No further user namespaces inside (`--disable-userns`): nothing in a
+    /// coding session needs one, and each is kernel attack surface.
+    pub nested_userns: bool,
     pub capabilities: Capabilities,
     /// File system operations, applied in this order (later ones cover earlier).
     pub mounts: Vec<Mount>,
@@ -368,6 +371,9 @@ fn mount(o: &mut Out, m: &Mount) {
 fn process(o: &mut Out, sb: &Sandbox) {
     // §4.4 process isolation.
     o.push(["--die-with-parent", "--unshare-user"]);
+    if !sb.nested_userns {
+        o.push(["--disable-userns"]);
+    }
     o.push(["--uid", &sb.uid.to_string(), "--gid", &sb.gid.to_string()]);
     for ns in &sb.namespaces {
         o.push([match ns {
@@ -466,6 +472,7 @@ mod tests {
             uid: 1000,
             gid: 1000,
             namespaces: vec![Namespace::Pid],
+            nested_userns: false,
             capabilities: Capabilities::DropAll,
             mounts: vec![
                 Mount::Checked(RwBind {

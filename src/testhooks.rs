@@ -40,6 +40,9 @@ pub(crate) enum Mutation {
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
+    /// New user namespaces allowed inside.
+    #[cfg(feature = "test-mutations")]
+    AllowUserns,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -74,6 +77,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
         Mutation::HostState => "host-state",
+        Mutation::AllowUserns => "allow-userns",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -107,6 +111,9 @@ pub(crate) fn apply(
     }
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
+    }
+    if active(Mutation::AllowUserns) {
+        sb.nested_userns = true;
     }
     if active(Mutation::Unprotect) {
         sb.mounts

@@ -294,6 +294,8 @@ pub(crate) struct Observed {
     /// errno of ioctl(TIOCSTI) on /dev/null, of keyctl(GET_KEYRING_ID).
     pub tiocsti_errno: i32,
     pub keyctl_errno: i32,
+    /// errno of `unshare(CLONE_NEWUSER)` in a forked child (0: it worked).
+    pub userns_errno: i32,
 }
 
 impl Default for Observed {
@@ -325,6 +327,7 @@ impl Default for Observed {
             pin: Err("not observed".into()),
             tiocsti_errno: 0,
             keyctl_errno: 0,
+            userns_errno: 0,
         }
     }
 }
@@ -392,6 +395,7 @@ impl Observed {
         let loopback = probe_host_loopback(&rec);
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
+        let userns_errno = userns_errno();
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
         Observed {
@@ -422,6 +426,7 @@ impl Observed {
             pin: crate::integrity::verify_pin(),
             tiocsti_errno,
             keyctl_errno,
+            userns_errno,
             env,
         }
     }
@@ -550,6 +555,30 @@ fn keyctl_errno() -> i32 {
     errno_of(unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) })
 }
 
+/// errno of creating a user namespace, tried in a forked child (so this
+/// process, which may have threads, keeps its own); 0 when it worked.
+fn userns_errno() -> i32 {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let r = unsafe { nix::libc::unshare(nix::libc::CLONE_NEWUSER) };
+            let code = if r == 0 {
+                0
+            } else {
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(255)
+            };
+            unsafe { nix::libc::_exit(code.min(255)) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, code)) => code,
+            _ => -1,
+        },
+        Err(_) => -1,
+    }
+}
+
 /// This process's namespace inodes, by kind, to compare with the launcher's.
 fn ns_inodes() -> BTreeMap<String, u64> {
     let mut ns_ino = BTreeMap::new();
@@ -645,6 +674,7 @@ const BATTERY: &[Def] = &[
     def("keyring-refused", "no reach into the caller's kernel keyring (§4.4)", check_keyring),
     def("protected-paths", "git config, hooks and attributes, editor, devcontainer, direnv and MCP files of the workspace and its repositories are read-only (§4.8)", check_protected),
     def("private-state", "~/.cache and ~/.local/share are the sandbox's own, the forge dirs read-only (§4.8)", check_private_state),
+    def("no-nested-userns", "no new user namespaces inside: kernel attack surface nothing in a session needs (§4.4)", check_userns),
 ];
 
 #[cfg(test)]
@@ -732,6 +762,12 @@ pub(crate) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
         Some("capabilities-dropped"),
     ));
     v.push(("seccomp".into(), Some("tiocsti-refused")));
+    if !sb.nested_userns {
+        v.push((
+            "nested user namespaces disabled".into(),
+            Some("no-nested-userns"),
+        ));
+    }
     v.push(("environment".into(), Some("token-env-absent")));
     if sb.network.is_jail() {
         v.push(("network jail".into(), Some("jail-routes")));
@@ -1364,6 +1400,16 @@ fn check_tiocsti(o: &Observed) -> Outcome {
     }
 }
 
+fn check_userns(o: &Observed) -> Outcome {
+    match o.userns_errno {
+        0 => Err("unshare(CLONE_NEWUSER) succeeded: a new user namespace (uid 0 in it) can be made inside".into()),
+        e => Ok(format!(
+            "a new user namespace is refused (errno {e}: {})",
+            std::io::Error::from_raw_os_error(e)
+        )),
+    }
+}
+
 fn check_keyring(o: &Observed) -> Outcome {
     match o.keyctl_errno {
         nix::libc::EPERM => Ok("keyctl refused with EPERM by the seccomp filter".into()),
@@ -1706,6 +1752,7 @@ mod tests {
             mounts: parse_mountinfo(MOUNTINFO),
             tiocsti_errno: nix::libc::EPERM,
             keyctl_errno: nix::libc::EPERM,
+            userns_errno: nix::libc::ENOSPC,
             routes: parse_routes(JAIL_ROUTES),
             gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
             pin: Ok(()),
@@ -1800,6 +1847,7 @@ mod tests {
                     }
                 }),
             ),
+            ("no-nested-userns", Box::new(|o| o.userns_errno = 0)),
             (
                 "real-binary-pinned",
                 Box::new(|o| o.pin = Err("sha256 differs".into())),

@@ -17,6 +17,9 @@ const BLOCKED: &[&str] = &[
     "192.168.5.9:8080",     // RFC1918
     "100.64.5.9:8080",      // CGNAT
     "169.254.169.254:8080", // metadata
+    "198.18.0.1:8080",      // IANA benchmarking range (corporate, container networks)
+    "240.0.0.1:8080",       // IANA reserved (class E)
+    "192.0.0.8:8080",       // IANA protocol assignments
     "[fd77::1]:8080",       // IPv6
     "127.0.0.1:9090",       // the devcontainer's own loopback service
     "10.77.0.1:9090",       // that service through the gateway address

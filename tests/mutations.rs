@@ -23,6 +23,7 @@ const NAMES: &[&str] = &[
     "drop-mount=",
     "unprotect",
     "host-state",
+    "allow-userns",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

@@ -219,6 +219,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("drop-mount=~/.local/share/claude", "strict-home"),
         ("unprotect", "protected-paths"),
         ("host-state", "private-state"),
+        ("allow-userns", "no-nested-userns"),
     ];
     for (mutation, check) in cases {
         let o = verify_inside(
