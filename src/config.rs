@@ -188,7 +188,7 @@ impl Weakening {
     /// The refusal (exit 2) without `allow-env-overrides`.
     fn refusal(&self) -> anyhow::Error {
         bad_input(format!(
-            "environment {} would weaken the sandbox (it {}): refused; only {} can allow that: add `allow-env-overrides` there to let CLAUDE_SANDBOX_* variables weaken the sandbox, or set `{}` there instead",
+            "environment {} would weaken the sandbox (it {}) and is refused; to allow it, add `allow-env-overrides` to {} (or set `{}` there instead)",
             self.assignment(),
             self.effect,
             paths::CONFIG_FILE,
@@ -704,6 +704,13 @@ mod tests {
                 assert!(msg.contains(part), "{var}={value:?}: no {part:?} in {msg}");
             }
         }
+        // The line docs/configuration.md shows.
+        assert_eq!(
+            apply(Config::default(), &[(ENV_EGRESS_JAIL, "0")])
+                .unwrap_err()
+                .to_string(),
+            "environment CLAUDE_SANDBOX_EGRESS_JAIL=0 would weaken the sandbox (it turns the egress jail off) and is refused; to allow it, add `allow-env-overrides` to /etc/claude-sandbox.conf (or set `egress-jail = 0` there instead)"
+        );
         // Refused even beside a strengthening one, and the file cannot be
         // outvoted: no variable sets allow-env-overrides.
         let e = apply(
