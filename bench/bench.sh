@@ -58,6 +58,8 @@ install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
 cp "$real" /usr/libexec/claude-sandbox/claude
 ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude
 install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
+# "jail off" below turns the jail off from the environment: allowed only here.
+echo allow-env-overrides > /etc/claude-sandbox.conf
 rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 [ -x /usr/libexec/claude-sandbox/claude-sandbox ] && /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 cd $work/ws

@@ -100,8 +100,12 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
 }
 
 fn print_plan(args: &[OsString], json: bool) -> anyhow::Result<i32> {
-    let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
-    let sb = launch::sandbox(&cfg, args, crate::plan::ProcMode::Fresh)?;
+    // Refused or reported exactly as a launch would.
+    let loaded = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
+    for w in &loaded.weakened {
+        eprintln!("claude-sandbox: {}", w.notice());
+    }
+    let sb = launch::sandbox(&loaded.config, args, crate::plan::ProcMode::Fresh)?;
     print!("{}", plan_text(&sb, json)?);
     Ok(0)
 }

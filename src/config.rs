@@ -1,14 +1,21 @@
 //! `/etc/claude-sandbox.conf` and its `CLAUDE_SANDBOX_*` overrides (SPEC §3).
 //!
 //! Parsing is pure: [`parse`] takes the text and a name for error messages,
-//! [`apply_env`] takes a lookup function. Only [`load`] touches the file
-//! system, and only at the compile-time path the caller hands it.
+//! [`apply_env`] takes a lookup function (and one that says whether a path is
+//! the current directory). Only [`load`] touches the file system, and only at
+//! the compile-time path the caller hands it.
+//!
+//! The environment may strengthen the sandbox but not weaken it (issue #12):
+//! an override that gives the sandbox more than the file does is refused
+//! unless the file itself says `allow-env-overrides`; with it, the override
+//! is applied and reported ([`Applied::weakened`]) for the launch to print.
 
 use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use crate::error::bad_input;
+use crate::paths;
 
 /// The default configuration file, compiled into the binary (the installer writes it).
 pub(crate) const DEFAULT_CONFIG: &str = include_str!("../etc/claude-sandbox.conf");
@@ -22,6 +29,9 @@ pub struct Config {
     pub pass_env: Vec<String>,
     pub egress_jail: bool,
     pub allow_ip: Vec<Ipv4Addr>,
+    /// `allow-env-overrides`: `CLAUDE_SANDBOX_*` variables may weaken the
+    /// sandbox. Only the file can say so; no variable sets it.
+    pub allow_env_overrides: bool,
 }
 
 impl Default for Config {
@@ -33,6 +43,7 @@ impl Default for Config {
             pass_env: Vec::new(),
             egress_jail: true,
             allow_ip: Vec::new(),
+            allow_env_overrides: false,
         }
     }
 }
@@ -116,6 +127,10 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             "egress-jail" => {
                 cfg.egress_jail = flag(value).map_err(|e| at(format!("egress-jail: {e}")))?;
             }
+            "allow-env-overrides" => {
+                cfg.allow_env_overrides =
+                    flag(value).map_err(|e| at(format!("allow-env-overrides: {e}")))?;
+            }
             "pass-env" => {
                 let v = need(value)?;
                 for name in split_list(&v) {
@@ -134,7 +149,7 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             }
             other => {
                 return Err(at(format!(
-                    "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress-jail, allow-ip)"
+                    "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress-jail, allow-ip, allow-env-overrides)"
                 )))
             }
         }
@@ -142,12 +157,69 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-/// Apply `CLAUDE_SANDBOX_*` overrides. A variable that is set replaces what
-/// the file said for that key (set but empty clears a list).
+/// A `CLAUDE_SANDBOX_*` variable that gives the sandbox more than the file does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weakening {
+    /// The variable's name.
+    pub var: &'static str,
+    /// Its value, as set.
+    pub value: String,
+    /// What it does, e.g. "turns the egress jail off".
+    pub effect: String,
+    /// The file line that would do the same, for the refusal's fix.
+    pub key: &'static str,
+}
+
+impl Weakening {
+    /// `NAME=VALUE`, on one line (control characters escaped).
+    fn assignment(&self) -> String {
+        format!("{}={}", self.var, self.value.escape_debug())
+    }
+
+    /// The line a launch prints when `allow-env-overrides` lets it through.
+    pub fn notice(&self) -> String {
+        format!(
+            "{} weakens the sandbox (allowed by allow-env-overrides in {})",
+            self.assignment(),
+            paths::CONFIG_FILE
+        )
+    }
+
+    /// The refusal (exit 2) without `allow-env-overrides`.
+    fn refusal(&self) -> anyhow::Error {
+        bad_input(format!(
+            "environment {} would weaken the sandbox (it {}) and is refused; to allow it, add `allow-env-overrides` to {} (or set `{}` there instead)",
+            self.assignment(),
+            self.effect,
+            paths::CONFIG_FILE,
+            self.key
+        ))
+    }
+}
+
+/// The effective configuration and the overrides that weakened it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub config: Config,
+    /// Empty unless the file says `allow-env-overrides`.
+    pub weakened: Vec<Weakening>,
+}
+
+/// Apply `CLAUDE_SANDBOX_*` overrides to `file`, the configuration the file
+/// gave. A variable that is set replaces what the file said for that key
+/// (set but empty clears a list or the workspace root). One that weakens the
+/// sandbox is refused (bad input) unless `file.allow_env_overrides`:
+/// `CLAUDE_SANDBOX_EGRESS_JAIL` turning the jail off, `CLAUDE_SANDBOX_NO_FORGE`
+/// undoing the file's `no-forge`, `CLAUDE_SANDBOX_ALLOW_WRITE`, `_ALLOW_IP`,
+/// `_PASS_ENV` with an entry the file does not have, and
+/// `CLAUDE_SANDBOX_WORKSPACE_ROOT` naming a directory that is neither the
+/// current one (`is_cwd`) nor the file's `workspace-root`. Strengthening
+/// overrides are always applied.
 pub fn apply_env(
-    mut cfg: Config,
+    file: Config,
     env: &dyn Fn(&str) -> Option<OsString>,
-) -> anyhow::Result<Config> {
+    is_cwd: &dyn Fn(&Path) -> bool,
+) -> anyhow::Result<Applied> {
     let get = |name: &str| -> anyhow::Result<Option<String>> {
         match env(name) {
             None => Ok(None),
@@ -157,21 +229,59 @@ pub fn apply_env(
                 .map_err(|v| bad_input(format!("environment {name}={v:?}: not valid UTF-8"))),
         }
     };
+    let mut cfg = file.clone();
+    let mut weakened = Vec::new();
+    let mut weakens = |var: &'static str, value: &str, effect: String, key: &'static str| {
+        weakened.push(Weakening {
+            var,
+            value: value.to_string(),
+            effect,
+            key,
+        })
+    };
     if let Some(v) = get(ENV_WORKSPACE_ROOT)? {
         cfg.workspace_root = if v.is_empty() {
             None
         } else {
-            Some(
-                absolute_path(&v)
-                    .map_err(|e| bad_input(format!("environment {ENV_WORKSPACE_ROOT}: {e}")))?,
-            )
+            let p = absolute_path(&v)
+                .map_err(|e| bad_input(format!("environment {ENV_WORKSPACE_ROOT}: {e}")))?;
+            // The shadow passes the variable into the sandbox (§4.5), where a
+            // nested launch from the same directory sets it to the current one.
+            if file.workspace_root.as_ref() != Some(&p) && !is_cwd(&p) {
+                weakens(
+                    ENV_WORKSPACE_ROOT,
+                    &v,
+                    format!(
+                        "makes {} read-write instead of the current directory",
+                        p.display()
+                    ),
+                    "workspace-root = PATH",
+                );
+            }
+            Some(p)
         };
     }
     if let Some(v) = get(ENV_NO_FORGE)? {
         cfg.no_forge = env_bool(ENV_NO_FORGE, &v)?;
+        if file.no_forge && !cfg.no_forge {
+            weakens(
+                ENV_NO_FORGE,
+                &v,
+                "binds the forge tokens the file's `no-forge` withholds".into(),
+                "no-forge = 0",
+            );
+        }
     }
     if let Some(v) = get(ENV_EGRESS_JAIL)? {
         cfg.egress_jail = env_bool(ENV_EGRESS_JAIL, &v)?;
+        if file.egress_jail && !cfg.egress_jail {
+            weakens(
+                ENV_EGRESS_JAIL,
+                &v,
+                "turns the egress jail off".into(),
+                "egress-jail = 0",
+            );
+        }
     }
     if let Some(v) = get(ENV_ALLOW_WRITE)? {
         cfg.allow_write = v
@@ -183,6 +293,17 @@ pub fn apply_env(
                     .map_err(|e| bad_input(format!("environment {ENV_ALLOW_WRITE}: {e}")))
             })
             .collect::<anyhow::Result<_>>()?;
+        let new = added(&cfg.allow_write, &file.allow_write, |p| {
+            p.display().to_string()
+        });
+        if !new.is_empty() {
+            weakens(
+                ENV_ALLOW_WRITE,
+                &v,
+                format!("makes {new} read-write"),
+                "allow-write = PATH",
+            );
+        }
     }
     if let Some(v) = get(ENV_PASS_ENV)? {
         let mut names = Vec::new();
@@ -195,6 +316,15 @@ pub fn apply_env(
             push_unique(&mut names, name.to_string());
         }
         cfg.pass_env = names;
+        let new = added(&cfg.pass_env, &file.pass_env, String::clone);
+        if !new.is_empty() {
+            weakens(
+                ENV_PASS_ENV,
+                &v,
+                format!("forwards {new} into the sandbox"),
+                "pass-env = NAME",
+            );
+        }
     }
     if let Some(v) = get(ENV_ALLOW_IP)? {
         let mut ips = Vec::new();
@@ -206,12 +336,39 @@ pub fn apply_env(
             }
         }
         cfg.allow_ip = ips;
+        let new = added(&cfg.allow_ip, &file.allow_ip, Ipv4Addr::to_string);
+        if !new.is_empty() {
+            weakens(
+                ENV_ALLOW_IP,
+                &v,
+                format!("opens {new} through the egress jail"),
+                "allow-ip = ADDR",
+            );
+        }
     }
-    Ok(cfg)
+    if !file.allow_env_overrides {
+        if let Some(w) = weakened.first() {
+            return Err(w.refusal());
+        }
+    }
+    Ok(Applied {
+        config: cfg,
+        weakened,
+    })
 }
 
-/// Read the file at `path` (a missing file means defaults), then apply the environment.
-pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Config> {
+/// The entries of `now` that `file` lacks, comma-separated ("" when none).
+fn added<T: PartialEq>(now: &[T], file: &[T], show: impl Fn(&T) -> String) -> String {
+    now.iter()
+        .filter(|x| !file.contains(x))
+        .map(show)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Read the file at `path` (a missing file means defaults), then apply the
+/// environment ([`apply_env`], against the current directory).
+pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Applied> {
     use crate::files::{read_text, ReadError};
     let cfg = match read_text(path) {
         Ok(text) => parse(&text, &path.display().to_string())?,
@@ -229,7 +386,19 @@ pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyho
             )))
         }
     };
-    apply_env(cfg, env)
+    apply_env(cfg, env, &is_current_dir)
+}
+
+/// Whether `p` is the current directory (both canonicalized; false when
+/// either cannot be).
+fn is_current_dir(p: &Path) -> bool {
+    match (
+        p.canonicalize(),
+        std::env::current_dir().and_then(|c| c.canonicalize()),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// The process environment as a lookup function.
@@ -310,6 +479,13 @@ mod tests {
         move |k: &str| map.get(k).cloned()
     }
 
+    /// The current directory the tests' `apply_env` is told about.
+    const CWD: &str = "/work/project";
+
+    fn apply(file: Config, pairs: &[(&str, &str)]) -> anyhow::Result<Applied> {
+        apply_env(file, &env_of(pairs), &|p: &Path| p == Path::new(CWD))
+    }
+
     fn err_of(text: &str) -> String {
         let e = parse(text, "/etc/claude-sandbox.conf").unwrap_err();
         assert_eq!(exit_code(&e), EXIT_BAD_INPUT, "{e}");
@@ -328,7 +504,7 @@ mod tests {
             "# comment\n\nworkspace-root = /workspaces/app\nno-forge\n\
              allow-write = /run/user/1000/podman/podman.sock  # trailing comment\n\
              allow-write = /srv/data\npass-env = FOO, BAR_2\npass-env = BAZ\n\
-             egress-jail = 0\nallow-ip = 10.0.0.5\nallow-ip = 192.168.1.20\n",
+             egress-jail = 0\nallow-ip = 10.0.0.5\nallow-ip = 192.168.1.20\nallow-env-overrides\n",
             "f",
         )
         .unwrap();
@@ -347,6 +523,7 @@ mod tests {
             cfg.allow_ip,
             vec![Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(192, 168, 1, 20)]
         );
+        assert!(cfg.allow_env_overrides);
     }
 
     #[test]
@@ -421,9 +598,9 @@ mod tests {
             let e = err_of(&format!("pass-env = {bad}"));
             assert!(e.contains(bad), "{e}");
         }
-        let e = apply_env(
+        let e = apply(
             Config::default(),
-            &env_of(&[(ENV_PASS_ENV, "LD_PRELOAD, PATH, IS_SANDBOX")]),
+            &[(ENV_PASS_ENV, "LD_PRELOAD, PATH, IS_SANDBOX")],
         )
         .unwrap_err();
         assert_eq!(exit_code(&e), EXIT_BAD_INPUT);
@@ -438,22 +615,23 @@ mod tests {
     #[test]
     fn env_takes_precedence() {
         let file = parse(
-            "egress-jail = 0\nallow-ip = 10.0.0.5\nworkspace-root = /a\n",
+            "egress-jail = 0\nallow-ip = 10.0.0.5\nworkspace-root = /a\nallow-env-overrides\n",
             "f",
         )
         .unwrap();
-        let cfg = apply_env(
+        let cfg = apply(
             file.clone(),
-            &env_of(&[
+            &[
                 (ENV_EGRESS_JAIL, "1"),
                 (ENV_ALLOW_IP, "10.1.1.1,10.2.2.2"),
                 (ENV_WORKSPACE_ROOT, "/b"),
                 (ENV_ALLOW_WRITE, "/x\n/y\n"),
                 (ENV_PASS_ENV, "FOO BAR"),
                 (ENV_NO_FORGE, "1"),
-            ]),
+            ],
         )
-        .unwrap();
+        .unwrap()
+        .config;
         assert!(cfg.egress_jail);
         assert_eq!(
             cfg.allow_ip,
@@ -467,14 +645,16 @@ mod tests {
         assert_eq!(cfg.pass_env, vec!["FOO", "BAR"]);
         assert!(cfg.no_forge);
         // Config on, env off: env wins.
-        let on = parse("egress-jail = 1", "f").unwrap();
+        let on = parse("egress-jail = 1\nallow-env-overrides", "f").unwrap();
         assert!(
-            !apply_env(on, &env_of(&[(ENV_EGRESS_JAIL, "0")]))
+            !apply(on, &[(ENV_EGRESS_JAIL, "0")])
                 .unwrap()
+                .config
                 .egress_jail
         );
-        // Nothing set: the file stands.
-        assert_eq!(apply_env(file.clone(), &env_of(&[])).unwrap(), file);
+        // Nothing set: the file stands, and nothing weakened it.
+        let same = apply(file.clone(), &[]).unwrap();
+        assert_eq!((same.config, same.weakened), (file, vec![]));
     }
 
     #[test]
@@ -486,15 +666,197 @@ mod tests {
             (ENV_ALLOW_WRITE, "relative/path"),
             (ENV_WORKSPACE_ROOT, "ws"),
         ] {
-            let e = apply_env(Config::default(), &env_of(&[(k, v)])).unwrap_err();
+            let e = apply(Config::default(), &[(k, v)]).unwrap_err();
             assert_eq!(exit_code(&e), EXIT_BAD_INPUT);
             assert!(e.to_string().contains(k), "{e}");
         }
     }
 
+    /// Each weakening override, with the file it is applied to.
+    fn weakening_cases() -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![
+            (ENV_EGRESS_JAIL, "0", ""),
+            (ENV_EGRESS_JAIL, "off", ""),
+            (ENV_NO_FORGE, "0", "no-forge\n"),
+            (ENV_ALLOW_WRITE, "/srv/data", ""),
+            (ENV_ALLOW_WRITE, "/srv/a\n/srv/b", "allow-write = /srv/a\n"),
+            (ENV_ALLOW_IP, "10.0.0.5", ""),
+            (ENV_PASS_ENV, "FOO", ""),
+            (ENV_PASS_ENV, "FOO BAR", "pass-env = FOO\n"),
+            (ENV_WORKSPACE_ROOT, "/elsewhere", ""),
+            (ENV_WORKSPACE_ROOT, "/elsewhere", "workspace-root = /a\n"),
+        ]
+    }
+
+    #[test]
+    fn weakening_override_refused_without_the_opt_in() {
+        for (var, value, file) in weakening_cases() {
+            let e = apply(parse(file, "f").unwrap(), &[(var, value)]).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_BAD_INPUT, "{var}={value:?}: {e}");
+            let msg = e.to_string();
+            assert_eq!(msg.lines().count(), 1, "one line: {msg}");
+            for part in [
+                &format!("{var}={}", value.escape_debug()),
+                "allow-env-overrides",
+                "/etc/claude-sandbox.conf",
+                "weaken",
+            ] {
+                assert!(msg.contains(part), "{var}={value:?}: no {part:?} in {msg}");
+            }
+        }
+        // The line docs/configuration.md shows.
+        assert_eq!(
+            apply(Config::default(), &[(ENV_EGRESS_JAIL, "0")])
+                .unwrap_err()
+                .to_string(),
+            "environment CLAUDE_SANDBOX_EGRESS_JAIL=0 would weaken the sandbox (it turns the egress jail off) and is refused; to allow it, add `allow-env-overrides` to /etc/claude-sandbox.conf (or set `egress-jail = 0` there instead)"
+        );
+        // Refused even beside a strengthening one, and the file cannot be
+        // outvoted: no variable sets allow-env-overrides.
+        let e = apply(
+            Config::default(),
+            &[(ENV_NO_FORGE, "1"), (ENV_ALLOW_IP, "10.0.0.5")],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains(ENV_ALLOW_IP), "{e}");
+    }
+
+    #[test]
+    fn weakening_override_applied_and_reported_with_the_opt_in() {
+        for (var, value, file) in weakening_cases() {
+            let file = parse(&format!("{file}allow-env-overrides\n"), "f").unwrap();
+            assert!(file.allow_env_overrides);
+            let l = apply(file.clone(), &[(var, value)]).unwrap();
+            assert_eq!(l.weakened.len(), 1, "{var}={value:?}: {:?}", l.weakened);
+            let w = &l.weakened[0];
+            assert_eq!((w.var, w.value.as_str()), (var, value));
+            assert_eq!(
+                w.notice(),
+                format!(
+                    "{var}={} weakens the sandbox (allowed by allow-env-overrides in /etc/claude-sandbox.conf)",
+                    value.escape_debug()
+                )
+            );
+            assert_ne!(l.config, file, "{var}={value:?} was applied");
+        }
+        let l = apply(
+            parse("allow-env-overrides = 1", "f").unwrap(),
+            &[(ENV_EGRESS_JAIL, "0"), (ENV_ALLOW_IP, "10.0.0.5")],
+        )
+        .unwrap();
+        assert!(!l.config.egress_jail);
+        assert_eq!(l.config.allow_ip, vec![Ipv4Addr::new(10, 0, 0, 5)]);
+        let vars: Vec<&str> = l.weakened.iter().map(|w| w.var).collect();
+        assert_eq!(vars, [ENV_EGRESS_JAIL, ENV_ALLOW_IP]);
+        // `allow-env-overrides = 0` is the default.
+        assert!(apply(
+            parse("allow-env-overrides = 0", "f").unwrap(),
+            &[(ENV_EGRESS_JAIL, "0")]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn strengthening_override_always_honoured() {
+        for (file, pairs) in [
+            ("egress-jail = 0\n", vec![(ENV_EGRESS_JAIL, "1")]),
+            ("", vec![(ENV_EGRESS_JAIL, "1")]),
+            ("", vec![(ENV_NO_FORGE, "1")]),
+            ("no-forge\n", vec![(ENV_NO_FORGE, "1")]),
+            ("", vec![(ENV_NO_FORGE, "0")]),
+            ("egress-jail = 0\n", vec![(ENV_EGRESS_JAIL, "0")]),
+            // Set but empty clears a list; a subset of the file's grants nothing new.
+            (
+                "allow-write = /srv/a\nallow-write = /srv/b\n",
+                vec![(ENV_ALLOW_WRITE, "/srv/b\n")],
+            ),
+            ("allow-write = /srv/a\n", vec![(ENV_ALLOW_WRITE, "")]),
+            ("allow-ip = 10.0.0.5\n", vec![(ENV_ALLOW_IP, "")]),
+            ("allow-ip = 10.0.0.5\n", vec![(ENV_ALLOW_IP, "10.0.0.5")]),
+            ("pass-env = FOO, BAR\n", vec![(ENV_PASS_ENV, "BAR")]),
+            ("pass-env = FOO\n", vec![(ENV_PASS_ENV, "")]),
+            ("", vec![(ENV_PASS_ENV, " , ")]),
+            // Empty: the default, the current directory.
+            ("workspace-root = /a\n", vec![(ENV_WORKSPACE_ROOT, "")]),
+            ("workspace-root = /a\n", vec![(ENV_WORKSPACE_ROOT, "/a")]),
+        ] {
+            let l = apply(parse(file, "f").unwrap(), &pairs)
+                .unwrap_or_else(|e| panic!("{file:?} {pairs:?}: {e}"));
+            assert!(
+                l.weakened.is_empty(),
+                "{file:?} {pairs:?}: {:?}",
+                l.weakened
+            );
+        }
+        let l = apply(
+            parse("egress-jail = 0\nallow-write = /srv/a\n", "f").unwrap(),
+            &[
+                (ENV_EGRESS_JAIL, "1"),
+                (ENV_NO_FORGE, "1"),
+                (ENV_ALLOW_WRITE, ""),
+            ],
+        )
+        .unwrap();
+        assert!(l.config.egress_jail && l.config.no_forge && l.config.allow_write.is_empty());
+    }
+
+    #[test]
+    fn workspace_root_of_the_current_directory_is_not_weakening() {
+        // A nested launch inside the sandbox gets the variable passed
+        // through, naming the directory it runs from.
+        for file in ["", "workspace-root = /a\n"] {
+            let l = apply(parse(file, "f").unwrap(), &[(ENV_WORKSPACE_ROOT, CWD)]).unwrap();
+            assert!(l.weakened.is_empty(), "{file:?}: {:?}", l.weakened);
+            assert_eq!(l.config.workspace_root, Some(PathBuf::from(CWD)));
+        }
+        // Compared canonically by `load`: the current directory itself, and a
+        // symlink to it, are not weakening; its parent is.
+        let dir = std::env::current_dir().unwrap();
+        let link = std::env::temp_dir().join(format!("csb-cwd-link-{}", std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let missing = Path::new("/nonexistent/claude-sandbox.conf");
+        for p in [dir.clone(), link.clone()] {
+            let v = p.display().to_string();
+            let l = load(missing, &env_of(&[(ENV_WORKSPACE_ROOT, &v)])).unwrap();
+            assert!(l.weakened.is_empty(), "{v}: {:?}", l.weakened);
+        }
+        std::fs::remove_file(&link).unwrap();
+        let parent = dir.parent().unwrap().display().to_string();
+        let e = load(missing, &env_of(&[(ENV_WORKSPACE_ROOT, &parent)])).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_BAD_INPUT);
+        assert!(e.to_string().contains(ENV_WORKSPACE_ROOT), "{e}");
+    }
+
+    #[test]
+    fn allow_env_overrides_is_a_flag_of_the_file_only() {
+        assert!(
+            parse("allow-env-overrides", "f")
+                .unwrap()
+                .allow_env_overrides
+        );
+        assert!(
+            parse("allow-env-overrides = yes", "f")
+                .unwrap()
+                .allow_env_overrides
+        );
+        assert!(
+            !parse("allow-env-overrides = off", "f")
+                .unwrap()
+                .allow_env_overrides
+        );
+        assert!(err_of("allow-env-overrides = sure").contains("allow-env-overrides"));
+        assert!(
+            !parse(DEFAULT_CONFIG, "default")
+                .unwrap()
+                .allow_env_overrides
+        );
+    }
+
     #[test]
     fn load_missing_file_means_defaults() {
-        let cfg = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
-        assert_eq!(cfg, Config::default());
+        let l = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
+        assert_eq!(l.config, Config::default());
+        assert!(l.weakened.is_empty());
     }
 }

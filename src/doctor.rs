@@ -216,22 +216,40 @@ fn check_pin(r: &mut Report) {
     }
 }
 
-/// The config must load; returned for the checks that depend on it.
+/// The config must load; returned for the checks that depend on it. Says
+/// whether the environment may weaken the sandbox, and which variables do.
 fn check_config(r: &mut Report) -> anyhow::Result<config::Config> {
-    let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env);
-    match &cfg {
-        Ok(c) => r.line(
+    let loaded = config::load(Path::new(paths::CONFIG_FILE), &config::process_env);
+    match &loaded {
+        Ok(l) => r.line(
             true,
             "config",
             format!(
-                "{} valid (egress jail {})",
+                "{} valid (egress jail {}; {})",
                 paths::CONFIG_FILE,
-                if c.egress_jail { "on" } else { "off" }
+                if l.config.egress_jail { "on" } else { "off" },
+                env_overrides_note(l)
             ),
         ),
         Err(e) => r.line(false, "config", e),
     }
-    cfg
+    loaded.map(|l| l.config)
+}
+
+/// What `allow-env-overrides` means for this launch environment.
+fn env_overrides_note(l: &config::Applied) -> String {
+    if !l.config.allow_env_overrides {
+        return "allow-env-overrides off: CLAUDE_SANDBOX_* variables cannot weaken the sandbox"
+            .into();
+    }
+    if l.weakened.is_empty() {
+        return "allow-env-overrides on: CLAUDE_SANDBOX_* variables may weaken the sandbox; none does now".into();
+    }
+    let vars: Vec<&str> = l.weakened.iter().map(|w| w.var).collect();
+    format!(
+        "allow-env-overrides on: CLAUDE_SANDBOX_* variables may weaken the sandbox; weakened now by {}",
+        vars.join(", ")
+    )
 }
 
 /// Read-write paths named in the config must exist, or every launch refuses.

@@ -123,7 +123,7 @@ pub(crate) fn session_start_output(
         return Some(warning(&msg));
     }
     let passed: Vec<String> = crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
-        .map(|c| c.pass_env)
+        .map(|l| l.config.pass_env)
         .unwrap_or_default();
     let mut problems = Vec::new();
     for t in TOKEN_VARS {

@@ -64,10 +64,15 @@ pub(crate) fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     forwarded_signals().thread_block()?;
     // 2. Integrity of the real binary (SPEC §5).
     crate::integrity::check_launch()?;
-    // 3. Configuration: compile-time path, environment on top.
-    let cfg = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
+    // 3. Configuration: compile-time path, environment on top (an override
+    // that weakens the sandbox is refused unless the file allows it, and
+    // then said aloud).
+    let loaded = config::load(Path::new(paths::CONFIG_FILE), &config::process_env)?;
+    for w in &loaded.weakened {
+        eprintln!("claude-sandbox: {}", w.notice());
+    }
     // 4–6.
-    launch(&cfg, args)
+    launch(&loaded.config, args)
 }
 
 /// `CLAUDE_CODE_PROCESS_WRAPPER` entry (SPEC §6), installed as

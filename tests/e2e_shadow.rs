@@ -540,3 +540,164 @@ fn plan_prints_the_launch_and_its_typed_description() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+/// The notice a launch prints for a weakening variable it was allowed to use.
+fn weakens_line(var: &str, value: &str) -> String {
+    format!("claude-sandbox: {var}={value} weakens the sandbox (allowed by allow-env-overrides in /etc/claude-sandbox.conf)")
+}
+
+#[test]
+fn environment_cannot_weaken_the_sandbox_unless_etc_allows_it() {
+    if !require("env_cannot_weaken") {
+        return;
+    }
+    const JAIL: &str = "CLAUDE_SANDBOX_EGRESS_JAIL";
+    const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+    // The jail is on and no-forge set in both files, so that turning either
+    // off is weakening; the second file allows it.
+    let refusing = World::new("envrefuse");
+    refusing.install_by_hand(&refusing.root.join("bin/probe"), "no-forge\n");
+    let allowing = World::new("envallow");
+    allowing.install_by_hand(
+        &allowing.root.join("bin/probe"),
+        "no-forge\nallow-env-overrides\n",
+    );
+    let cases = |w: &World| -> Vec<(&'static str, String)> {
+        // Paths that exist, so that an allowed launch can bind them.
+        let (extra, other) = (w.root.join("extra"), w.root.join("ws/other"));
+        for d in [&extra, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        vec![
+            (JAIL, "0".into()),
+            ("CLAUDE_SANDBOX_NO_FORGE", "0".into()),
+            ("CLAUDE_SANDBOX_ALLOW_WRITE", extra.display().to_string()),
+            ("CLAUDE_SANDBOX_ALLOW_IP", "10.0.0.5".into()),
+            ("CLAUDE_SANDBOX_PASS_ENV", "FOO".into()),
+            ("CLAUDE_SANDBOX_WORKSPACE_ROOT", other.display().to_string()),
+        ]
+    };
+    for who in BOTH {
+        for (var, value) in cases(&refusing) {
+            for argv in [&["claude", "report"][..], &[SELF_BIN, "plan"]] {
+                let o = refusing.run(who, &[(var, &value)], argv);
+                let err = stderr(&o);
+                assert_eq!(
+                    o.status.code(),
+                    Some(2),
+                    "{who:?} {var}={value} {argv:?}: {err}"
+                );
+                assert!(
+                    stdout(&o).is_empty(),
+                    "{who:?} {var}: {argv:?} ran: {}",
+                    stdout(&o)
+                );
+                assert_eq!(err.lines().count(), 1, "{who:?}: one line: {err}");
+                for part in [
+                    format!("claude-sandbox: environment {var}={value} would weaken the sandbox"),
+                    "allow-env-overrides".into(),
+                    "/etc/claude-sandbox.conf".into(),
+                ] {
+                    assert!(err.contains(&part), "{who:?} {var}: no {part:?} in {err}");
+                }
+            }
+        }
+        for (var, value) in cases(&allowing) {
+            // The jail stays off for the launch itself (no network here).
+            let mut env = vec![(var, value.as_str())];
+            if var != JAIL {
+                env.push((JAIL, "0"));
+            }
+            let o = allowing.run(who, &env, &["claude", "report"]);
+            let err = stderr(&o);
+            assert!(o.status.success(), "{who:?} {var}={value}: {err}");
+            let r = report(&o);
+            assert_eq!(
+                r["no_new_privs"], "1",
+                "{who:?} {var}: sandboxed all the same"
+            );
+            let mut lines: Vec<String> = env.iter().map(|(k, v)| weakens_line(k, v)).collect();
+            lines.sort();
+            let sorted = |s: String| {
+                let mut v: Vec<String> = s.lines().map(String::from).collect();
+                v.sort();
+                v
+            };
+            assert_eq!(sorted(err), lines, "{who:?} {var}");
+            // `plan` says the same.
+            let o = allowing.run(who, &env, &[SELF_BIN, "plan"]);
+            assert!(o.status.success(), "{who:?} plan {var}: {}", stderr(&o));
+            assert!(stdout(&o).starts_with("bwrap\n"));
+            assert_eq!(sorted(stderr(&o)), lines, "{who:?} plan {var}");
+        }
+    }
+    // doctor says whether the opt-in is on.
+    let doctor = |w: &World, env: &[(&str, &str)]| {
+        let o = w.run(Who::Root, env, &[SELF_BIN, "doctor"]);
+        stdout(&o)
+            .lines()
+            .find(|l| l.contains(" config: "))
+            .unwrap_or_else(|| panic!("no config line: {}", stdout(&o)))
+            .to_string()
+    };
+    let off = doctor(&refusing, &[]);
+    assert!(
+        off.starts_with("ok") && off.contains("allow-env-overrides off"),
+        "{off}"
+    );
+    let refused = doctor(&refusing, &[(JAIL, "0")]);
+    assert!(
+        refused.starts_with("FAIL") && refused.contains("allow-env-overrides"),
+        "{refused}"
+    );
+    let on = doctor(&allowing, &[(JAIL, "0")]);
+    assert!(
+        on.starts_with("ok") && on.contains("allow-env-overrides on") && on.contains(JAIL),
+        "{on}"
+    );
+}
+
+#[test]
+fn environment_that_does_not_weaken_is_honoured_without_the_opt_in() {
+    if !require("env_strengthens") {
+        return;
+    }
+    // Jail off in the file (no network here), no allow-env-overrides.
+    let w = World::with_probe("envstrong");
+    for who in BOTH {
+        let ws = w.workspace(who).display().to_string();
+        // The workspace root set to the current directory: the shadow passes
+        // it into the sandbox, where a nested `claude` sees it unchanged.
+        for env in [
+            vec![("CLAUDE_SANDBOX_WORKSPACE_ROOT", ws.as_str())],
+            vec![
+                ("CLAUDE_SANDBOX_NO_FORGE", "1"),
+                ("CLAUDE_SANDBOX_EGRESS_JAIL", "0"),
+            ],
+            vec![
+                ("CLAUDE_SANDBOX_ALLOW_WRITE", ""),
+                ("CLAUDE_SANDBOX_PASS_ENV", ""),
+            ],
+        ] {
+            let o = w.run(
+                who,
+                &env,
+                &[
+                    "claude",
+                    "shell",
+                    "echo \"$CLAUDE_SANDBOX_WORKSPACE_ROOT\"; claude report",
+                ],
+            );
+            assert!(o.status.success(), "{who:?} {env:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o), "", "{who:?} {env:?}: nothing weakened");
+            let out = stdout(&o);
+            let passed = if env[0].0 == "CLAUDE_SANDBOX_WORKSPACE_ROOT" {
+                ws.as_str()
+            } else {
+                ""
+            };
+            assert_eq!(out.lines().next(), Some(passed), "{who:?}: {out}");
+            assert_eq!(report(&o)["env"]["IS_SANDBOX"], "1", "{who:?} {env:?}");
+        }
+    }
+}

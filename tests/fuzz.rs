@@ -112,6 +112,7 @@ fn config_text() -> impl Strategy<Value = String> {
         path.prop_map(|p| format!("allow-write = {p}")),
         "(0|1|true|false|yes|no|on|off)?".prop_map(|v| format!("no-forge = {v}")),
         "(0|1|true|false|yes|no|on|off)".prop_map(|v| format!("egress-jail={v}")),
+        "(0|1|true|false|yes|no|on|off)?".prop_map(|v| format!("allow-env-overrides = {v}")),
         "[A-Z][A-Z_0-9]{0,8}([, ]+[A-Z][A-Z_0-9]{0,8}){0,3}"
             .prop_map(|v| format!("pass-env = {v}")),
         (0u8..=255, 0u8..=255, 0u8..=255, 0u8..=255)
@@ -158,10 +159,29 @@ fn config_parser_and_environment_never_panic() {
             env[i].clone().map(OsString::from)
         };
         if let Ok(cfg) = config::parse(&text, "fuzz.conf") {
-            if let Ok(cfg) = config::apply_env(cfg, &lookup) {
+            let file = cfg.clone();
+            let cwd = std::path::Path::new("/a");
+            if let Ok(l) = config::apply_env(cfg, &lookup, &|p| p == cwd) {
+                let cfg = l.config;
                 // What is accepted is usable: no relative path slips through.
                 prop_assert!(cfg.allow_write.iter().all(|p| p.is_absolute()));
                 prop_assert!(cfg.workspace_root.iter().all(|p| p.is_absolute()));
+                // No variable sets the opt-in; without it, the environment
+                // gave the sandbox nothing the file did not.
+                prop_assert_eq!(cfg.allow_env_overrides, file.allow_env_overrides);
+                if !file.allow_env_overrides {
+                    prop_assert!(l.weakened.is_empty());
+                    prop_assert!(cfg.egress_jail || !file.egress_jail);
+                    prop_assert!(cfg.no_forge || !file.no_forge);
+                    prop_assert!(cfg.allow_write.iter().all(|p| file.allow_write.contains(p)));
+                    prop_assert!(cfg.allow_ip.iter().all(|p| file.allow_ip.contains(p)));
+                    prop_assert!(cfg.pass_env.iter().all(|p| file.pass_env.contains(p)));
+                    prop_assert!(
+                        cfg.workspace_root.is_none()
+                            || cfg.workspace_root == file.workspace_root
+                            || cfg.workspace_root.as_deref() == Some(cwd)
+                    );
+                }
             }
             return Ok(true);
         }

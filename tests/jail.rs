@@ -348,11 +348,13 @@ fn jail_off_by_config_or_env_and_env_wins() {
         jailed(&off, &[("CLAUDE_SANDBOX_EGRESS_JAIL", "1")]),
         "env =1 wins over config = 0"
     );
-    let on = jail_world("jailon", "");
+    // Turning the jail off from the environment weakens the sandbox: only
+    // where the file allows it (refused otherwise; tests/e2e_shadow.rs).
+    let on = jail_world("jailon", "allow-env-overrides\n");
     assert!(jailed(&on, &[]), "on by default");
     assert!(
         !jailed(&on, &[("CLAUDE_SANDBOX_EGRESS_JAIL", "0")]),
-        "env =0"
+        "env =0 with allow-env-overrides"
     );
 }
 
