@@ -242,7 +242,7 @@ fn avx2_build(pasta: &Path) -> Option<PathBuf> {
 /// The one-line refusal when the jail cannot be built, with the way out.
 pub(crate) fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
-        "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf or CLAUDE_SANDBOX_EGRESS_JAIL=0"
+        "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf (CLAUDE_SANDBOX_EGRESS_JAIL=0 works only where that file allows env overrides)"
     ))
 }
 

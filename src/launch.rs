@@ -148,7 +148,7 @@ fn attempts(
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
                     "the sandbox could not be built: {msg}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece{}",
-                    if sb.network.is_jail() { " (escape hatch for the network jail only: CLAUDE_SANDBOX_EGRESS_JAIL=0)" } else { "" }
+                    if sb.network.is_jail() { " (escape hatch for the network jail only: egress-jail = 0 in /etc/claude-sandbox.conf)" } else { "" }
                 )))
             }
         }

@@ -420,7 +420,7 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
                 "{who:?} {what}: the fix ({fix}) is not named: {err}"
             );
             assert!(
-                err.contains("CLAUDE_SANDBOX_EGRESS_JAIL=0"),
+                err.contains("egress-jail = 0 in /etc/claude-sandbox.conf"),
                 "{who:?}: no escape hatch named: {err}"
             );
         }
