@@ -32,6 +32,8 @@ pub struct Config {
     /// `allow-env-overrides`: `CLAUDE_SANDBOX_*` variables may weaken the
     /// sandbox. Only the file can say so; no variable sets it.
     pub allow_env_overrides: bool,
+    /// The weakening overrides applied (`NAME=value`), for the launch record.
+    pub weakened_by_env: Vec<String>,
 }
 
 impl Default for Config {
@@ -44,6 +46,7 @@ impl Default for Config {
             egress_jail: true,
             allow_ip: Vec::new(),
             allow_env_overrides: false,
+            weakened_by_env: Vec::new(),
         }
     }
 }
@@ -346,11 +349,17 @@ pub fn apply_env(
             );
         }
     }
-    if !file.allow_env_overrides {
+    if !file.allow_env_overrides
+        && !crate::testhooks::active(crate::testhooks::Mutation::AcceptEnvOverrides)
+    {
         if let Some(w) = weakened.first() {
             return Err(w.refusal());
         }
     }
+    cfg.weakened_by_env = weakened
+        .iter()
+        .map(|w| format!("{}={}", w.var, w.value))
+        .collect();
     Ok(Applied {
         config: cfg,
         weakened,

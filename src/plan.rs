@@ -560,6 +560,8 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         launcher_ns: facts.launcher_ns.clone(),
         host_loopback_tcp: facts.host_loopback_tcp.clone(),
         other_homes: other_homes(facts),
+        allow_env_overrides: cfg.allow_env_overrides,
+        weakened_by_env: cfg.weakened_by_env.clone(),
     }
 }
 

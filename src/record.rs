@@ -40,6 +40,12 @@ pub(crate) struct LaunchRecord {
     /// Homes masked besides `$HOME` (the user database's, when it differs).
     #[serde(default)]
     pub other_homes: Vec<PathBuf>,
+    /// `allow-env-overrides` in the configuration file.
+    #[serde(default)]
+    pub allow_env_overrides: bool,
+    /// `CLAUDE_SANDBOX_*` overrides that weakened this sandbox (`NAME=value`).
+    #[serde(default)]
+    pub weakened_by_env: Vec<String>,
 }
 
 impl LaunchRecord {

@@ -31,6 +31,8 @@ pub(crate) enum Mutation {
     SkipPinCheck,
     /// pasta given an option it refuses.
     PastaAttachFails,
+    /// Weakening `CLAUDE_SANDBOX_*` variables accepted without the file's opt-in.
+    AcceptEnvOverrides,
     /// A route the route step refuses.
     #[cfg(feature = "test-mutations")]
     RouteStepFails,
@@ -78,6 +80,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::Unprotect => "unprotect",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
+        Mutation::AcceptEnvOverrides => "accept-env-overrides",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))

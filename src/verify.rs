@@ -675,6 +675,7 @@ const BATTERY: &[Def] = &[
     def("protected-paths", "git config, hooks and attributes, editor, devcontainer, direnv and MCP files of the workspace and its repositories are read-only (§4.8)", check_protected),
     def("private-state", "~/.cache and ~/.local/share are the sandbox's own, the forge dirs read-only (§4.8)", check_private_state),
     def("no-nested-userns", "no new user namespaces inside: kernel attack surface nothing in a session needs (§4.4)", check_userns),
+    def("env-overrides", "the launching environment cannot weaken the sandbox unless /etc allows it (§4.8)", check_env_overrides),
 ];
 
 #[cfg(test)]
@@ -1410,6 +1411,23 @@ fn check_userns(o: &Observed) -> Outcome {
     }
 }
 
+fn check_env_overrides(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    match (&rec.weakened_by_env[..], rec.allow_env_overrides) {
+        ([], _) => Ok("no CLAUDE_SANDBOX_* variable weakened this sandbox".into()),
+        (w, true) => Ok(format!(
+            "weakened deliberately ({}), allowed by allow-env-overrides in {}",
+            w.join(", "),
+            paths::CONFIG_FILE
+        )),
+        (w, false) => Err(format!(
+            "{} weakened this sandbox although {} does not allow environment overrides",
+            w.join(", "),
+            paths::CONFIG_FILE
+        )),
+    }
+}
+
 fn check_keyring(o: &Observed) -> Outcome {
     match o.keyctl_errno {
         nix::libc::EPERM => Ok("keyctl refused with EPERM by the seccomp filter".into()),
@@ -1848,6 +1866,14 @@ mod tests {
                 }),
             ),
             ("no-nested-userns", Box::new(|o| o.userns_errno = 0)),
+            (
+                "env-overrides",
+                Box::new(|o| {
+                    if let Ok(r) = o.record.as_mut() {
+                        r.weakened_by_env = vec!["CLAUDE_SANDBOX_EGRESS_JAIL=0".into()];
+                    }
+                }),
+            ),
             (
                 "real-binary-pinned",
                 Box::new(|o| o.pin = Err("sha256 differs".into())),

@@ -24,6 +24,7 @@ const NAMES: &[&str] = &[
     "unprotect",
     "host-state",
     "allow-userns",
+    "accept-env-overrides",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

@@ -220,18 +220,18 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("unprotect", "protected-paths"),
         ("host-state", "private-state"),
         ("allow-userns", "no-nested-userns"),
+        ("accept-env-overrides", "env-overrides"),
     ];
     for (mutation, check) in cases {
-        let o = verify_inside(
-            &w,
-            &lan,
-            Who::Root,
-            &[
-                ("CLAUDE_SANDBOX_TEST_MUTATION", mutation),
-                ("GH_TOKEN", "ghp_decoy_token"),
-            ],
-            "--json",
-        );
+        let mut env = vec![
+            ("CLAUDE_SANDBOX_TEST_MUTATION", mutation),
+            ("GH_TOKEN", "ghp_decoy_token"),
+        ];
+        if mutation == "accept-env-overrides" {
+            // A weakening override the configuration does not allow.
+            env.push(("CLAUDE_SANDBOX_PASS_ENV", "CSB_HARMLESS"));
+        }
+        let o = verify_inside(&w, &lan, Who::Root, &env, "--json");
         let f = failing(&checks(&o));
         assert_eq!(f.len(), 1, "{mutation}: exactly one FAIL expected: {f:#?}");
         assert!(
