@@ -102,7 +102,12 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         cwd,
         env: std::env::vars_os().collect(),
         existing,
-        run_sockets: run_sockets(),
+        run_dirs: plan::SYSTEM_TMPFS
+            .iter()
+            .map(PathBuf::from)
+            .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+            .collect(),
+        run_keep: run_keep(),
         resolved,
         proc_mode,
         launcher_ns: crate::kernel::NS_KINDS
@@ -308,39 +313,49 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
     }
 }
 
-/// Unix sockets under `/run` (three levels deep) that would be reachable
-/// through the read-only root: the Docker socket, D-Bus, IDE helpers. They are
-/// masked unless `allow-write` names them. `/run/user` and `/run/secrets` are
-/// replaced wholesale; systemd-resolved's socket stays for name lookups.
-pub(crate) fn run_sockets() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut roots = vec![PathBuf::from("/run")];
-    if let Ok(m) = Path::new("/var/run").symlink_metadata() {
-        if m.is_dir() {
-            roots.push(PathBuf::from("/var/run"));
+/// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of
+/// `/etc/resolv.conf` when it lies under `/run`), where it exists.
+fn run_keep() -> Vec<PathBuf> {
+    let mut keep: Vec<PathBuf> = plan::RUN_KEEP
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .collect();
+    if let Ok(target) = Path::new("/etc/resolv.conf").canonicalize() {
+        let under_run = plan::SYSTEM_TMPFS.iter().any(|r| target.starts_with(r));
+        if under_run && !keep.iter().any(|k| target.starts_with(k)) {
+            keep.push(target);
         }
     }
-    for root in roots {
-        walk_sockets(&root, 0, &mut out);
-    }
+    keep
+}
+
+/// Unix sockets under `/run` (three levels deep), as `stat` sees them through
+/// any mount: what `verify` finds reachable inside. A socket masked by
+/// `/dev/null` is a character device here, not a socket.
+pub(crate) fn run_sockets() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    walk_sockets(Path::new("/run"), 0, &mut out);
     out.sort();
     out
 }
 
 fn walk_sockets(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    const SKIP: &[&str] = &["/run/user", "/run/secrets", "/run/systemd/resolve"];
-    if depth > 3 || SKIP.iter().any(|s| dir == Path::new(s)) {
+    if depth > 3 || plan::RUN_KEEP.iter().any(|s| dir == Path::new(s)) {
         return;
     }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_socket() {
-            out.push(e.path());
-        } else if ft.is_dir() {
-            walk_sockets(&e.path(), depth + 1, out);
+        let p = e.path();
+        let Ok(m) = p.symlink_metadata() else {
+            continue;
+        };
+        if m.file_type().is_socket() {
+            out.push(p);
+        } else if m.is_dir() {
+            walk_sockets(&p, depth + 1, out);
         }
     }
 }

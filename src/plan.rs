@@ -66,8 +66,15 @@ pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
 pub(crate) const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
 /// System files that always read as empty inside, where they exist.
 pub(crate) const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
-/// Directories replaced by an empty tmpfs, where they exist.
-pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run/user", "/run/secrets"];
+/// Directories replaced by an empty tmpfs, where they exist as directories:
+/// every socket, secret and per-user runtime directory under `/run` is gone,
+/// including those a daemon creates after the launch (§4.1, issue #13).
+pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run", "/var/run"];
+/// What a session needs from `/run`, bound back read-only where it exists:
+/// systemd-resolved's files and lookup socket (name resolution). The target
+/// of `/etc/resolv.conf`, when it points into `/run`, is bound back too
+/// ([`Facts::run_keep`]).
+pub(crate) const RUN_KEEP: &[&str] = &["/run/systemd/resolve"];
 
 /// How `/proc` is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +104,12 @@ pub(crate) struct Facts {
     pub env: BTreeMap<OsString, OsString>,
     /// Which of [`candidates`] exist.
     pub existing: BTreeSet<PathBuf>,
-    /// Unix sockets under `/run` to mask.
-    pub run_sockets: Vec<PathBuf>,
+    /// The [`SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
+    /// symlink to `/run` is not masked twice).
+    pub run_dirs: Vec<PathBuf>,
+    /// What to bind back into the fresh `/run` ([`RUN_KEEP`] entries and the
+    /// `/etc/resolv.conf` target under `/run`) that exists.
+    pub run_keep: Vec<PathBuf>,
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
     pub resolved: BTreeMap<PathBuf, Option<PathBuf>>,
@@ -130,7 +141,7 @@ pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
         .chain(HOME_RO)
         .map(|r| home.join(r))
         .collect();
-    v.extend(SYSTEM_NULLED.iter().chain(SYSTEM_TMPFS).map(PathBuf::from));
+    v.extend(SYSTEM_NULLED.iter().map(PathBuf::from));
     v.push(PathBuf::from(paths::LAUNCH_RECORD));
     v
 }
@@ -459,17 +470,15 @@ fn system_mounts(facts: &Facts) -> Vec<Mount> {
         Mount::Tmpfs { dst: "/tmp".into() },
     ];
     m.extend(
-        SYSTEM_TMPFS
-            .iter()
-            .filter(|d| has(d))
-            .map(|d| Mount::Tmpfs { dst: d.into() }),
-    );
-    m.extend(
         facts
-            .run_sockets
+            .run_dirs
             .iter()
-            .map(|s| Mount::Empty { dst: s.clone() }),
+            .map(|d| Mount::Tmpfs { dst: d.clone() }),
     );
+    m.extend(facts.run_keep.iter().map(|k| Mount::ReadOnly {
+        src: k.clone(),
+        dst: k.clone(),
+    }));
     m.extend(
         SYSTEM_NULLED
             .iter()
@@ -608,7 +617,6 @@ pub(crate) mod tests {
             existing.insert(home.join(rel));
         }
         existing.insert(PathBuf::from("/etc/shadow"));
-        existing.insert(PathBuf::from("/run/user"));
         let mut resolved = BTreeMap::new();
         resolved.insert(ws.clone(), Some(ws.clone()));
         Facts {
@@ -619,7 +627,8 @@ pub(crate) mod tests {
             cwd: ws,
             env,
             existing,
-            run_sockets: vec![PathBuf::from("/run/docker.sock")],
+            run_dirs: vec![PathBuf::from("/run")],
+            run_keep: vec![PathBuf::from("/run/systemd/resolve")],
             resolved,
             proc_mode: ProcMode::Fresh,
             launcher_ns: BTreeMap::new(),
@@ -893,9 +902,9 @@ pub(crate) mod tests {
             &["--dev", "/dev"],
             &["--proc", "/proc"],
             &["--tmpfs", "/tmp"],
-            &["--tmpfs", "/run/user"],
+            &["--tmpfs", "/run"],
+            &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"],
             &["--ro-bind", "/dev/null", "/etc/shadow"],
-            &["--ro-bind", "/dev/null", "/run/docker.sock"],
             &["--cap-drop", "ALL"],
             &["--unshare-pid"],
             &["--unshare-ipc"],
@@ -907,8 +916,12 @@ pub(crate) mod tests {
             assert!(has_seq(&plan, seq), "{seq:?} missing");
         }
         assert!(
-            !has_seq(&plan, &["--tmpfs", "/run/secrets"]),
-            "absent dirs are not mounted over"
+            pos(&plan, &["--tmpfs", "/run"])
+                < pos(
+                    &plan,
+                    &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+                ),
+            "the resolver's files come back after /run is replaced"
         );
         assert!(!has_seq(&plan, &["--ro-bind", "/dev/null", "/etc/gshadow"]));
         let mut f = facts();
@@ -933,7 +946,10 @@ pub(crate) mod tests {
             &plan,
             &["--bind-fd", "211", "/run/user/1000/podman/podman.sock"],
         );
-        assert!(pos(&plan, &["--tmpfs", "/run/user"]) < aw);
+        assert!(
+            pos(&plan, &["--tmpfs", "/run"]) < aw,
+            "allow-write punches through /run"
+        );
         assert!(pos(&plan, &["--tmpfs", "/home/dev"]) < ws);
         assert!(has_seq(&plan, &["--chdir", "/workspaces/app"]));
         assert_eq!(plan.rw_binds().count(), 2);

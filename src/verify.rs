@@ -265,8 +265,6 @@ pub(crate) struct Observed {
     pub ns_ino: BTreeMap<String, u64>,
     pub dev_entries: Vec<String>,
     pub tmp_entries: Vec<String>,
-    /// `/run/user`, `/run/secrets` → their entries (absent: not listed).
-    pub run_masked: BTreeMap<String, Vec<String>>,
     /// Unix sockets still reachable under `/run`.
     pub run_sockets: Vec<PathBuf>,
     /// Every file the plan's tables mask with `/dev/null` ([`plan::HOME_NULLED`],
@@ -311,7 +309,6 @@ impl Default for Observed {
             ns_ino: BTreeMap::new(),
             dev_entries: Vec::new(),
             tmp_entries: Vec::new(),
-            run_masked: BTreeMap::new(),
             run_sockets: Vec::new(),
             nulled_sizes: BTreeMap::new(),
             protected: Vec::new(),
@@ -388,7 +385,6 @@ impl Observed {
         let record = read_launch_record();
         let rec: LaunchRecord = record.clone().unwrap_or_default();
         let nulled_sizes = nulled_sizes(&env);
-        let run_masked = run_masked();
         let run_sockets = run_sockets(&rec);
         let routes = parse_routes(&read("/proc/net/route"));
         let lookups = route_lookups(&rec);
@@ -406,7 +402,6 @@ impl Observed {
             ns_ino,
             dev_entries: names_in("/dev").unwrap_or_default(),
             tmp_entries: names_in("/tmp").unwrap_or_default(),
-            run_masked,
             run_sockets,
             nulled_sizes,
             protected: protected_paths(&rec),
@@ -462,19 +457,8 @@ fn nulled_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
     sizes
 }
 
-/// The entries of each directory the plan masks with a tmpfs (they must be empty).
-fn run_masked() -> BTreeMap<String, Vec<String>> {
-    let mut masked = BTreeMap::new();
-    for d in plan::SYSTEM_TMPFS {
-        if let Some(n) = names_in(d) {
-            masked.insert(d.to_string(), n);
-        }
-    }
-    masked
-}
-
-/// Unix sockets under `/run` outside the configured read-write paths, by the
-/// same walk the plan masks from (so the two agree on what counts).
+/// Unix sockets reachable under `/run` inside, outside the configured
+/// read-write paths.
 fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
     let mut sockets = crate::host::run_sockets();
     sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
@@ -660,7 +644,7 @@ const BATTERY: &[Def] = &[
     def("ipc-uts-namespaces", "own IPC and UTS namespaces (§4.4)", check_ipc_uts),
     def("dev-fresh", "a fresh /dev: no host devices (§4.1)", check_dev),
     def("tmp-tmpfs", "a fresh /tmp: no VS Code IPC sockets or host temp files (§4.1)", check_tmp),
-    def("run-masked", "/run/user and /run/secrets empty; host sockets under /run masked (§4.1)", check_run),
+    def("run-masked", "/run is a fresh tmpfs: no host socket, secret or runtime directory under it, even one created after the launch (§4.1)", check_run),
     def("masked-files-empty", "~/.netrc, ~/.Xauthority, ~/.ICEauthority, /etc/shadow, /etc/gshadow, /etc/sudoers read as empty (§4.1, §4.2)", check_masked_files),
     def("gitconfig-curated", "the curated git config is in effect and read-only (§4.6)", check_gitconfig),
     def("workspace-scoped", "only the workspace and allow-write paths are writable (§4.3)", check_workspace),
@@ -713,6 +697,7 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         sandbox::Mount::Checked(_) => "workspace-scoped",
         sandbox::Mount::Tmpfs { dst } if dst == Path::new("/tmp") => "tmp-tmpfs",
         sandbox::Mount::Tmpfs { dst } if in_system(plan::SYSTEM_TMPFS, dst) => "run-masked",
+        sandbox::Mount::ReadOnly { dst, .. } if dst.starts_with("/run") => "run-masked",
         sandbox::Mount::Tmpfs { dst }
             if dst == home
                 || in_home(plan::HOME_SHARE_MASKED, dst)
@@ -1025,19 +1010,19 @@ fn check_tmp(o: &Observed) -> Outcome {
 }
 
 fn check_run(o: &Observed) -> Outcome {
-    let mut bad: Vec<String> = o
-        .run_masked
-        .iter()
-        .filter(|(_, n)| !n.is_empty())
-        .map(|(d, n)| format!("{d} holds {}", n.join(" ")))
-        .collect();
+    let mut bad: Vec<String> = Vec::new();
+    match top_mount(&o.mounts, Path::new("/run")) {
+        Some(m) if m.fstype == "tmpfs" => {}
+        Some(m) => bad.push(format!("/run is a {} mount, not a fresh tmpfs", m.fstype)),
+        None => bad.push("/run is the host's, not a fresh tmpfs".into()),
+    }
     bad.extend(
         o.run_sockets
             .iter()
-            .map(|s| format!("socket {} unmasked", s.display())),
+            .map(|s| format!("socket {} reachable", s.display())),
     );
     if bad.is_empty() {
-        Ok("/run/user and /run/secrets empty; no host socket under /run".into())
+        Ok("/run is a fresh tmpfs; no host socket under it".into())
     } else {
         Err(bad.join("; "))
     }
@@ -1490,6 +1475,7 @@ mod tests {
 22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\
 23 22 0:5 / /dev rw,nosuid - tmpfs tmpfs rw\n\
 24 22 0:6 / /tmp rw,nosuid - tmpfs tmpfs rw\n\
+35 22 0:10 / /run rw,nosuid - tmpfs tmpfs rw\n\
 25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
 26 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n\
 27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh ro - ext4 /dev/vda1 rw\n\
@@ -1647,11 +1633,11 @@ mod tests {
     #[test]
     fn mountinfo_parsed_with_escapes() {
         let m = parse_mountinfo(MOUNTINFO);
-        assert_eq!(m.len(), 13);
+        assert_eq!(m.len(), 14);
         assert!(m[0].read_only && m[0].fstype == "ext4");
-        assert_eq!(m[12].point, PathBuf::from("/home/dev/my dir"));
+        assert_eq!(m[13].point, PathBuf::from("/home/dev/my dir"));
         assert_eq!(
-            m[6].root,
+            m[7].root,
             PathBuf::from("/home/dev/.local/state/claude-sandbox/cache")
         );
         assert_eq!(top_mount(&m, Path::new("/tmp")).unwrap().fstype, "tmpfs");
@@ -1866,6 +1852,14 @@ mod tests {
                 }),
             ),
             ("no-nested-userns", Box::new(|o| o.userns_errno = 0)),
+            (
+                "run-masked",
+                Box::new(|o| o.mounts.retain(|m| m.point != Path::new("/run"))),
+            ),
+            (
+                "run-masked",
+                Box::new(|o| o.run_sockets.push("/run/docker.sock".into())),
+            ),
             (
                 "env-overrides",
                 Box::new(|o| {

@@ -701,3 +701,47 @@ fn environment_that_does_not_weaken_is_honoured_without_the_opt_in() {
         }
     }
 }
+
+#[test]
+fn a_socket_created_under_run_after_the_launch_is_unreachable() {
+    if !require("late_run_socket") {
+        return;
+    }
+    let w = World::with_probe("latesock");
+    let sock = "/run/late/x/y.sock";
+    // The session waits until the host has created the socket, then tries it;
+    // the host checks its own listener answers (so BLOCKED is the sandbox's doing).
+    let script = format!(
+        "rm -f started go\n\
+         claude shell 'touch started; while [ ! -e go ]; do sleep 0.05; done; claude unix {sock}' > inside.out 2>&1 &\n\
+         for i in $(seq 200); do [ -e started ] && break; sleep 0.05; done\n\
+         python3 -c 'import socket,os,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)\n\
+         while True:\n    c,_=s.accept(); c.sendall(b\"TOKEN\"); c.close()' {sock} >/dev/null 2>&1 &\n\
+         for i in $(seq 50); do [ -S {sock} ] && break; sleep 0.1; done\n\
+         touch go; wait %1\n\
+         python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"HOST\", s.recv(5).decode())' {sock}\n\
+         cat inside.out\n"
+    );
+    for who in BOTH {
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                "mount -t tmpfs tmpfs /run && mkdir -p /run/late/x && chmod -R 777 /run/late",
+                &[],
+                &["sh", "-c", &script],
+            )
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        assert!(
+            out.contains("HOST TOKEN"),
+            "{who:?}: control failed: {out}{}",
+            stderr(&o)
+        );
+        assert!(
+            out.contains(&format!("{sock} BLOCKED")),
+            "{who:?}: the late socket was reachable from inside: {out}"
+        );
+    }
+}
