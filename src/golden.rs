@@ -209,6 +209,25 @@ fn cases() -> Vec<(&'static str, String)> {
         "host-proc-passwd-home-symlink",
         render(&cfg, &f, &lan_resolv, &["-c"]),
     ));
+    // Launched by root: what only root may read is masked (issue #13).
+    let mut f = with_record(facts());
+    f.uid = 0;
+    f.gid = 0;
+    f.hidden_whole = vec![PathBuf::from("/home")];
+    f.root_masks = vec![
+        crate::rootview::Unreadable {
+            path: "/etc/ssl/private".into(),
+            dir: true,
+        },
+        crate::rootview::Unreadable {
+            path: "/etc/shadow-".into(),
+            dir: false,
+        },
+    ];
+    v.push((
+        "root-launch",
+        render(&Config::default(), &f, &lan_resolv, &[]),
+    ));
     v
 }
 

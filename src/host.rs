@@ -88,6 +88,20 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .and_then(|ws| resolved.get(ws).cloned().flatten())
         .map(|ws| protected_paths(&ws))
         .unwrap_or_default();
+    let (root_masks, hidden_whole) = if uid == 0 {
+        let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
+        (
+            crate::rootview::unreadable(&keep).unreadable,
+            crate::rootview::HIDDEN_WHOLE
+                .iter()
+                .map(PathBuf::from)
+                .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+                .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
+                .collect(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -108,6 +122,8 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
             .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
             .collect(),
         run_keep: run_keep(),
+        root_masks,
+        hidden_whole,
         resolved,
         proc_mode,
         launcher_ns: crate::kernel::NS_KINDS

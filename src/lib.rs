@@ -26,6 +26,7 @@ mod plan;
 mod promote;
 mod protect;
 mod record;
+mod rootview;
 mod sandbox;
 mod seccomp;
 mod testhooks;

@@ -110,6 +110,11 @@ pub(crate) struct Facts {
     /// What to bind back into the fresh `/run` ([`RUN_KEEP`] entries and the
     /// `/etc/resolv.conf` target under `/run`) that exists.
     pub run_keep: Vec<PathBuf>,
+    /// Launched by root: what an unprivileged user could not read under the
+    /// system directories ([`crate::rootview`]), and the directories hidden
+    /// whole. Empty otherwise.
+    pub root_masks: Vec<crate::rootview::Unreadable>,
+    pub hidden_whole: Vec<PathBuf>,
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
     pub resolved: BTreeMap<PathBuf, Option<PathBuf>>,
@@ -479,6 +484,21 @@ fn system_mounts(facts: &Facts) -> Vec<Mount> {
         src: k.clone(),
         dst: k.clone(),
     }));
+    // Root sees what a user would (issue #13).
+    m.extend(
+        facts
+            .hidden_whole
+            .iter()
+            .map(|d| Mount::Tmpfs { dst: d.clone() }),
+    );
+    m.extend(facts.root_masks.iter().map(|u| match u.dir {
+        true => Mount::Tmpfs {
+            dst: u.path.clone(),
+        },
+        false => Mount::Empty {
+            dst: u.path.clone(),
+        },
+    }));
     m.extend(
         SYSTEM_NULLED
             .iter()
@@ -570,6 +590,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         host_loopback_tcp: facts.host_loopback_tcp.clone(),
         other_homes: other_homes(facts),
         allow_env_overrides: cfg.allow_env_overrides,
+        root_view: facts.uid == 0,
         weakened_by_env: cfg.weakened_by_env.clone(),
     }
 }
@@ -629,6 +650,8 @@ pub(crate) mod tests {
             existing,
             run_dirs: vec![PathBuf::from("/run")],
             run_keep: vec![PathBuf::from("/run/systemd/resolve")],
+            root_masks: Vec::new(),
+            hidden_whole: Vec::new(),
             resolved,
             proc_mode: ProcMode::Fresh,
             launcher_ns: BTreeMap::new(),

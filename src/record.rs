@@ -40,6 +40,9 @@ pub(crate) struct LaunchRecord {
     /// Homes masked besides `$HOME` (the user database's, when it differs).
     #[serde(default)]
     pub other_homes: Vec<PathBuf>,
+    /// Launched by root: what only root can read is masked (`verify` checks it).
+    #[serde(default)]
+    pub root_view: bool,
     /// `allow-env-overrides` in the configuration file.
     #[serde(default)]
     pub allow_env_overrides: bool,

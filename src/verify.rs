@@ -292,6 +292,9 @@ pub(crate) struct Observed {
     /// errno of ioctl(TIOCSTI) on /dev/null, of keyctl(GET_KEYRING_ID).
     pub tiocsti_errno: i32,
     pub keyctl_errno: i32,
+    /// Launched by root: the entries only root may read on the host that are
+    /// readable here (the same walk as the plan's, [`crate::rootview`]).
+    pub root_only_readable: Vec<PathBuf>,
     /// errno of `unshare(CLONE_NEWUSER)` in a forked child (0: it worked).
     pub userns_errno: i32,
 }
@@ -325,6 +328,7 @@ impl Default for Observed {
             tiocsti_errno: 0,
             keyctl_errno: 0,
             userns_errno: 0,
+            root_only_readable: Vec::new(),
         }
     }
 }
@@ -392,12 +396,14 @@ impl Observed {
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
         let userns_errno = userns_errno();
+        let mounts = parse_mountinfo(&read("/proc/self/mountinfo"));
+        let root_only_readable = root_only_readable(&rec, &mounts);
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
         Observed {
             facts: inside::Facts::read(),
             status: read("/proc/self/status"),
-            mounts: parse_mountinfo(&read("/proc/self/mountinfo")),
+            mounts,
             record,
             ns_ino,
             dev_entries: names_in("/dev").unwrap_or_default(),
@@ -422,6 +428,7 @@ impl Observed {
             tiocsti_errno,
             keyctl_errno,
             userns_errno,
+            root_only_readable,
             env,
         }
     }
@@ -537,6 +544,27 @@ fn tiocsti_errno() -> i32 {
 /// errno of keyctl(GET_KEYRING_ID) (0 when it succeeds): the seccomp filter must refuse it.
 fn keyctl_errno() -> i32 {
     errno_of(unsafe { nix::libc::syscall(nix::libc::SYS_keyctl, 0, -3i64, 0) })
+}
+
+/// With a root launch: what the plan's walk finds that only root could read
+/// on the host and that this process can still read (masked ones read as an
+/// empty `/dev/null` or an empty tmpfs, which anyone may read).
+fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
+    if !rec.root_view {
+        return Vec::new();
+    }
+    let keep: Vec<PathBuf> = std::iter::once(rec.workspace.clone())
+        .chain(rec.allow_write.iter().cloned())
+        .collect();
+    crate::rootview::unreadable(&keep)
+        .unreadable
+        .into_iter()
+        .map(|u| u.path)
+        // What the plan mounted there (the rendered git config, the jail's
+        // resolv.conf: bubblewrap makes data files 0600) is not the host's.
+        .filter(|p| top_mount(mounts, p).is_none())
+        .filter(|p| nix::unistd::access(p, nix::unistd::AccessFlags::R_OK).is_ok())
+        .collect()
 }
 
 /// errno of creating a user namespace, tried in a forked child (so this
@@ -660,6 +688,7 @@ const BATTERY: &[Def] = &[
     def("private-state", "~/.cache and ~/.local/share are the sandbox's own, the forge dirs read-only (§4.8)", check_private_state),
     def("no-nested-userns", "no new user namespaces inside: kernel attack surface nothing in a session needs (§4.4)", check_userns),
     def("env-overrides", "the launching environment cannot weaken the sandbox unless /etc allows it (§4.8)", check_env_overrides),
+    def("root-view", "launched by root, the sandbox reads no more than an unprivileged user could (issue #13)", check_root_view),
 ];
 
 #[cfg(test)]
@@ -712,6 +741,15 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         }
         // Sockets under /run: verify looks for every socket there.
         sandbox::Mount::Empty { dst } if dst.starts_with("/run") => "run-masked",
+        sandbox::Mount::Empty { dst } | sandbox::Mount::Tmpfs { dst }
+            if rec.root_view
+                && (crate::rootview::ROOTS
+                    .iter()
+                    .any(|(r, _)| dst.starts_with(r))
+                    || in_system(crate::rootview::HIDDEN_WHOLE, dst)) =>
+        {
+            "root-view"
+        }
         sandbox::Mount::Dev { .. } => "dev-fresh",
         sandbox::Mount::Proc { .. } => "pid-namespace",
         sandbox::Mount::Data { dst, .. } if dst == Path::new(paths::GITCONFIG) => {
@@ -1396,6 +1434,33 @@ fn check_userns(o: &Observed) -> Outcome {
     }
 }
 
+fn check_root_view(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    if !rec.root_view {
+        return Ok("launched by an unprivileged user: the kernel's own permissions apply".into());
+    }
+    let mut bad: Vec<String> = o
+        .root_only_readable
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    for d in crate::rootview::HIDDEN_WHOLE {
+        let d = Path::new(d);
+        let hidden = top_mount(&o.mounts, d).is_some_and(|m| m.fstype == "tmpfs");
+        if d.is_dir() && !hidden {
+            bad.push(format!("{} (other users' homes)", d.display()));
+        }
+    }
+    if bad.is_empty() {
+        Ok("launched by root: nothing only root may read is readable".into())
+    } else {
+        Err(format!(
+            "launched by root, and these only root may read on the host are readable: {}",
+            bad.join(", ")
+        ))
+    }
+}
+
 fn check_env_overrides(o: &Observed) -> Outcome {
     let rec = record(o)?;
     match (&rec.weakened_by_env[..], rec.allow_env_overrides) {
@@ -1504,6 +1569,19 @@ mod tests {
             f.existing.insert(p);
         }
         f.passwd_home = Some(PathBuf::from("/home/real"));
+        // A root launch, so the root-view masks are in play too.
+        f.uid = 0;
+        f.hidden_whole = vec![PathBuf::from("/home")];
+        f.root_masks = vec![
+            crate::rootview::Unreadable {
+                path: "/etc/ssl/private".into(),
+                dir: true,
+            },
+            crate::rootview::Unreadable {
+                path: "/var/lib/secret".into(),
+                dir: false,
+            },
+        ];
         let extra = PathBuf::from("/srv/data");
         f.resolved.insert(extra.clone(), Some(extra.clone()));
         if let Some(j) = f.jail.as_mut() {
@@ -1550,7 +1628,9 @@ mod tests {
 
     #[test]
     fn an_operation_no_check_knows_fails_the_coverage_test() {
-        let (_, rec) = full_sandbox();
+        let (_, mut rec) = full_sandbox();
+        // (A root launch's masks under /etc are the root-view check's.)
+        rec.root_view = false;
         for m in [
             sandbox::Mount::Empty {
                 dst: "/etc/new-secret".into(),
@@ -1852,6 +1932,15 @@ mod tests {
                 }),
             ),
             ("no-nested-userns", Box::new(|o| o.userns_errno = 0)),
+            (
+                "root-view",
+                Box::new(|o| {
+                    if let Ok(r) = o.record.as_mut() {
+                        r.root_view = true;
+                    }
+                    o.root_only_readable = vec!["/etc/ssl/private".into()];
+                }),
+            ),
             (
                 "run-masked",
                 Box::new(|o| o.mounts.retain(|m| m.point != Path::new("/run"))),

@@ -745,3 +745,58 @@ fn a_socket_created_under_run_after_the_launch_is_unreachable() {
         );
     }
 }
+
+#[test]
+fn launched_by_root_reads_no_more_than_a_user_would() {
+    if !require("root_view") {
+        return;
+    }
+    let w = World::with_probe("rootview");
+    // Root-only files and directories in each system tree (tmpfs over the
+    // trees that are the machine's own, so nothing is written to them).
+    let setup = "echo etc-secret > /etc/csb-secret && chmod 600 /etc/csb-secret\n\
+        mount -t tmpfs tmpfs /var/lib && mkdir -m 700 /var/lib/csb-secret && echo var-secret > /var/lib/csb-secret/key\n\
+        mount -t tmpfs tmpfs /opt && echo opt-secret > /opt/csb-secret && chmod 600 /opt/csb-secret\n\
+        mount -t tmpfs tmpfs /srv && mkdir -p /srv/x && chmod 700 /srv/x && echo srv-secret > /srv/x/key\n";
+    let script = "for f in /etc/csb-secret /var/lib/csb-secret/key /opt/csb-secret /srv/x/key; do \
+        if cat $f 2>/dev/null; then echo \"READ $f\"; else echo \"unreadable $f\"; fi; done; \
+        grep -c '^root:' /etc/passwd; ls /usr/bin/env; echo x > written && cat written";
+    for who in BOTH {
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                setup,
+                &[],
+                &["claude", "shell", script],
+            )
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}\n{out}", stderr(&o));
+        for content in ["etc-secret", "var-secret", "opt-secret", "srv-secret"] {
+            assert!(
+                !out.contains(content),
+                "{who:?}: a root-only file was read inside: {out}"
+            );
+        }
+        assert!(!out.contains("READ"), "{who:?}: {out}");
+        assert_eq!(out.matches("unreadable").count(), 4, "{who:?}: {out}");
+        assert!(
+            out.contains("\n1\n/usr/bin/env\nx\n"),
+            "{who:?}: /etc/passwd, /usr/bin and the workspace: {out}"
+        );
+    }
+    // Control: outside the sandbox, root reads them.
+    let o = w
+        .command_with_setup(
+            Who::Root,
+            &w.workspace(Who::Root),
+            setup,
+            &[],
+            &["sh", "-c", "cat /etc/csb-secret /srv/x/key"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "etc-secret\nsrv-secret\n", "{}", stderr(&o));
+}
