@@ -280,7 +280,7 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
         for ns in ["10.77.0.1", "169.254.169.254"] {
             let script = format!(
                 "grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test; \
-                 {netprobe} connect {INTERNET} {ns}:8080"
+                 {netprobe} connect {INTERNET} {ns}:8080 169.254.0.53:8080"
             );
             let o = shell_in_lan(&w, &lan, who, &resolv(ns), &[], &script);
             let out = stdout(&o);
@@ -292,6 +292,8 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
             assert!(!out.contains(&format!("nameserver {ns}")), "{who:?}: {out}");
             assert!(reached(&out, INTERNET), "{who:?} resolver {ns}: {out}");
             assert_blocked(&out, &format!("{ns}:8080"), who);
+            // The forwarder's address passes DNS and nothing else.
+            assert_blocked(&out, "169.254.0.53:8080", who);
         }
         let script = format!("grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test");
         let o = shell_in_lan(&w, &lan, who, &resolv("203.0.113.10"), &[], &script);
@@ -424,5 +426,62 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
                 "{who:?}: no escape hatch named: {err}"
             );
         }
+    }
+}
+
+/// The forwarder's address answers DNS and nothing else, even when the
+/// host's resolver is a loopback stub and host services listen on the stub's
+/// address or on every address (pasta must not map other ports through it).
+#[test]
+fn the_dns_forwarder_passes_dns_only() {
+    if !require("jail_forwarder_dns_only") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let h = lan.host.clone();
+    lan.listen(&h, &["dns", "127.0.0.53", "120"]);
+    lan.listen(&h, &["serve", "0.0.0.0:9191", "WILDCARD", "120"]);
+    lan.listen(&h, &["serve", "127.0.0.53:9192", "STUBADDR", "120"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Control: on the host, both services answer.
+    let control = Command::new("ip")
+        .args(["netns", "exec", &h, "python3"])
+        .arg(testnet("netprobe.py"))
+        .args(["connect", "127.0.0.1:9191", "127.0.0.53:9192"])
+        .output()
+        .unwrap();
+    assert!(
+        reached(&stdout(&control), "127.0.0.1:9191")
+            && reached(&stdout(&control), "127.0.0.53:9192"),
+        "control: {}",
+        stdout(&control)
+    );
+    let w = jail_world("jailfwd", "");
+    for who in BOTH {
+        let o = probe_net(
+            &w,
+            &lan,
+            who,
+            &resolv("127.0.0.53"),
+            &[],
+            "connect 169.254.0.53:9191 169.254.0.53:9192 169.254.0.53:80",
+        );
+        let out = stdout(&o);
+        for t in ["169.254.0.53:9191", "169.254.0.53:9192", "169.254.0.53:80"] {
+            assert_blocked(&out, t, who);
+        }
+        let o = probe_net(
+            &w,
+            &lan,
+            who,
+            &resolv("127.0.0.53"),
+            &[],
+            "resolve example.test",
+        );
+        assert_eq!(
+            stdout(&o).trim(),
+            "203.0.113.10",
+            "{who:?}: DNS through the forwarder"
+        );
     }
 }
