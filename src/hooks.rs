@@ -497,6 +497,16 @@ pub fn inside_managed(text: &str) -> Option<String> {
     Some(serde_json::to_string(&Value::Object(root)).expect("serializes"))
 }
 
+/// The lockdown keys of the parsed managed settings `root` that still hold
+/// our values (what [`inside_managed`] removes).
+pub(crate) fn lockdown_in_effect(root: &Map<String, Value>) -> Vec<&'static str> {
+    LOCKDOWN
+        .iter()
+        .filter(|k| root.get(k.key) == Some(&(k.ours)()))
+        .map(|k| k.key)
+        .collect()
+}
+
 /// Whether the managed settings `text` keep user and project code from
 /// running outside the sandbox: `Ok` with a summary, or `Err` naming what is
 /// missing. A key the merge leaves to an administrator counts when set.
@@ -692,6 +702,7 @@ mod tests {
         }
         assert_eq!(inside, expected);
         assert!(inside_text.contains(SESSION_START_CMD) && inside_text.contains(PROMPT_GATE_CMD));
+        assert!(lockdown_in_effect(inside.as_object().unwrap()).is_empty());
         assert!(lockdown_report(&inside_text).is_err());
         // Idempotent; foreign keys keep their order.
         assert_eq!(inside_managed(&inside_text).unwrap(), inside_text);
