@@ -129,6 +129,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
         check_egress_jail(&mut r, c);
     }
     check_guard(&mut r);
+    check_lockdown(&mut r);
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
         Ok(1)
@@ -334,6 +335,31 @@ fn check_guard(r: &mut Report) {
             )
         },
     );
+}
+
+/// The managed settings must carry the lockdown (decision 0005), or hooks,
+/// MCP servers and an apiKeyHelper a sandboxed session planted in user or
+/// project settings run when Claude Code is started outside the sandbox.
+fn check_lockdown(r: &mut Report) {
+    let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
+    match hooks::lockdown_report(&settings) {
+        Ok(keys) => r.line(
+            true,
+            "lockdown",
+            format!(
+                "{} keeps the hooks, status line, MCP servers and apiKeyHelper of user and project settings from running unsandboxed ({keys})",
+                paths::MANAGED_SETTINGS
+            ),
+        ),
+        Err(why) => r.line(
+            false,
+            "lockdown",
+            format!(
+                "{}: {why}; code a sandboxed session plants in ~/.claude or the workspace would run when Claude Code is started unsandboxed; run: sudo claude-sandbox install",
+                paths::MANAGED_SETTINGS
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,17 @@
 //! - `hook prompt-gate` (fail-closed): exit 2 with a message unless the
 //!   session is sandboxed (kernel facts, `inside::is_inside`), or
 //!   `CLAUDE_CODE_REMOTE=true`, or root created `/etc/claude-code/allow-unwrapped`.
+//! - `hook api-key-helper`: the managed `apiKeyHelper`, which outside the
+//!   sandbox takes the place of one a session planted in the user's or a
+//!   project's settings; it gives no credential.
 //!
-//! Both drain their JSON stdin without ever blocking on it.
+//! The two hooks drain their JSON stdin without ever blocking on it.
+//!
+//! The merge also writes the *lockdown* ([`LOCKDOWN`], decision 0005): keys
+//! that make Claude Code, started outside the sandbox, ignore the hooks,
+//! status line, MCP servers and API-key helper of user and project settings
+//! (which a sandboxed session can write). Inside the sandbox the launch binds
+//! [`inside_managed`] over the file: the same settings without the lockdown.
 
 use std::io::Read;
 use std::path::Path;
@@ -30,19 +39,24 @@ pub(crate) enum Which {
     SessionStart,
     /// UserPromptSubmit hook: refuse prompts outside the sandbox (exit 2).
     PromptGate,
+    /// The managed apiKeyHelper: gives no credential, says why (exit 1).
+    ApiKeyHelper,
 }
 
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
 pub const PROMPT_GATE_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook prompt-gate";
+/// The managed `apiKeyHelper` (decision 0005).
+pub const API_KEY_HELPER_CMD: &str =
+    "/usr/libexec/claude-sandbox/claude-sandbox hook api-key-helper";
 /// The process wrapper (§6): a symlink to our binary, dispatched by name.
 pub(crate) const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
 
 /// Run a hook; returns the exit status.
 pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
-    drain_stdin();
     match args.which {
         Which::SessionStart => {
+            drain_stdin();
             if let Some(json) = session_start_output(
                 &inside::Facts::read(),
                 &std::env::vars().collect::<Vec<_>>(),
@@ -52,6 +66,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Which::PromptGate => {
+            drain_stdin();
             let remote = std::env::var("CLAUDE_CODE_REMOTE").as_deref() == Ok("true");
             let flag = Path::new(paths::ALLOW_UNWRAPPED).exists();
             if inside::is_inside() || remote || flag {
@@ -60,6 +75,12 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
                 eprintln!("{}", gate_message());
                 Ok(2)
             }
+        }
+        // Not a hook: Claude Code gives it no JSON, and reads its stdout as
+        // the credential. None, and the reason on stderr.
+        Which::ApiKeyHelper => {
+            eprintln!("{}", api_key_helper_message());
+            Ok(1)
         }
     }
 }
@@ -91,6 +112,15 @@ pub(crate) fn gate_message() -> String {
         paths::SHADOW,
         paths::REAL_CLAUDE,
         paths::ALLOW_UNWRAPPED
+    )
+}
+
+/// What the managed apiKeyHelper says (Claude Code shows it as the reason the helper failed).
+pub(crate) fn api_key_helper_message() -> String {
+    format!(
+        "claude-sandbox: outside the sandbox an apiKeyHelper from user or project settings does not run (a sandboxed session can write those); \
+         start Claude Code with plain `claude` (the shadow at {}), where your own apiKeyHelper works",
+        paths::SHADOW
     )
 }
 
@@ -172,8 +202,12 @@ pub struct Added {
     pub disable_autoupdater: bool,
     pub auto_updates: bool,
     pub process_wrapper: bool,
+    /// Keys of the [`LOCKDOWN`] the merge added where they were absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lockdown: Vec<String>,
     /// Values found before the merge overwrote them, by setting
-    /// (`env.DISABLE_AUTOUPDATER`, `env.CLAUDE_CODE_PROCESS_WRAPPER`, `autoUpdates`).
+    /// (`env.DISABLE_AUTOUPDATER`, `env.CLAUDE_CODE_PROCESS_WRAPPER`,
+    /// `autoUpdates`, and the lockdown keys the merge forces).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub replaced: std::collections::BTreeMap<String, Value>,
 }
@@ -185,11 +219,69 @@ impl Added {
         self.disable_autoupdater |= later.disable_autoupdater;
         self.auto_updates |= later.auto_updates;
         self.process_wrapper |= later.process_wrapper;
+        for k in later.lockdown {
+            if !self.lockdown.contains(&k) {
+                self.lockdown.push(k);
+            }
+        }
         for (k, v) in later.replaced {
             self.replaced.entry(k).or_insert(v);
         }
     }
 }
+
+/// How the merge takes a [`LOCKDOWN`] key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// Always ours: a foreign value is replaced, and put back by uninstall.
+    Force,
+    /// Ours only where the key is absent: whatever value an administrator
+    /// put there already outranks every user and project setting, and stays.
+    IfAbsent,
+}
+
+/// One managed setting of the lockdown (decision 0005).
+#[derive(Debug)]
+pub(crate) struct LockKey {
+    pub key: &'static str,
+    pub claim: Claim,
+    /// Our value.
+    pub ours: fn() -> Value,
+    /// What it keeps from running outside the sandbox.
+    pub stops: &'static str,
+}
+
+/// The managed settings that keep Claude Code, started outside the sandbox,
+/// from running what a sandboxed session can plant in `~/.claude/settings.json`,
+/// `~/.claude.json`, a project's `.claude/settings*.json` or `.mcp.json`,
+/// while the guard hooks (managed) still run. Verified against the pinned
+/// Claude Code, see docs/decisions/0005-managed-settings-lockdown.md.
+pub(crate) const LOCKDOWN: &[LockKey] = &[
+    LockKey {
+        key: "allowManagedHooksOnly",
+        claim: Claim::Force,
+        ours: || json!(true),
+        stops: "hooks and the status line of user, project and local settings and of user-installed plugins",
+    },
+    LockKey {
+        key: "allowManagedMcpServersOnly",
+        claim: Claim::Force,
+        ours: || json!(true),
+        stops: "allowedMcpServers entries outside the managed settings",
+    },
+    LockKey {
+        key: "allowedMcpServers",
+        claim: Claim::IfAbsent,
+        ours: || json!([]),
+        stops: "MCP servers of ~/.claude.json, .mcp.json, settings and plugins",
+    },
+    LockKey {
+        key: "apiKeyHelper",
+        claim: Claim::IfAbsent,
+        ours: || json!(API_KEY_HELPER_CMD),
+        stops: "an apiKeyHelper of user or project settings",
+    },
+];
 
 /// Set `map[key] = ours`; note in `added`/`replaced` what was there before.
 fn set_ours(
@@ -298,6 +390,23 @@ pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added
         &mut added.auto_updates,
         &mut added.replaced,
     );
+    for k in LOCKDOWN {
+        if k.claim == Claim::IfAbsent && root.contains_key(k.key) {
+            continue;
+        }
+        let mut was_added = false;
+        set_ours(
+            &mut root,
+            k.key,
+            k.key,
+            (k.ours)(),
+            &mut was_added,
+            &mut added.replaced,
+        );
+        if was_added {
+            added.lockdown.push(k.key.into());
+        }
+    }
     Ok((
         serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n",
         added,
@@ -363,8 +472,70 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
         added,
         added.auto_updates,
     );
+    for k in LOCKDOWN {
+        let was_added = added.lockdown.iter().any(|a| a == k.key);
+        unset_ours(&mut root, k.key, k.key, &(k.ours)(), added, was_added);
+    }
     (!root.is_empty())
         .then(|| serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n")
+}
+
+/// The managed settings as a sandboxed session sees them: the host's
+/// `text` without the [`LOCKDOWN`] keys that still hold our values (an
+/// administrator's own value of such a key stays), so the user's hooks,
+/// status line, MCP servers and apiKeyHelper work inside while the guard
+/// hooks stay. `None` when `text` is not a JSON object: the launch then
+/// binds nothing, and Claude Code reads the file as the host has it.
+///
+/// Written compact, so never longer than `text` (at most
+/// [`crate::files::LIMIT`], which a pipe to bubblewrap can hold).
+pub fn inside_managed(text: &str) -> Option<String> {
+    let Ok(Value::Object(mut root)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    root.retain(|key, v| !LOCKDOWN.iter().any(|k| k.key == key && *v == (k.ours)()));
+    Some(serde_json::to_string(&Value::Object(root)).expect("serializes"))
+}
+
+/// The lockdown keys of the parsed managed settings `root` that still hold
+/// our values (what [`inside_managed`] removes).
+pub(crate) fn lockdown_in_effect(root: &Map<String, Value>) -> Vec<&'static str> {
+    LOCKDOWN
+        .iter()
+        .filter(|k| root.get(k.key) == Some(&(k.ours)()))
+        .map(|k| k.key)
+        .collect()
+}
+
+/// Whether the managed settings `text` keep user and project code from
+/// running outside the sandbox: `Ok` with a summary, or `Err` naming what is
+/// missing. A key the merge leaves to an administrator counts when set.
+pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+        return Err("the file is not a JSON object".into());
+    };
+    let mut missing = Vec::new();
+    let mut foreign = Vec::new();
+    for k in LOCKDOWN {
+        match (root.get(k.key), k.claim) {
+            (Some(v), _) if *v == (k.ours)() => {}
+            (Some(_), Claim::IfAbsent) => foreign.push(k.key),
+            _ => missing.push(format!("{} (stops {})", k.key, k.stops)),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!("missing: {}", missing.join("; ")));
+    }
+    let keys: Vec<&str> = LOCKDOWN.iter().map(|k| k.key).collect();
+    Ok(if foreign.is_empty() {
+        keys.join(", ")
+    } else {
+        format!(
+            "{} ({} set by the administrator)",
+            keys.join(", "),
+            foreign.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -456,6 +627,105 @@ mod tests {
         let (text, added) = merge_managed(None, false).unwrap();
         assert!(!text.contains("CLAUDE_CODE_PROCESS_WRAPPER"));
         assert_eq!(unmerge_managed(&text, &added), None);
+    }
+
+    /// The lockdown keys of `v` and their values.
+    fn lockdown_of(v: &Value) -> Vec<(&'static str, Option<Value>)> {
+        LOCKDOWN
+            .iter()
+            .map(|k| (k.key, v.get(k.key).cloned()))
+            .collect()
+    }
+
+    #[test]
+    fn merge_writes_the_lockdown_and_uninstall_takes_it_back() {
+        let (text, added) = merge_managed(Some(FOREIGN), false).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        for (key, value) in lockdown_of(&v) {
+            let ours = (LOCKDOWN.iter().find(|k| k.key == key).unwrap().ours)();
+            assert_eq!(value, Some(ours), "{key}: {text}");
+        }
+        assert_eq!(v["allowManagedHooksOnly"], true);
+        assert_eq!(v["allowManagedMcpServersOnly"], true);
+        assert_eq!(v["allowedMcpServers"], json!([]));
+        assert_eq!(v["apiKeyHelper"], API_KEY_HELPER_CMD);
+        assert_eq!(added.lockdown.len(), LOCKDOWN.len(), "{added:?}");
+        assert_eq!(lockdown_report(&text).map(|_| ()), Ok(()));
+        let back: Value = serde_json::from_str(&unmerge_managed(&text, &added).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(FOREIGN).unwrap());
+    }
+
+    #[test]
+    fn an_administrators_lockdown_values_are_forced_or_kept() {
+        // A foreign `false` is no lockdown: replaced, and put back on uninstall.
+        // A foreign allowlist or helper already outranks the user's: kept.
+        let foreign = r#"{
+  "allowManagedHooksOnly": false,
+  "allowManagedMcpServersOnly": false,
+  "allowedMcpServers": [ { "serverName": "corp-docs" } ],
+  "apiKeyHelper": "/opt/corp/key-helper"
+}"#;
+        let (text, mut added) = merge_managed(Some(foreign), false).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["allowManagedHooksOnly"], true);
+        assert_eq!(v["allowManagedMcpServersOnly"], true);
+        assert_eq!(v["allowedMcpServers"][0]["serverName"], "corp-docs");
+        assert_eq!(v["apiKeyHelper"], "/opt/corp/key-helper");
+        assert!(added.lockdown.is_empty(), "{added:?}");
+        assert_eq!(added.replaced["allowManagedHooksOnly"], false);
+        let report = lockdown_report(&text).unwrap();
+        assert!(
+            report.contains("allowedMcpServers, apiKeyHelper set by the administrator"),
+            "{report}"
+        );
+        // Inside, the administrator's allowlist and helper stay.
+        let inside: Value = serde_json::from_str(&inside_managed(&text).unwrap()).unwrap();
+        assert_eq!(inside["apiKeyHelper"], "/opt/corp/key-helper");
+        assert_eq!(inside["allowedMcpServers"][0]["serverName"], "corp-docs");
+        assert!(inside.get("allowManagedHooksOnly").is_none(), "{inside}");
+        let (again, later) = merge_managed(Some(&text), false).unwrap();
+        assert_eq!(again, text);
+        added.absorb(later);
+        let back: Value = serde_json::from_str(&unmerge_managed(&again, &added).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(foreign).unwrap());
+    }
+
+    #[test]
+    fn inside_the_lockdown_is_gone_and_the_guard_stays() {
+        let (text, _) = merge_managed(Some(FOREIGN), true).unwrap();
+        let inside_text = inside_managed(&text).unwrap();
+        assert!(inside_text.len() <= text.len());
+        let inside: Value = serde_json::from_str(&inside_text).unwrap();
+        let mut expected: Value = serde_json::from_str(&text).unwrap();
+        for k in LOCKDOWN {
+            expected.as_object_mut().unwrap().shift_remove(k.key);
+        }
+        assert_eq!(inside, expected);
+        assert!(inside_text.contains(SESSION_START_CMD) && inside_text.contains(PROMPT_GATE_CMD));
+        assert!(lockdown_in_effect(inside.as_object().unwrap()).is_empty());
+        assert!(lockdown_report(&inside_text).is_err());
+        // Idempotent; foreign keys keep their order.
+        assert_eq!(inside_managed(&inside_text).unwrap(), inside_text);
+        assert!(inside_text.find("permissions").unwrap() < inside_text.find("hooks").unwrap());
+        // An administrator's own edit of a lockdown key is theirs: it stays.
+        let edited = text.replace(API_KEY_HELPER_CMD, "/opt/corp/key-helper");
+        assert!(inside_managed(&edited)
+            .unwrap()
+            .contains("/opt/corp/key-helper"));
+        // Not a JSON object: nothing to bind.
+        for bad in ["{ not json", "[1]", "\"text\"", ""] {
+            assert_eq!(inside_managed(bad), None, "{bad:?}");
+        }
+        assert_eq!(inside_managed("{}").as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn the_api_key_helper_names_the_way_in() {
+        let m = api_key_helper_message();
+        assert!(
+            m.contains("apiKeyHelper") && m.contains(paths::SHADOW),
+            "{m}"
+        );
     }
 
     #[test]

@@ -143,6 +143,8 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         } else {
             None
         },
+        // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
+        managed_settings: crate::files::read_text(Path::new(crate::paths::MANAGED_SETTINGS)).ok(),
     })
 }
 

@@ -236,12 +236,28 @@ fn cloexec_pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
 }
 
+/// A pipe holding `bytes`, written before the spawn (nobody reads it yet).
+/// Most contents are small (seccomp program, resolv.conf, the launch
+/// record); the managed settings may hold up to [`crate::files::LIMIT`], so
+/// the pipe grows to fit what a default pipe (64 KiB) would not.
 fn data_pipe(bytes: &[u8]) -> anyhow::Result<OwnedFd> {
     let (r, w) = cloexec_pipe()?;
-    // Small contents only (seccomp program, git config, resolv.conf): they fit the pipe buffer.
+    if bytes.len() > DEFAULT_PIPE_SIZE {
+        let got = fcntl(w.as_raw_fd(), FcntlArg::F_SETPIPE_SZ(bytes.len() as i32))
+            .map_err(|e| crate::error::setup(format!("cannot hand {} bytes to bubblewrap through a pipe: {e} (see /proc/sys/fs/pipe-max-size)", bytes.len())))?;
+        if (got as usize) < bytes.len() {
+            return Err(crate::error::setup(format!(
+                "cannot hand {} bytes to bubblewrap: the pipe holds only {got}",
+                bytes.len()
+            )));
+        }
+    }
     File::from(w).write_all(bytes)?;
     Ok(r)
 }
+
+/// What a new pipe holds before it would block a writer (16 pages).
+const DEFAULT_PIPE_SIZE: usize = 64 << 10;
 
 /// Signals the shadow forwards to the sandbox (terminal-generated SIGINT and
 /// SIGQUIT reach it directly through the shared process group).
@@ -600,6 +616,20 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
 mod tests {
     use super::*;
     use crate::sandbox::RwBind;
+
+    #[test]
+    fn a_data_pipe_holds_the_largest_file_a_launch_passes() {
+        // The managed settings can be as large as files::LIMIT; a default
+        // pipe holds 64 KiB, and writing more before the spawn would block.
+        for len in [0, 10, DEFAULT_PIPE_SIZE, crate::files::LIMIT as usize] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let r = data_pipe(&bytes).unwrap();
+            let mut back = Vec::new();
+            std::io::Read::read_to_end(&mut File::from(r), &mut back).unwrap();
+            assert_eq!(back.len(), len);
+            assert!(back == bytes, "{len} bytes came back altered");
+        }
+    }
 
     #[test]
     fn swapped_symlink_aborts_before_exec() {

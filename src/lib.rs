@@ -38,8 +38,9 @@ mod golden;
 pub use cli::main_with;
 pub use error::exit_code;
 
-/// The parsers the property tests (tests/fuzz.rs) drive directly; nothing
-/// else outside the crate uses its modules.
+/// The parsers the property tests (tests/fuzz.rs) drive directly, and the
+/// managed-settings merge the end-to-end tests install by; nothing else
+/// outside the crate uses its modules.
 pub mod fuzz_targets {
     pub mod config {
         pub use crate::config::{
@@ -48,7 +49,9 @@ pub mod fuzz_targets {
         };
     }
     pub mod hooks {
-        pub use crate::hooks::{merge_managed, unmerge_managed, PROMPT_GATE_CMD};
+        pub use crate::hooks::{
+            inside_managed, merge_managed, unmerge_managed, API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
+        };
     }
     pub mod promote {
         pub use crate::promote::{edit, FEATURE_REF};

@@ -129,6 +129,9 @@ pub(crate) struct Facts {
     /// each as found and as resolved (a symlink to a file in the workspace
     /// protects that file).
     pub protected: Vec<RwBind>,
+    /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
+    /// exist and read as text; the sandbox gets them without the lockdown.
+    pub managed_settings: Option<String>,
 }
 
 /// Whether the sandbox gets the egress jail: the one place this is decided
@@ -368,6 +371,20 @@ pub(crate) fn build(
     if let Some(text) = resolv_conf {
         mounts.push(Mount::Data {
             dst: "/etc/resolv.conf".into(),
+            data: Data::Text(text),
+        });
+    }
+    // §6: the managed settings without the lockdown, which is there for
+    // unsandboxed sessions only (decisions/0005): the user's own hooks and
+    // MCP servers run here, the guard hooks too. A file that does not parse
+    // is left as the host has it.
+    if let Some(text) = facts
+        .managed_settings
+        .as_deref()
+        .and_then(crate::hooks::inside_managed)
+    {
+        mounts.push(Mount::Data {
+            dst: paths::MANAGED_SETTINGS.into(),
             data: Data::Text(text),
         });
     }
@@ -667,6 +684,7 @@ pub(crate) mod tests {
                 resolv: Resolv::default(),
                 resolv_missing: false,
             }),
+            managed_settings: None,
         }
     }
 
@@ -952,6 +970,60 @@ pub(crate) mod tests {
         let plan = build(&Config::default(), &f, &[]).unwrap();
         assert!(has_seq(&plan, &["--ro-bind", "/proc", "/proc"]));
         assert!(!has_seq(&plan, &["--proc", "/proc"]));
+    }
+
+    /// The managed settings the plan binds, if any.
+    fn managed_of(plan: &Sandbox) -> Option<String> {
+        plan.mounts.iter().find_map(|m| match m {
+            Mount::Data {
+                dst,
+                data: Data::Text(t),
+            } if dst == Path::new(paths::MANAGED_SETTINGS) => Some(t.clone()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn managed_settings_bound_without_the_lockdown_only_when_they_parse() {
+        // None on the host: nothing bound (the golden plans have none).
+        let plan = build(&Config::default(), &facts(), &[]).unwrap();
+        assert_eq!(managed_of(&plan), None);
+        // As install writes them: bound read-only, lockdown gone, guard kept.
+        let (host, _) = crate::hooks::merge_managed(Some(r#"{"model": "corp"}"#), true).unwrap();
+        let mut f = facts();
+        f.managed_settings = Some(host.clone());
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        let inside = managed_of(&plan).expect("managed settings bound");
+        assert_eq!(Some(inside.clone()), crate::hooks::inside_managed(&host));
+        assert!(inside.contains(crate::hooks::PROMPT_GATE_CMD), "{inside}");
+        assert!(inside.contains("\"corp\""), "{inside}");
+        for k in [
+            "allowManagedHooksOnly",
+            "allowManagedMcpServersOnly",
+            "apiKeyHelper",
+        ] {
+            assert!(!inside.contains(k), "{k} inside: {inside}");
+        }
+        let args = args_of(&plan);
+        let at = args
+            .iter()
+            .position(|a| a == paths::MANAGED_SETTINGS)
+            .unwrap();
+        assert_eq!(args[at - 2], "--ro-bind-data", "{args:?}");
+        // Bound after the read-only root, which it lies on.
+        let mount_at = |dst: &str| {
+            plan.mounts
+                .iter()
+                .position(|m| m.dst() == Path::new(dst))
+                .unwrap()
+        };
+        assert!(mount_at("/") < mount_at(paths::MANAGED_SETTINGS));
+        // Not JSON: nothing bound, the host's file stands as it is.
+        for bad in ["{ not json", "[]"] {
+            f.managed_settings = Some(bad.into());
+            let plan = build(&Config::default(), &f, &[]).unwrap();
+            assert_eq!(managed_of(&plan), None, "{bad}");
+        }
     }
 
     #[test]

@@ -277,6 +277,10 @@ pub(crate) struct Observed {
     pub gitconfig_writable: bool,
     /// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us).
     pub config_file: ConfigFileAccess,
+    /// Claude Code's managed settings as this process reads them (`None`:
+    /// absent), or why they could not be read.
+    pub managed_settings: Result<Option<String>, String>,
+    pub managed_settings_writable: bool,
     pub routes: Vec<Route>,
     /// Route lookups (UDP connect, no packet): destination → Ok or the error.
     pub lookups: BTreeMap<IpAddr, Result<(), String>>,
@@ -318,6 +322,8 @@ impl Default for Observed {
             gitconfig: unread(),
             gitconfig_writable: false,
             config_file: ConfigFileAccess::default(),
+            managed_settings: Err("not observed".into()),
+            managed_settings_writable: false,
             routes: Vec::new(),
             lookups: BTreeMap::new(),
             resolvers: Vec::new(),
@@ -414,6 +420,8 @@ impl Observed {
             gitconfig: std::fs::read_to_string(paths::GITCONFIG).map_err(|e| e.to_string()),
             gitconfig_writable: writable(Path::new(paths::GITCONFIG)),
             config_file,
+            managed_settings: managed_settings(),
+            managed_settings_writable: writable(Path::new(paths::MANAGED_SETTINGS)),
             routes,
             lookups,
             resolvers: crate::jail::parse_resolv(&read("/etc/resolv.conf")).nameservers,
@@ -445,6 +453,15 @@ fn read_launch_record() -> Result<LaunchRecord, String> {
         Ok(t) => {
             serde_json::from_str(&t).map_err(|e| format!("{} malformed: {e}", paths::LAUNCH_RECORD))
         }
+    }
+}
+
+/// The managed settings as Claude Code inside reads them (a FIFO is never waited on).
+fn managed_settings() -> Result<Option<String>, String> {
+    match crate::files::read_text(Path::new(paths::MANAGED_SETTINGS)) {
+        Ok(t) => Ok(Some(t)),
+        Err(crate::files::ReadError::Missing) => Ok(None),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -689,6 +706,7 @@ const BATTERY: &[Def] = &[
     def("no-nested-userns", "no new user namespaces inside: kernel attack surface nothing in a session needs (§4.4)", check_userns),
     def("env-overrides", "the launching environment cannot weaken the sandbox unless /etc allows it (§4.8)", check_env_overrides),
     def("root-view", "launched by root, the sandbox reads no more than an unprivileged user could (issue #13)", check_root_view),
+    def("managed-settings-inside", "the user's own hooks and MCP servers run inside: the managed settings' lockdown for unsandboxed sessions is not in effect here, the guard hooks are (§6)", check_managed_settings),
 ];
 
 #[cfg(test)]
@@ -760,6 +778,9 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
             ..
         } => "inside-marker",
         sandbox::Mount::Data { dst, .. } if dst == Path::new("/etc/resolv.conf") => "jail-routes",
+        sandbox::Mount::Data { dst, .. } if dst == Path::new(paths::MANAGED_SETTINGS) => {
+            "managed-settings-inside"
+        }
         _ => return None,
     };
     Some(check)
@@ -1490,6 +1511,53 @@ fn check_keyring(o: &Observed) -> Outcome {
     }
 }
 
+/// The launch binds the managed settings without the lockdown (decisions/0005);
+/// with the host's file as it is, the user's hooks, status line, MCP servers
+/// and apiKeyHelper would not run inside either.
+fn check_managed_settings(o: &Observed) -> Outcome {
+    let path = paths::MANAGED_SETTINGS;
+    let text = match &o.managed_settings {
+        Ok(None) => {
+            return Ok(format!(
+                "{path} absent: nothing restricts the user's settings"
+            ))
+        }
+        Ok(Some(t)) => t,
+        Err(e) => {
+            return Ok(format!(
+                "{path} unreadable ({e}): the launch leaves it as the host has it"
+            ))
+        }
+    };
+    if o.managed_settings_writable {
+        return Err(format!(
+            "{path} is writable from inside: a session could rewrite the guard"
+        ));
+    }
+    let Ok(serde_json::Value::Object(root)) = serde_json::from_str::<serde_json::Value>(text)
+    else {
+        return Ok(format!(
+            "{path} is not a JSON object: the launch leaves it as the host has it"
+        ));
+    };
+    let in_effect = crate::hooks::lockdown_in_effect(&root);
+    if !in_effect.is_empty() {
+        return Err(format!(
+            "{path} holds the lockdown for unsandboxed sessions ({}): the user's own hooks, MCP servers and apiKeyHelper do not run inside (the launch did not bind its view without it)",
+            in_effect.join(", ")
+        ));
+    }
+    let guard = text.contains(crate::hooks::PROMPT_GATE_CMD);
+    Ok(format!(
+        "{path} read-only, without the lockdown{}",
+        if guard {
+            ", guard hooks kept"
+        } else {
+            ", no guard hooks"
+        }
+    ))
+}
+
 /// The table a person reads.
 pub(crate) fn render_table(checks: &[Check]) -> String {
     let mut out = String::new();
@@ -1587,6 +1655,7 @@ mod tests {
         if let Some(j) = f.jail.as_mut() {
             j.resolv.nameservers = vec![Ipv4Addr::new(10, 77, 0, 1)];
         }
+        f.managed_settings = Some(lockdown_settings());
         let cfg = crate::config::Config {
             allow_write: vec![extra],
             ..Default::default()
@@ -1820,6 +1889,11 @@ mod tests {
         assert!(subnet_samples(Ipv4Addr::new(10, 77, 0, 9), 32).is_empty());
     }
 
+    /// The managed settings as install writes them on the host.
+    fn lockdown_settings() -> String {
+        crate::hooks::merge_managed(None, true).unwrap().0
+    }
+
     /// An Observed that passes everything, for the per-check tests below.
     fn healthy() -> Observed {
         let mut o = Observed {
@@ -1840,6 +1914,7 @@ mod tests {
             routes: parse_routes(JAIL_ROUTES),
             gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
             pin: Ok(()),
+            managed_settings: Ok(crate::hooks::inside_managed(&lockdown_settings())),
             ..Default::default()
         };
         o.mounts.pop();
@@ -1982,6 +2057,14 @@ mod tests {
                 Box::new(|o| {
                     o.ns_ino.insert("uts".into(), 1);
                 }),
+            ),
+            (
+                "managed-settings-inside",
+                Box::new(|o| o.managed_settings = Ok(Some(lockdown_settings()))),
+            ),
+            (
+                "managed-settings-inside",
+                Box::new(|o| o.managed_settings_writable = true),
             ),
         ];
         for (name, mutate) in cases {

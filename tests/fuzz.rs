@@ -1,6 +1,7 @@
 //! Property tests of the parsers that take input from outside (issue #10
 //! §3): the configuration parser with its environment overrides, the hooks'
-//! managed-settings merge, and promote's JSONC editor. Each runs for a time
+//! managed-settings merge (and the sandbox's view of its result), and
+//! promote's JSONC editor. Each runs for a time
 //! budget: `CSB_FUZZ_SECS` seconds (default 20: the CI budget), `just fuzz`
 //! sets 600. Inputs are generated from each format's grammar (so most of
 //! them get deep into the parser) and then mutated at the byte level
@@ -216,6 +217,9 @@ fn object_key() -> impl Strategy<Value = String> {
         Just("command".to_string()),
         Just("features".to_string()),
         Just("runArgs".to_string()),
+        Just("allowManagedHooksOnly".to_string()),
+        Just("allowedMcpServers".to_string()),
+        Just("apiKeyHelper".to_string()),
         "[a-zA-Z]{0,8}",
     ]
 }
@@ -250,8 +254,24 @@ fn managed_settings_merge_never_panics_and_is_idempotent() {
                     .map_err(|e| TestCaseError::fail(format!("own output refused: {e}")))?;
                 prop_assert_eq!(&again, &merged, "a second merge changed the text");
                 let _ = hooks::unmerge_managed(&merged, &added);
+                // The sandbox's view: the guard stays, the lockdown goes,
+                // never longer than the host's file, and stable.
+                let inside = hooks::inside_managed(&merged)
+                    .ok_or_else(|| TestCaseError::fail("the merge's output has no inside view"))?;
+                prop_assert!(inside.len() <= merged.len());
+                prop_assert!(inside.contains(hooks::PROMPT_GATE_CMD));
+                let iv: serde_json::Value = serde_json::from_str(&inside).map_err(|e| {
+                    TestCaseError::fail(format!("inside view is invalid JSON: {e}"))
+                })?;
+                prop_assert!(iv.get("allowManagedHooksOnly").is_none(), "{}", inside);
+                prop_assert!(
+                    iv.get("apiKeyHelper") != Some(&serde_json::json!(hooks::API_KEY_HELPER_CMD))
+                );
+                prop_assert_eq!(hooks::inside_managed(&inside), Some(inside.clone()));
                 return Ok(true);
             }
+            // Whatever install refuses, the launch's view never panics.
+            let _ = hooks::inside_managed(&text);
             Ok(false)
         },
     );

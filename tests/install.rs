@@ -677,6 +677,175 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     assert!(logged.contains("hello-wrapped"), "{logged}");
 }
 
+/// What a sandboxed session can plant for the next unsandboxed start, each
+/// writing a marker into `markers` when it runs.
+const PLANTED: [&str; 5] = [
+    "user-session-start",
+    "project-session-start",
+    "api-key-helper",
+    "mcp-user",
+    "mcp-project",
+];
+
+/// Plant [`PLANTED`] in root's home and workspace of `w`: hooks, an
+/// apiKeyHelper and MCP servers in `~/.claude/settings.json`,
+/// `~/.claude.json`, the project's `.claude/settings.json` and `.mcp.json`.
+fn plant_user_code(w: &World, markers: &Path) {
+    let m = markers.display();
+    let touch = |name: &str| format!("touch {m}/{name}");
+    let settings = serde_json::json!({
+        "hooks": { "SessionStart": [ { "hooks": [ { "type": "command", "command": touch("user-session-start") } ] } ] },
+        "apiKeyHelper": format!("{}; echo sk-ant-test", touch("api-key-helper")),
+        "enableAllProjectMcpServers": true,
+    });
+    w.put(Who::Root, ".claude/settings.json", &settings.to_string());
+    let server = |name: &str| serde_json::json!({ "type": "stdio", "command": "sh", "args": ["-c", touch(name)] });
+    let claude_json = serde_json::json!({ "mcpServers": { "usersrv": server("mcp-user") } });
+    w.put(Who::Root, ".claude.json", &claude_json.to_string());
+    let ws = w.workspace(Who::Root);
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    let project = serde_json::json!({
+        "hooks": { "SessionStart": [ { "hooks": [ { "type": "command", "command": touch("project-session-start") } ] } ] },
+    });
+    std::fs::write(ws.join(".claude/settings.json"), project.to_string()).unwrap();
+    let mcp = serde_json::json!({ "mcpServers": { "projsrv": server("mcp-project") } });
+    std::fs::write(ws.join(".mcp.json"), mcp.to_string()).unwrap();
+}
+
+/// The markers present, emptied for the next run.
+fn take_markers(markers: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(markers)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    for n in &v {
+        std::fs::remove_file(markers.join(n)).unwrap();
+    }
+    v
+}
+
+#[test]
+fn planted_user_code_runs_only_inside_the_sandbox() {
+    if !require("lockdown") {
+        return;
+    }
+    let Some(real) = real_claude() else { return };
+    let w = World::new("lockdown");
+    std::fs::write(
+        w.root.join("bin/conf"),
+        "egress-jail = 0\npass-env = ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
+    )
+    .unwrap();
+    let o = w.run_root_raw(&format!(
+        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {real} --config {r}/bin/conf",
+        r = w.root.display(),
+        real = real.display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let installed = stdout(&w.run_root_raw("cat /etc/claude-code/managed-settings.json"));
+    let v: serde_json::Value =
+        serde_json::from_str(&installed).unwrap_or_else(|e| panic!("{e}: {installed}"));
+    assert_eq!(v["allowManagedHooksOnly"], true, "{installed}");
+    // The markers live in the workspace: writable outside and inside alike.
+    let markers = w.workspace(Who::Root).join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    plant_user_code(&w, &markers);
+    let port = free_port();
+    let log = w.root.join("api.log");
+    let mut api = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fake_anthropic.py"
+        ))
+        .arg(port.to_string())
+        .arg(&log)
+        .arg("300")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let base = format!("http://127.0.0.1:{port}");
+    let env = [
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ];
+    // The real binary started directly, as a user (or an IDE) might; a
+    // private /tmp keeps its scratch files off this machine.
+    let unwrapped = |prompt: &str| {
+        w.command_with_setup(
+            Who::Root,
+            &w.workspace(Who::Root),
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp\n",
+            &env,
+            &["/usr/libexec/claude-sandbox/claude", "-p", prompt],
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+    };
+    let set_managed = |text: &str| {
+        std::fs::write(w.root.join("bin/managed.json"), text).unwrap();
+        let o = w.run_root_raw(&format!(
+            "install -m 0644 {}/bin/managed.json /etc/claude-code/managed-settings.json",
+            w.root.display()
+        ));
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+
+    // 1. With the managed settings install wrote: none of it runs, and the
+    //    guard (managed hooks) still does: the gate refuses the prompt.
+    let o = unwrapped("hello-locked");
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(out.contains("not sandboxed"), "the gate did not run: {out}");
+    assert_eq!(
+        take_markers(&markers),
+        Vec::<String>::new(),
+        "planted code ran unsandboxed despite the lockdown: {out}"
+    );
+
+    // 2. Control: the same settings without the lockdown keys. Everything
+    //    planted runs before the gate refuses the prompt (so step 1 can fail).
+    let control = claude_sandbox::fuzz_targets::hooks::inside_managed(&installed).unwrap();
+    assert!(!control.contains("allowManagedHooksOnly"), "{control}");
+    set_managed(&control);
+    let o = unwrapped("hello-control");
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(out.contains("not sandboxed"), "{out}");
+    let mut planted: Vec<String> = PLANTED.iter().map(|s| s.to_string()).collect();
+    planted.sort();
+    assert_eq!(
+        take_markers(&markers),
+        planted,
+        "the control run did not run what was planted: {out}"
+    );
+    set_managed(&installed);
+
+    // 3. Through the shadow, with the lockdown on the host: inside, the
+    //    user's own hooks, helper and MCP servers run, and the prompt
+    //    reaches the API.
+    let o = w.run(Who::Root, &env, &["claude", "-p", "hello-wrapped"]);
+    let _ = api.kill();
+    let _ = api.wait();
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("PONG-FROM-FAKE-API"), "{}", stdout(&o));
+    assert!(logged.contains("hello-wrapped"), "{logged}");
+    assert!(!logged.contains("hello-locked") && !logged.contains("hello-control"));
+    let ran = take_markers(&markers);
+    for m in PLANTED {
+        assert!(
+            ran.iter().any(|r| r == m),
+            "{m} did not run inside the sandbox: {ran:?}"
+        );
+    }
+    // The host's file is untouched by the launch.
+    assert_eq!(
+        stdout(&w.run_root_raw("cat /etc/claude-code/managed-settings.json")),
+        installed
+    );
+}
+
 /// `doctor` as `who`: (exit status, its FAIL lines).
 fn doctor(w: &World, who: Who) -> (Option<i32>, Vec<String>, String) {
     let o = w.run(who, &[], &[SELF_BIN, "doctor"]);

@@ -12,11 +12,24 @@ use serde_json::Value;
 
 const BATTERY: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 
-/// A world with the probe as the real binary and the jail on (the default).
+/// A world with the probe as the real binary and the jail on (the default),
+/// and the managed settings as install writes them.
 fn verify_world(name: &str) -> World {
     let w = World::new(name);
     w.install_by_hand(&w.root.join("bin/probe"), "");
+    install_managed_settings(&w);
     w
+}
+
+/// The managed settings as install writes them, lockdown included, in `w`.
+fn install_managed_settings(w: &World) {
+    let (managed, _) = claude_sandbox::fuzz_targets::hooks::merge_managed(None, false).unwrap();
+    std::fs::write(w.root.join("bin/managed.json"), managed).unwrap();
+    let o = w.run_root_raw(&format!(
+        "mkdir -p /etc/claude-code && install -m 0644 {}/bin/managed.json /etc/claude-code/managed-settings.json",
+        w.root.display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// [`verify_world`] with the binary that has the deliberate regressions.
@@ -116,6 +129,17 @@ fn inside_a_jailed_sandbox_every_check_passes_for_root_and_user() {
             !lb["detail"].as_str().unwrap().contains(" 0 host loopback"),
             "{who:?}: the loopback service was not among those tried: {lb}"
         );
+        let ms = c
+            .iter()
+            .find(|x| x["name"] == "managed-settings-inside")
+            .unwrap();
+        assert!(
+            ms["detail"]
+                .as_str()
+                .unwrap()
+                .contains("without the lockdown, guard hooks kept"),
+            "{who:?}: {ms}"
+        );
         let jr = c.iter().find(|x| x["name"] == "jail-routes").unwrap();
         assert!(
             !jr["detail"].as_str().unwrap().contains("deliberately off"),
@@ -205,6 +229,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
     // Claude Code's runtime state on the host, masked by a tmpfs inside.
     w.put(Who::Root, ".local/share/claude/versions", "host state\n");
+    install_managed_settings(&w);
     // A protected path in the workspace, and the user's own cache.
     std::fs::create_dir_all(w.workspace(Who::Root).join(".vscode")).unwrap();
     w.put(Who::Root, ".cache/host-cache", "host\n");
@@ -229,6 +254,11 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         ("accept-env-overrides", &["env-overrides"]),
+        // The sandbox's view of the managed settings, without the lockdown.
+        (
+            "drop-mount=/etc/claude-code/managed-settings.json",
+            &["managed-settings-inside"],
+        ),
     ];
     for &(mutation, expected) in cases {
         let mut env = vec![
