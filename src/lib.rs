@@ -29,6 +29,7 @@ mod record;
 mod sandbox;
 mod seccomp;
 mod testhooks;
+mod tripwire;
 mod verify;
 
 #[cfg(test)]
