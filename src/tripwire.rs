@@ -863,7 +863,7 @@ pub(crate) fn block(changes: &[Change]) -> String {
         out.push_str(&change_line(c));
     }
     out.push_str(&format!(
-        "Review with: {bin} review   Undo with: {bin} review --revert\n",
+        "Review with: {bin} review\nUndo with:   {bin} review --revert\n",
         bin = paths::SELF_BIN
     ));
     out
@@ -1585,7 +1585,7 @@ mod tests {
             format!(
                 "claude-sandbox: this session changed what runs outside the sandbox:\n  \
                  + /ws/sub/.git/config  (new)  core.pager = a\\u{{1b}}[2Jb\\u{{202e}}c\n\
-                 Review with: {0} review   Undo with: {0} review --revert\n",
+                 Review with: {0} review\nUndo with:   {0} review --revert\n",
                 paths::SELF_BIN
             )
         );
