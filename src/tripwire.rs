@@ -1114,8 +1114,10 @@ fn revert_all(
                 }
             }
         }
-        let saved = session_bytes(s).and_then(|b| write_atomic(file, &b, 0o600));
-        if let (true, Err(e)) = (touched, saved) {
+        if !touched {
+            continue;
+        }
+        if let Err(e) = session_bytes(s).and_then(|b| write_atomic(file, &b, 0o600)) {
             left += 1;
             let _ = writeln!(
                 err,
