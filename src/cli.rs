@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::{Parser, Subcommand};
 
-use crate::{config, doctor, hooks, install, launch, paths, promote, verify};
+use crate::{config, doctor, hooks, install, launch, paths, promote, tripwire, verify};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,7 +16,8 @@ use crate::{config, doctor, hooks, install, launch, paths, promote, verify};
         Installed as /usr/local/bin/claude, this binary is the shadow: typing `claude` launches the \
         real Claude Code sandboxed. As `claude-sandbox` it offers the subcommands below.\n\n\
         Exit status: the real binary's own; 2 bad input; 125 sandbox could not be built; \
-        126 integrity refusal; 127 not installed; 128+N killed by signal N."
+        126 integrity refusal; 127 not installed; 128+N killed by signal N. \
+        `review`: 0 nothing left, 1 something left (changes to review, or paths a revert refused)."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -53,6 +54,27 @@ pub(crate) enum Cmd {
     Verify(verify::Args),
     /// Wire the devcontainer feature and slash commands into a workspace.
     Promote(promote::Args),
+    /// List what sessions changed that runs outside the sandbox (git config
+    /// keys, hooks, editor and devcontainer files, Claude Code settings keys),
+    /// as recorded by the tripwire at the end of each session.
+    #[command(
+        long_about = "List what sessions changed that runs outside the sandbox, as recorded by the \
+            tripwire at the end of each session (git config keys that run commands, git hooks, \
+            .vscode/.devcontainer/.idea, .envrc, .mcp.json, and the hooks, apiKeyHelper, \
+            mcpServers, env and statusLine keys of Claude Code's settings). The record lives in \
+            ~/.local/state/claude-sandbox/tripwire/, out of the sandbox's reach.\n\n\
+            With --revert, undo them: an added file or directory is removed, a changed one gets \
+            its old content back, a removed one is recreated; settings keys get their old values, \
+            the rest of the file stays as it is. A path that no longer holds exactly what the \
+            session left is not touched (one line names it).\n\n\
+            Exit status: 0 nothing left (no change recorded, or all reverted); 1 something left \
+            (changes listed, or a path the revert refused); 2 bad input."
+    )]
+    Review {
+        /// Undo the recorded changes where nothing changed them since.
+        #[arg(long)]
+        revert: bool,
+    },
 }
 
 /// Entry point. `argv0` decides the personality.
@@ -96,6 +118,7 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         Cmd::Hook(a) => hooks::main(&a),
         Cmd::Verify(a) => verify::main(&a),
         Cmd::Promote(a) => promote::main(&a),
+        Cmd::Review { revert } => tripwire::review_main(revert),
     }
 }
 

@@ -25,7 +25,7 @@ use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
-use crate::{host, inside, jail, paths};
+use crate::{host, inside, jail, paths, tripwire};
 
 /// Where bubblewrap is looked for (never through `PATH`).
 const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
@@ -110,29 +110,44 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// started outlives it: the shadow is the child subreaper of its tree, ends
 /// pasta's keeper (which waits until pasta is gone) and reaps every orphan
 /// before it returns, so no process is left for the container's init.
+/// However a session that ran ends (exit, crash, a signal to the shadow),
+/// the tripwire then reports what it changed that runs outside (§4.8).
 pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let bwrap = preflight()?;
     let home = host::identity()?.home;
     host::ensure_private_state(&home)?;
-    let git = host::GitIdentity::start(home);
+    let git = host::GitIdentity::start(home.clone());
+    let first = sandbox(cfg, args, ProcMode::Fresh)?;
+    let watch = first
+        .workspace()
+        .map(|ws| tripwire::Watch::start(&home, ws));
     let mut jail = None;
-    let result = attempts(cfg, args, &bwrap, &mut jail, &git);
+    let result = attempts(cfg, args, first, &bwrap, &mut jail, &git);
     drop(jail);
     reap_orphans();
+    // `Ok` only when the sandbox was built and the real binary ran.
+    if let (Ok(_), Some(w)) = (&result, watch) {
+        w.finish();
+    }
     result
 }
 
 fn attempts(
     cfg: &Config,
     args: &[OsString],
+    first: Sandbox,
     bwrap: &Path,
     jail: &mut Option<jail::Jail>,
     git: &host::GitIdentity,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
+    let mut next = Some(first);
     loop {
-        let sb = sandbox(cfg, args, mode)?;
+        let sb = match next.take() {
+            Some(sb) => sb,
+            None => sandbox(cfg, args, mode)?,
+        };
         if sb.network.is_jail() && jail.is_none() {
             *jail = Some(jail::Jail::prepare()?);
         }

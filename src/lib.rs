@@ -30,6 +30,7 @@ mod rootview;
 mod sandbox;
 mod seccomp;
 mod testhooks;
+mod tripwire;
 mod verify;
 
 #[cfg(test)]

@@ -197,6 +197,14 @@ impl Mount {
 }
 
 impl Sandbox {
+    /// The workspace: the first read-write root, resolved (§4.3).
+    pub(crate) fn workspace(&self) -> Option<&std::path::Path> {
+        self.mounts.iter().find_map(|m| match m {
+            Mount::Checked(b) => Some(b.resolved.as_path()),
+            _ => None,
+        })
+    }
+
     /// The read-write roots, in order.
     #[cfg(test)]
     pub(crate) fn rw_binds(&self) -> impl Iterator<Item = &RwBind> {

@@ -1,0 +1,218 @@
+//! End-to-end: the tripwire at exit (issue #12 item 3), as root and as an
+//! unprivileged user, with the probe standing in for the real binary and
+//! git run inside the sandbox and, for the controls, on the host with the
+//! world's clean HOME.
+
+mod common;
+use common::*;
+
+use std::io::BufRead;
+use std::path::Path;
+
+const BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+const HEADER: &str = "claude-sandbox: this session changed what runs outside the sandbox:";
+
+/// Run `git status` on the host in `dir` (as `who`, the world's HOME) and
+/// say whether the planted fsmonitor ran (it touches MARK), removing MARK.
+fn host_git_runs_mark(w: &World, who: Who, dir: &Path) -> bool {
+    let o = w
+        .command_in(who, dir, &[], &["git", "status", "--short"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{who:?} git status: {}", stderr(&o));
+    let mark = dir.join("MARK");
+    let ran = mark.exists();
+    let _ = std::fs::remove_file(mark);
+    ran
+}
+
+#[test]
+fn a_planted_fsmonitor_is_reported_listed_and_reverted() {
+    if !require("tripwire_fsmonitor") {
+        return;
+    }
+    let w = World::with_probe("tripfsm");
+    for who in BOTH {
+        let sub = w.workspace(who).join("sub");
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "git init -q sub && git -C sub config core.fsmonitor 'touch MARK'",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with(HEADER), "{who:?}: {err}");
+        assert_eq!(err.matches(HEADER).count(), 1, "{who:?}: one block: {err}");
+        let line = format!(
+            "  + {}  (new)  core.fsmonitor = touch MARK\n",
+            sub.join(".git/config").display()
+        );
+        assert!(err.contains(&line), "{who:?}: {err}");
+        assert!(
+            err.ends_with(&format!(
+                "Review with: {BIN} review\nUndo with:   {BIN} review --revert\n"
+            )),
+            "{who:?}: {err}"
+        );
+        // The log is out of the sandbox's reach; a session that changes
+        // nothing says nothing.
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "ls -d \"$HOME/.local/state/claude-sandbox/tripwire\" 2>/dev/null || echo HIDDEN",
+            ],
+        );
+        assert_eq!(stdout(&o), "HIDDEN\n", "{who:?}");
+        assert_eq!(stderr(&o), "", "{who:?}: an unchanged session is silent");
+        // `review` lists it (exit 1: something left to review).
+        let o = w.run(who, &[], &[BIN, "review"]);
+        assert_eq!(o.status.code(), Some(1), "{who:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains(&line), "{who:?}: {}", stdout(&o));
+        // Control: the host's git obeys what the session planted.
+        assert!(host_git_runs_mark(&w, who, &sub), "{who:?}: control");
+        let o = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            format!("reverted {}\n", sub.join(".git/config").display()),
+            "{who:?}"
+        );
+        assert!(!sub.join(".git/config").exists(), "{who:?}");
+        assert!(
+            !host_git_runs_mark(&w, who, &sub),
+            "{who:?}: the fsmonitor ran after the revert"
+        );
+        let o = w.run(who, &[], &[BIN, "review"]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stdout(&o));
+        assert_eq!(stdout(&o), "claude-sandbox: no recorded change to review\n");
+    }
+}
+
+#[test]
+fn hooks_written_into_the_workspace_settings_are_reported() {
+    if !require("tripwire_settings") {
+        return;
+    }
+    let w = World::with_probe("triphooks");
+    for who in BOTH {
+        let settings = w.workspace(who).join(".claude/settings.json");
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                r#"mkdir -p .claude && printf '%s' '{"model":"x","hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch PWNED"}]}]}}' > .claude/settings.json"#,
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "  + {}  (new)  hooks.SessionStart added\n",
+                settings.display()
+            )),
+            "{who:?}: {err}"
+        );
+        // Undone key by key: the file keeps what runs nothing.
+        let o = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!({"model": "x"}), "{who:?}");
+    }
+}
+
+#[test]
+fn a_session_that_changes_nothing_that_runs_prints_and_writes_nothing() {
+    if !require("tripwire_quiet") {
+        return;
+    }
+    let w = World::with_probe("tripquiet");
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "exit", "3"]);
+        assert_eq!(o.status.code(), Some(3), "{who:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{who:?}");
+        // A new repository and settings that run nothing.
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "git init -q plain && git -C plain config user.name x && mkdir -p .claude && echo '{\"model\":\"x\"}' > .claude/settings.json",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{who:?}");
+        assert!(
+            !w.home(who)
+                .join(".local/state/claude-sandbox/tripwire")
+                .exists(),
+            "{who:?}: nothing recorded"
+        );
+    }
+}
+
+#[test]
+fn a_crash_or_a_signal_to_the_shadow_still_reports() {
+    if !require("tripwire_crash") {
+        return;
+    }
+    let w = World::with_probe("tripcrash");
+    for who in BOTH {
+        // The real binary crashes (SIGABRT).
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "git init -q a && git -C a config alias.st '!touch X' && kill -ABRT $PPID",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(134), "{who:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/a/.git/config  (new)  alias.st = !touch X"),
+            "{who:?}: {}",
+            stderr(&o)
+        );
+        // SIGTERM to the shadow mid-session.
+        let mut c = w.command(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "git init -q b && git -C b config core.pager 'touch P' && echo READY && sleep 30",
+            ],
+        );
+        c.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "READY\n", "{who:?}");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(143), "{who:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/b/.git/config  (new)  core.pager = touch P"),
+            "{who:?}: {}",
+            stderr(&o)
+        );
+        let o = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o).lines().count(), 2, "{who:?}: {}", stdout(&o));
+    }
+}
