@@ -29,6 +29,13 @@ trap cleanup EXIT
 bash "$lan" up "$prefix" >/dev/null
 chmod 755 "$work"; mkdir -p "$work/home" "$work/ws" "$work/ov"
 cp target/release/claude-sandbox "$work/claude-sandbox"
+# A repository workspace (this project's own history, an editor and a
+# devcontainer folder, a nested repository): what the protected-path walk,
+# its read-only binds and the tripwire cost on a real project.
+git clone -q --no-hardlinks "$repo" "$work/repo"
+mkdir -p "$work/repo/.vscode" "$work/repo/.devcontainer" "$work/repo/vendor-lib"
+echo '{}' > "$work/repo/.vscode/settings.json"
+git -C "$work/repo/vendor-lib" init -q
 
 cat > "$work/floor.sh" <<'FLOOR'
 #!/bin/bash
@@ -70,6 +77,11 @@ hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
     -n "jail off" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "jail on" "/usr/local/bin/claude --version" \\
     -n floor "bash $work/floor.sh"
+# The same launch from a repository (issue #12: protected paths, tripwire).
+cd $work/repo
+hyperfine -N --warmup 5 --runs 40 --export-json $work/result-repo.json \\
+    -n "jail on, in a repository" "/usr/local/bin/claude --version"
+cd $work/ws
 # The pin check's worst case: a changed ctime (touch) makes the stored
 # fingerprint stale, so every launch hashes the whole binary (and passes:
 # the content is unchanged).
@@ -82,9 +94,9 @@ bash $repo/bench/leftovers-and-rss.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" <<'PY'
 import json, sys, platform, os
-r = {x["command"]: x for f in sys.argv[1:3] for x in json.load(open(f))["results"]}
+r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
 left = open(sys.argv[4]).read().strip()
 rss_shadow, rss_pasta, pasta_name = open(sys.argv[5]).read().split()
@@ -95,10 +107,11 @@ print()
 print(f"machine: {os.cpu_count()} cores, {platform.machine()}, kernel {platform.release()}")
 print(f"{'':26}{'mean':>10}{'± σ':>9}")
 print(f"real binary: {os.path.getsize(sys.argv[3]) / 1e6:.0f} MB")
-for k in ["direct", "jail off", "jail on", "floor", "jail on, pin re-hashed"]:
+for k in ["direct", "jail off", "jail on", "jail on, in a repository", "floor", "jail on, pin re-hashed"]:
     print(f"{k:26}{ms(k):8.1f} ms{sd(k):6.1f} ms")
 print(f"added latency, jail off:  {off - direct:8.1f} ms")
 print(f"added latency, jail on:   {on - direct:8.1f} ms")
+print(f"a repository workspace:   {ms('jail on, in a repository') - on:8.1f} ms more (protected paths, tripwire)")
 ratio = (on - direct) / floor
 print(f"jail on added / floor:    {ratio:8.2f}x   (budget 1.50x: {'OK' if ratio <= 1.5 else 'OVER'})")
 print(f"pin check, full re-hash:  {ms('jail on, pin re-hashed') - on:8.1f} ms more than the fingerprint path")

@@ -234,120 +234,39 @@ pub fn apply_env(
     };
     let mut cfg = file.clone();
     let mut weakened = Vec::new();
-    let mut weakens = |var: &'static str, value: &str, effect: String, key: &'static str| {
-        weakened.push(Weakening {
-            var,
-            value: value.to_string(),
-            effect,
-            key,
-        })
-    };
     if let Some(v) = get(ENV_WORKSPACE_ROOT)? {
-        cfg.workspace_root = if v.is_empty() {
-            None
-        } else {
-            let p = absolute_path(&v)
-                .map_err(|e| bad_input(format!("environment {ENV_WORKSPACE_ROOT}: {e}")))?;
-            // The shadow passes the variable into the sandbox (§4.5), where a
-            // nested launch from the same directory sets it to the current one.
-            if file.workspace_root.as_ref() != Some(&p) && !is_cwd(&p) {
-                weakens(
-                    ENV_WORKSPACE_ROOT,
-                    &v,
-                    format!(
-                        "makes {} read-write instead of the current directory",
-                        p.display()
-                    ),
-                    "workspace-root = PATH",
-                );
-            }
-            Some(p)
-        };
+        weakened.extend(env_workspace_root(&file, &mut cfg, &v, is_cwd)?);
     }
     if let Some(v) = get(ENV_NO_FORGE)? {
         cfg.no_forge = env_bool(ENV_NO_FORGE, &v)?;
         if file.no_forge && !cfg.no_forge {
-            weakens(
+            weakened.push(weakening(
                 ENV_NO_FORGE,
                 &v,
                 "binds the forge tokens the file's `no-forge` withholds".into(),
                 "no-forge = 0",
-            );
+            ));
         }
     }
     if let Some(v) = get(ENV_EGRESS_JAIL)? {
         cfg.egress_jail = env_bool(ENV_EGRESS_JAIL, &v)?;
         if file.egress_jail && !cfg.egress_jail {
-            weakens(
+            weakened.push(weakening(
                 ENV_EGRESS_JAIL,
                 &v,
                 "turns the egress jail off".into(),
                 "egress-jail = 0",
-            );
+            ));
         }
     }
     if let Some(v) = get(ENV_ALLOW_WRITE)? {
-        cfg.allow_write = v
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                absolute_path(l)
-                    .map_err(|e| bad_input(format!("environment {ENV_ALLOW_WRITE}: {e}")))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let new = added(&cfg.allow_write, &file.allow_write, |p| {
-            p.display().to_string()
-        });
-        if !new.is_empty() {
-            weakens(
-                ENV_ALLOW_WRITE,
-                &v,
-                format!("makes {new} read-write"),
-                "allow-write = PATH",
-            );
-        }
+        weakened.extend(env_allow_write(&file, &mut cfg, &v)?);
     }
     if let Some(v) = get(ENV_PASS_ENV)? {
-        let mut names = Vec::new();
-        for name in split_list(&v) {
-            if let Some(why) = pass_env_refusal(name) {
-                return Err(bad_input(format!(
-                    "environment {ENV_PASS_ENV}: `{name}` {why}"
-                )));
-            }
-            push_unique(&mut names, name.to_string());
-        }
-        cfg.pass_env = names;
-        let new = added(&cfg.pass_env, &file.pass_env, String::clone);
-        if !new.is_empty() {
-            weakens(
-                ENV_PASS_ENV,
-                &v,
-                format!("forwards {new} into the sandbox"),
-                "pass-env = NAME",
-            );
-        }
+        weakened.extend(env_pass_env(&file, &mut cfg, &v)?);
     }
     if let Some(v) = get(ENV_ALLOW_IP)? {
-        let mut ips = Vec::new();
-        for item in split_list(&v) {
-            let ip = parse_allow_ip(item)
-                .map_err(|e| bad_input(format!("environment {ENV_ALLOW_IP}: {e}")))?;
-            if !ips.contains(&ip) {
-                ips.push(ip);
-            }
-        }
-        cfg.allow_ip = ips;
-        let new = added(&cfg.allow_ip, &file.allow_ip, Ipv4Addr::to_string);
-        if !new.is_empty() {
-            weakens(
-                ENV_ALLOW_IP,
-                &v,
-                format!("opens {new} through the egress jail"),
-                "allow-ip = ADDR",
-            );
-        }
+        weakened.extend(env_allow_ip(&file, &mut cfg, &v)?);
     }
     if !file.allow_env_overrides
         && !crate::testhooks::active(crate::testhooks::Mutation::AcceptEnvOverrides)
@@ -364,6 +283,114 @@ pub fn apply_env(
         config: cfg,
         weakened,
     })
+}
+
+fn weakening(var: &'static str, value: &str, effect: String, key: &'static str) -> Weakening {
+    Weakening {
+        var,
+        value: value.to_string(),
+        effect,
+        key,
+    }
+}
+
+/// `CLAUDE_SANDBOX_WORKSPACE_ROOT=v` applied to `cfg`; weakening unless it
+/// names the current directory or the file's own `workspace-root`.
+fn env_workspace_root(
+    file: &Config,
+    cfg: &mut Config,
+    v: &str,
+    is_cwd: &dyn Fn(&Path) -> bool,
+) -> anyhow::Result<Option<Weakening>> {
+    if v.is_empty() {
+        cfg.workspace_root = None;
+        return Ok(None);
+    }
+    let p = absolute_path(v)
+        .map_err(|e| bad_input(format!("environment {ENV_WORKSPACE_ROOT}: {e}")))?;
+    // The shadow passes the variable into the sandbox (§4.5), where a
+    // nested launch from the same directory sets it to the current one.
+    let w = (file.workspace_root.as_ref() != Some(&p) && !is_cwd(&p)).then(|| {
+        weakening(
+            ENV_WORKSPACE_ROOT,
+            v,
+            format!(
+                "makes {} read-write instead of the current directory",
+                p.display()
+            ),
+            "workspace-root = PATH",
+        )
+    });
+    cfg.workspace_root = Some(p);
+    Ok(w)
+}
+
+/// `CLAUDE_SANDBOX_ALLOW_WRITE=v` applied; weakening when it adds a path.
+fn env_allow_write(file: &Config, cfg: &mut Config, v: &str) -> anyhow::Result<Option<Weakening>> {
+    cfg.allow_write = v
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            absolute_path(l).map_err(|e| bad_input(format!("environment {ENV_ALLOW_WRITE}: {e}")))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let new = added(&cfg.allow_write, &file.allow_write, |p| {
+        p.display().to_string()
+    });
+    Ok((!new.is_empty()).then(|| {
+        weakening(
+            ENV_ALLOW_WRITE,
+            v,
+            format!("makes {new} read-write"),
+            "allow-write = PATH",
+        )
+    }))
+}
+
+/// `CLAUDE_SANDBOX_PASS_ENV=v` applied; weakening when it adds a name.
+fn env_pass_env(file: &Config, cfg: &mut Config, v: &str) -> anyhow::Result<Option<Weakening>> {
+    let mut names = Vec::new();
+    for name in split_list(v) {
+        if let Some(why) = pass_env_refusal(name) {
+            return Err(bad_input(format!(
+                "environment {ENV_PASS_ENV}: `{name}` {why}"
+            )));
+        }
+        push_unique(&mut names, name.to_string());
+    }
+    cfg.pass_env = names;
+    let new = added(&cfg.pass_env, &file.pass_env, String::clone);
+    Ok((!new.is_empty()).then(|| {
+        weakening(
+            ENV_PASS_ENV,
+            v,
+            format!("forwards {new} into the sandbox"),
+            "pass-env = NAME",
+        )
+    }))
+}
+
+/// `CLAUDE_SANDBOX_ALLOW_IP=v` applied; weakening when it adds an address.
+fn env_allow_ip(file: &Config, cfg: &mut Config, v: &str) -> anyhow::Result<Option<Weakening>> {
+    let mut ips = Vec::new();
+    for item in split_list(v) {
+        let ip = parse_allow_ip(item)
+            .map_err(|e| bad_input(format!("environment {ENV_ALLOW_IP}: {e}")))?;
+        if !ips.contains(&ip) {
+            ips.push(ip);
+        }
+    }
+    cfg.allow_ip = ips;
+    let new = added(&cfg.allow_ip, &file.allow_ip, Ipv4Addr::to_string);
+    Ok((!new.is_empty()).then(|| {
+        weakening(
+            ENV_ALLOW_IP,
+            v,
+            format!("opens {new} through the egress jail"),
+            "allow-ip = ADDR",
+        )
+    }))
 }
 
 /// The entries of `now` that `file` lacks, comma-separated ("" when none).

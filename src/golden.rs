@@ -163,6 +163,18 @@ fn cases() -> Vec<(&'static str, String)> {
         "version-only-no-record",
         render(&Config::default(), &facts(), &public_resolv, &["--version"]),
     ));
+    v.extend(more_cases(&lan_resolv, &public_resolv, off));
+    v
+}
+
+/// The cases with more host facts in play: forge, allow-write and protected
+/// paths; host /proc with a differing home and a symlinked workspace; root.
+fn more_cases(
+    lan_resolv: &Resolv,
+    public_resolv: &Resolv,
+    off: Config,
+) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
     let mut f = with_record(facts());
     f.existing
         .insert(PathBuf::from("/home/dev/.config/glab-cli"));
@@ -184,10 +196,7 @@ fn cases() -> Vec<(&'static str, String)> {
         allow_ip: vec![Ipv4Addr::new(10, 77, 0, 9)],
         ..Config::default()
     };
-    v.push((
-        "no-forge-allow-write",
-        render(&cfg, &f, &public_resolv, &[]),
-    ));
+    v.push(("no-forge-allow-write", render(&cfg, &f, public_resolv, &[])));
     let mut f = with_record(facts());
     f.proc_mode = ProcMode::HostReadOnly;
     f.passwd_home = Some(PathBuf::from("/home/real"));
@@ -207,7 +216,7 @@ fn cases() -> Vec<(&'static str, String)> {
     };
     v.push((
         "host-proc-passwd-home-symlink",
-        render(&cfg, &f, &lan_resolv, &["-c"]),
+        render(&cfg, &f, lan_resolv, &["-c"]),
     ));
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());
@@ -226,7 +235,7 @@ fn cases() -> Vec<(&'static str, String)> {
     ];
     v.push((
         "root-launch",
-        render(&Config::default(), &f, &lan_resolv, &[]),
+        render(&Config::default(), &f, lan_resolv, &[]),
     ));
     v
 }

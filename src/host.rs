@@ -88,20 +88,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .and_then(|ws| resolved.get(ws).cloned().flatten())
         .map(|ws| protected_paths(&ws))
         .unwrap_or_default();
-    let (root_masks, hidden_whole) = if uid == 0 {
-        let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
-        (
-            crate::rootview::unreadable(&keep).unreadable,
-            crate::rootview::HIDDEN_WHOLE
-                .iter()
-                .map(PathBuf::from)
-                .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
-                .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
-                .collect(),
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let (root_masks, hidden_whole) = root_view(uid, &resolved);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -329,6 +316,25 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
             return Ok(ports);
         }
     }
+}
+
+/// Launched by root: what an unprivileged user could not read (masked), and
+/// the directories hidden whole, sparing the read-write roots (issue #13).
+fn root_view(
+    uid: u32,
+    resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
+) -> (Vec<crate::rootview::Unreadable>, Vec<PathBuf>) {
+    if uid != 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
+    let hidden = crate::rootview::HIDDEN_WHOLE
+        .iter()
+        .map(PathBuf::from)
+        .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
+        .collect();
+    (crate::rootview::unreadable(&keep).unreadable, hidden)
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of

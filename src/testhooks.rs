@@ -126,8 +126,9 @@ pub(crate) fn apply(
         for m in &mut sb.mounts {
             match m {
                 Mount::ReadWrite { src, dst } if src != dst => *src = dst.clone(),
+                // The forge dirs: bound back read-only from under ~/.config.
                 Mount::ReadOnly { src, dst }
-                    if crate::plan::HOME_FORGE.iter().any(|r| home.join(r) == *dst) =>
+                    if src == dst && dst.starts_with(home.join(".config")) =>
                 {
                     *m = Mount::ReadWrite {
                         src: src.clone(),
