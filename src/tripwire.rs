@@ -308,6 +308,12 @@ fn targets(home: &Path, workspace: &Path) -> BTreeMap<PathBuf, Kind> {
         let kind = match p.file_name().and_then(|n| n.to_str()) {
             Some("config") if in_gitdir => Kind::GitConfig,
             Some("hooks") if in_gitdir => Kind::Hooks,
+            // `info` is protected whole; of what git keeps there (`exclude`,
+            // `sparse-checkout`) only `attributes` makes anything run.
+            Some("info") if in_gitdir => {
+                out.insert(p.join("attributes"), Kind::Other);
+                continue;
+            }
             _ => Kind::Other,
         };
         out.insert(p, kind);
