@@ -220,9 +220,7 @@ fn more_cases(
     ));
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());
-    f.uid = 0;
-    f.gid = 0;
-    f.hidden_whole = vec![PathBuf::from("/home")];
+    crate::plan::tests::as_root(&mut f);
     f.root_masks = vec![
         crate::rootview::Unreadable {
             path: "/etc/ssl/private".into(),

@@ -688,6 +688,23 @@ pub(crate) mod tests {
         }
     }
 
+    /// `f` as a root launch sees it: root-only entries masked, /home hidden.
+    pub(crate) fn as_root(f: &mut Facts) {
+        f.uid = 0;
+        f.gid = 0;
+        f.hidden_whole = vec![PathBuf::from("/home")];
+        f.root_masks = vec![
+            crate::rootview::Unreadable {
+                path: "/etc/ssl/private".into(),
+                dir: true,
+            },
+            crate::rootview::Unreadable {
+                path: "/etc/shadow-".into(),
+                dir: false,
+            },
+        ];
+    }
+
     fn args_of(plan: &Sandbox) -> Vec<String> {
         crate::sandbox::render(plan)
             .args

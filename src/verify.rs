@@ -1638,8 +1638,7 @@ mod tests {
         }
         f.passwd_home = Some(PathBuf::from("/home/real"));
         // A root launch, so the root-view masks are in play too.
-        f.uid = 0;
-        f.hidden_whole = vec![PathBuf::from("/home")];
+        plan::tests::as_root(&mut f);
         f.root_masks = vec![
             crate::rootview::Unreadable {
                 path: "/etc/ssl/private".into(),

@@ -601,13 +601,9 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn managed_hooks_fire_in_the_real_claude_code() {
-    if !require("real_client_gate") {
-        return;
-    }
-    let Some(real) = real_claude() else { return };
-    let w = World::new("realgate");
+/// Install the real Claude Code in `w` for root, with the jail off and the
+/// variables that point it at the fake Messages API passed through.
+fn install_real_for_fake_api(w: &World, real: &Path) {
     std::fs::write(
         w.root.join("bin/conf"),
         "egress-jail = 0\npass-env = ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
@@ -619,6 +615,16 @@ fn managed_hooks_fire_in_the_real_claude_code() {
         real = real.display()
     ));
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn managed_hooks_fire_in_the_real_claude_code() {
+    if !require("real_client_gate") {
+        return;
+    }
+    let Some(real) = real_claude() else { return };
+    let w = World::new("realgate");
+    install_real_for_fake_api(&w, &real);
     let port = free_port();
     let log = w.root.join("api.log");
     let mut api = Command::new("python3")
@@ -732,17 +738,7 @@ fn planted_user_code_runs_only_inside_the_sandbox() {
     }
     let Some(real) = real_claude() else { return };
     let w = World::new("lockdown");
-    std::fs::write(
-        w.root.join("bin/conf"),
-        "egress-jail = 0\npass-env = ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
-    )
-    .unwrap();
-    let o = w.run_root_raw(&format!(
-        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {real} --config {r}/bin/conf",
-        r = w.root.display(),
-        real = real.display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    install_real_for_fake_api(&w, &real);
     let installed = stdout(&w.run_root_raw("cat /etc/claude-code/managed-settings.json"));
     let v: serde_json::Value =
         serde_json::from_str(&installed).unwrap_or_else(|e| panic!("{e}: {installed}"));
