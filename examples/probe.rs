@@ -292,6 +292,8 @@ fn syscalls() {
             "syslog",
             syscall(libc::SYS_syslog, 9999 as c_long, NULL, NULL),
         );
+        // The one call with an effect when allowed: it hangs up the controlling
+        // terminal. So the tests' control run outside is unprivileged.
         put("vhangup", syscall(libc::SYS_vhangup));
         put(
             "lookup_dcookie",

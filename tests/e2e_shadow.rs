@@ -409,7 +409,8 @@ fn syscalls_a_session_does_not_need_are_refused_inside() {
     let w = World::with_probe("syscalls");
     // Control: outside, unprivileged, the same calls reach the kernel, which
     // answers otherwise (the arguments are invalid or harmless): so EPERM
-    // inside is the filter's answer.
+    // inside is the filter's answer. (Unprivileged: as root, vhangup would
+    // hang up the terminal.)
     let o = std::process::Command::new(w.root.join("bin/probe"))
         .args(["--no-chrome", "syscalls"])
         .uid(TEST_UID)
