@@ -408,7 +408,8 @@ pub(crate) fn build(
         mounts,
         chdir,
         env: environment(cfg, facts),
-        // §4.4 terminal-injection defence: TIOCSTI/TIOCLINUX refused by seccomp.
+        // §4.4 terminal-injection defence (TIOCSTI/TIOCLINUX), keyrings, and
+        // the kernel interfaces a session does not need (decision 0007).
         seccomp: Seccomp {
             program: crate::seccomp::program_bytes(),
         },

@@ -42,9 +42,14 @@ pub(crate) enum Mutation {
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
-    /// New user namespaces allowed inside.
+    /// New user namespaces allowed inside: no `--disable-userns`, and the
+    /// seccomp filter lets `clone`/`unshare` pass CLONE_NEWUSER.
     #[cfg(feature = "test-mutations")]
     AllowUserns,
+    /// The seccomp filter before issue #13: only TIOCSTI/TIOCLINUX and the
+    /// keyring syscalls refused.
+    #[cfg(feature = "test-mutations")]
+    SeccompMinimal,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -80,6 +85,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::Unprotect => "unprotect",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
+        Mutation::SeccompMinimal => "seccomp-minimal",
         Mutation::AcceptEnvOverrides => "accept-env-overrides",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
@@ -117,6 +123,11 @@ pub(crate) fn apply(
     }
     if active(Mutation::AllowUserns) {
         sb.nested_userns = true;
+        sb.seccomp.program =
+            crate::seccomp::program_bytes_for(crate::seccomp::Profile::UsernsAllowed);
+    }
+    if active(Mutation::SeccompMinimal) {
+        sb.seccomp.program = crate::seccomp::program_bytes_for(crate::seccomp::Profile::Minimal);
     }
     if active(Mutation::Unprotect) {
         sb.mounts

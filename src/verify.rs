@@ -301,6 +301,20 @@ pub(crate) struct Observed {
     pub root_only_readable: Vec<PathBuf>,
     /// errno of `unshare(CLONE_NEWUSER)` in a forked child (0: it worked).
     pub userns_errno: i32,
+    /// Calls the seccomp filter must refuse, tried with arguments the kernel
+    /// itself would reject differently ([`syscall_samples`]).
+    pub syscall_samples: Vec<SyscallSample>,
+}
+
+/// One refused call the battery tries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SyscallSample {
+    /// The call as a person reads it.
+    pub call: &'static str,
+    /// The errno the seccomp filter answers.
+    pub want: i32,
+    /// The errno it got (0: it succeeded).
+    pub got: i32,
 }
 
 impl Default for Observed {
@@ -335,6 +349,7 @@ impl Default for Observed {
             keyctl_errno: 0,
             userns_errno: 0,
             root_only_readable: Vec::new(),
+            syscall_samples: Vec::new(),
         }
     }
 }
@@ -404,6 +419,7 @@ impl Observed {
         let userns_errno = userns_errno();
         let mounts = parse_mountinfo(&read("/proc/self/mountinfo"));
         let root_only_readable = root_only_readable(&rec, &mounts);
+        let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
         Observed {
@@ -437,6 +453,7 @@ impl Observed {
             keyctl_errno,
             userns_errno,
             root_only_readable,
+            syscall_samples,
             env,
         }
     }
@@ -584,6 +601,73 @@ fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The refused calls the battery tries. Each is made with arguments the
+/// kernel itself rejects with EFAULT, EINVAL or EBADF before doing anything,
+/// even for root: so EPERM (ENOSYS for clone3) can only be the seccomp
+/// filter's answer, and nothing happens if the filter is missing.
+fn syscall_samples() -> Vec<SyscallSample> {
+    use nix::libc::{self, c_long, syscall};
+    let sample = |call, want, f: &dyn Fn() -> c_long| {
+        let r = f();
+        // c_long is i64 here, i32 on 32-bit targets.
+        #[allow(clippy::unnecessary_cast)]
+        let got = errno_of(r as i64);
+        SyscallSample { call, want, got }
+    };
+    let (eperm, enosys) = (libc::EPERM, libc::ENOSYS);
+    let null = std::ptr::null::<u8>();
+    vec![
+        // A NULL attribute: EFAULT (kernels before 6.5 check privilege first).
+        sample("bpf(BPF_MAP_CREATE, NULL)", eperm, &|| unsafe {
+            syscall(libc::SYS_bpf, 0, null, 8)
+        }),
+        // Unknown flags are refused before anything else: EINVAL.
+        sample("perf_event_open(NULL, flags ~0)", eperm, &|| unsafe {
+            syscall(libc::SYS_perf_event_open, null, 0, -1, -1, !0u64)
+        }),
+        // UFFD_USER_MODE_ONLY is open to everyone; the extra bit is EINVAL.
+        sample("userfaultfd(UFFD_USER_MODE_ONLY | 2)", eperm, &|| unsafe {
+            syscall(libc::SYS_userfaultfd, 1 | 2)
+        }),
+        sample("io_uring_setup(0, NULL)", eperm, &|| unsafe {
+            syscall(libc::SYS_io_uring_setup, 0, null)
+        }),
+        // A NULL mount point: EFAULT.
+        sample("mount(NULL, NULL)", eperm, &|| unsafe {
+            syscall(libc::SYS_mount, null, null, null, 0, null)
+        }),
+        // Bit 0 is no unshare flag: EINVAL.
+        sample("unshare(CLONE_NEWNS | 1)", eperm, &|| unsafe {
+            syscall(libc::SYS_unshare, libc::CLONE_NEWNS | 1)
+        }),
+        // CLONE_SIGHAND without CLONE_VM: EINVAL before any process exists.
+        sample("clone(CLONE_NEWNS | CLONE_SIGHAND)", eperm, &|| unsafe {
+            let r = syscall(
+                libc::SYS_clone,
+                libc::CLONE_NEWNS | libc::CLONE_SIGHAND,
+                0,
+                0,
+                0,
+                0,
+            );
+            if r == 0 {
+                libc::_exit(0)
+            }
+            if r > 0 {
+                libc::waitpid(r as i32, std::ptr::null_mut(), 0);
+            }
+            r
+        }),
+        sample("setns(-1, 0)", eperm, &|| unsafe {
+            syscall(libc::SYS_setns, -1, 0)
+        }),
+        // A size below the first version: EINVAL.
+        sample("clone3(NULL, 0)", enosys, &|| unsafe {
+            syscall(libc::SYS_clone3, null, 0)
+        }),
+    ]
+}
+
 /// errno of creating a user namespace, tried in a forked child (so this
 /// process, which may have threads, keeps its own); 0 when it worked.
 fn userns_errno() -> i32 {
@@ -707,6 +791,7 @@ const BATTERY: &[Def] = &[
     def("env-overrides", "the launching environment cannot weaken the sandbox unless /etc allows it (§4.8)", check_env_overrides),
     def("root-view", "launched by root, the sandbox reads no more than an unprivileged user could (issue #13)", check_root_view),
     def("managed-settings-inside", "the user's own hooks and MCP servers run inside: the managed settings' lockdown for unsandboxed sessions is not in effect here, the guard hooks are (§6)", check_managed_settings),
+    def("syscalls-refused", "kernel interfaces a session does not need are refused: namespaces, mounts, bpf, perf, userfaultfd, io_uring (§4.4, issue #13)", check_syscalls),
 ];
 
 #[cfg(test)]
@@ -806,7 +891,7 @@ pub(crate) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
         format!("capabilities {:?}", sb.capabilities),
         Some("capabilities-dropped"),
     ));
-    v.push(("seccomp".into(), Some("tiocsti-refused")));
+    v.push(("seccomp".into(), Some("syscalls-refused")));
     if !sb.nested_userns {
         v.push((
             "nested user namespaces disabled".into(),
@@ -1499,6 +1584,43 @@ fn check_env_overrides(o: &Observed) -> Outcome {
     }
 }
 
+fn check_syscalls(o: &Observed) -> Outcome {
+    if o.syscall_samples.is_empty() {
+        return Err("no refused call was tried".into());
+    }
+    let name = |e: i32| match e {
+        0 => "success".to_string(),
+        e => std::io::Error::from_raw_os_error(e)
+            .to_string()
+            .split(" (os error")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    let through: Vec<String> = o
+        .syscall_samples
+        .iter()
+        .filter(|s| s.got != s.want)
+        .map(|s| format!("{} answered {} (errno {})", s.call, name(s.got), s.got))
+        .collect();
+    if through.is_empty() {
+        Ok(format!(
+            "{} calls refused by the seccomp filter ({})",
+            o.syscall_samples.len(),
+            o.syscall_samples
+                .iter()
+                .map(|s| s.call.split('(').next().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        Err(format!(
+            "{}: the kernel answered, not the seccomp filter (docs/decisions/0007-seccomp-profile.md)",
+            through.join("; ")
+        ))
+    }
+}
+
 fn check_keyring(o: &Observed) -> Outcome {
     match o.keyctl_errno {
         nix::libc::EPERM => Ok("keyctl refused with EPERM by the seccomp filter".into()),
@@ -1910,6 +2032,7 @@ mod tests {
             tiocsti_errno: nix::libc::EPERM,
             keyctl_errno: nix::libc::EPERM,
             userns_errno: nix::libc::ENOSPC,
+            syscall_samples: syscall_samples_refused(),
             routes: parse_routes(JAIL_ROUTES),
             gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
             pin: Ok(()),
@@ -1936,6 +2059,19 @@ mod tests {
         }
         o.record = Ok(r);
         o
+    }
+
+    /// What the filter answers to the samples.
+    fn syscall_samples_refused() -> Vec<SyscallSample> {
+        ["bpf(…)", "mount(…)", "clone3(…)"]
+            .into_iter()
+            .zip([nix::libc::EPERM, nix::libc::EPERM, nix::libc::ENOSYS])
+            .map(|(call, e)| SyscallSample {
+                call,
+                want: e,
+                got: e,
+            })
+            .collect()
     }
 
     fn failing(o: &Observed) -> Vec<&'static str> {
@@ -2015,6 +2151,11 @@ mod tests {
                     o.root_only_readable = vec!["/etc/ssl/private".into()];
                 }),
             ),
+            (
+                "syscalls-refused",
+                Box::new(|o| o.syscall_samples[1].got = nix::libc::EFAULT),
+            ),
+            ("syscalls-refused", Box::new(|o| o.syscall_samples.clear())),
             (
                 "run-masked",
                 Box::new(|o| o.mounts.retain(|m| m.point != Path::new("/run"))),

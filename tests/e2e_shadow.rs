@@ -393,6 +393,112 @@ fn session_keyring_is_out_of_reach() {
     }
 }
 
+/// The probe's `syscalls` report, parsed.
+fn syscall_report(o: &std::process::Output) -> serde_json::Value {
+    let v = report(o);
+    assert!(v["refused"].is_object(), "{v}\n{}", stderr(o));
+    v
+}
+
+#[test]
+fn syscalls_a_session_does_not_need_are_refused_inside() {
+    if !require("syscalls_refused") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let w = World::with_probe("syscalls");
+    // Control: outside, unprivileged, the same calls reach the kernel, which
+    // answers otherwise (the arguments are invalid or harmless): so EPERM
+    // inside is the filter's answer. (Unprivileged: as root, vhangup would
+    // hang up the terminal.)
+    let o = std::process::Command::new(w.root.join("bin/probe"))
+        .args(["--no-chrome", "syscalls"])
+        .uid(TEST_UID)
+        .gid(TEST_UID)
+        .output()
+        .unwrap();
+    let control = syscall_report(&o);
+    for name in [
+        "mount",
+        "umount2",
+        "perf_event_open",
+        "setns",
+        "unshare-newns",
+        "unshare-newuser",
+        "clone-newns",
+        "clone-newnet",
+        "clone3",
+        "personality-addr-no-randomize",
+        "ioctl-tiocsti",
+    ] {
+        let e = &control["refused"][name];
+        assert!(
+            e.is_i64() && *e != 1 && *e != 38,
+            "control: {name} answered {e} outside the sandbox"
+        );
+    }
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "syscalls"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let r = syscall_report(&o);
+        let refused = r["refused"].as_object().unwrap();
+        assert!(refused.len() >= 60, "{who:?}: only {} calls", refused.len());
+        for (name, e) in refused {
+            // clone3 must fail with ENOSYS so that libc falls back to clone.
+            let want = if name == "clone3" { 38 } else { 1 };
+            assert_eq!(e, want, "{who:?}: {name} answered errno {e} inside");
+        }
+        for (name, e) in r["allowed"].as_object().unwrap() {
+            assert!(
+                *e != 1 && *e != 38,
+                "{who:?}: {name} refused (errno {e}) but a session needs it"
+            );
+        }
+        for k in ["thread", "spawn", "fork"] {
+            assert_eq!(r[k], true, "{who:?}: {k} failed under the filter: {r}");
+        }
+    }
+}
+
+#[test]
+fn a_coding_workload_runs_unaffected_under_the_filter() {
+    if !require("workload") {
+        return;
+    }
+    let w = World::with_probe("workload");
+    let script = r#"set -e
+node -e 'const cp = require("child_process"); const w = new (require("worker_threads").Worker)("require(\"worker_threads\").parentPort.postMessage(6*7)", {eval: true}); w.on("message", m => { console.log("NODE", cp.execFileSync("/bin/echo", ["child"]).toString().trim(), m); w.terminate(); })'
+python3 -c 'import subprocess, threading, concurrent.futures as f; print("PYTHON", subprocess.run(["/bin/echo", "child"], capture_output=True, text=True).stdout.strip(), sum(f.ThreadPoolExecutor(4).map(lambda x: x, range(10))))'
+echo "NPM $(npm --version)"
+git init -q repo && cd repo && echo hello > f && git add f
+git -c user.name=Test -c user.email=test@example.com commit -qm first
+echo "GIT $(git log --oneline | wc -l) $(git status --porcelain | wc -l)"
+cd ..
+if command -v cargo >/dev/null; then echo "CARGO $(cargo --version)"; else echo "CARGO not reachable inside"; fi
+echo WORKLOAD-DONE
+"#;
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "shell", script]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {out}{}", stderr(&o));
+        for want in [
+            "NODE child 42",
+            "PYTHON child 45",
+            "NPM ",
+            "GIT 1 0",
+            "WORKLOAD-DONE",
+        ] {
+            assert!(
+                out.contains(want),
+                "{who:?}: {want:?} missing: {out}{}",
+                stderr(&o)
+            );
+        }
+        // cargo lives under the user's home (rustup), which the sandbox inverts.
+        eprintln!("{who:?}:\n{out}");
+    }
+}
+
 /// Root shell lines for the world's mount namespace: a private /run holding a
 /// listening unix socket (a stand-in for the Docker socket) that answers
 /// `TOKEN` to each connection for at most 20 s.

@@ -24,6 +24,7 @@ const NAMES: &[&str] = &[
     "unprotect",
     "host-state",
     "allow-userns",
+    "seccomp-minimal",
     "accept-env-overrides",
 ];
 
