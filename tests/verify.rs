@@ -184,6 +184,53 @@ fn jail_checks_pass_with_a_note_when_the_jail_is_deliberately_off() {
     }
 }
 
+/// A host with a Docker socket under /run (and one a daemon re-creates
+/// after the launch): run-masked passes, since /run inside is a fresh tmpfs,
+/// and verify judges sockets by stat through the mount, not by the host's
+/// directory entries.
+#[test]
+fn run_masked_passes_on_a_host_with_a_docker_socket() {
+    if !require("verify_docker_socket") {
+        return;
+    }
+    let w = World::with_probe("verifysock");
+    let listen = |p: &str| {
+        format!(
+            "python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' {p} >/dev/null 2>&1 &\n\
+             for i in $(seq 50); do [ -S {p} ] && break; sleep 0.1; done\n"
+        )
+    };
+    let setup = format!(
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/docker\n{}{}",
+        listen("/run/docker.sock"),
+        listen("/run/docker/containerd.sock")
+    );
+    for who in BOTH {
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                &setup,
+                &[],
+                &[
+                    "claude",
+                    "shell",
+                    &format!("ls -A /run >&2; {BATTERY} verify --json"),
+                ],
+            )
+            .output()
+            .unwrap();
+        let listing = stderr(&o);
+        assert!(
+            !listing.contains("docker"),
+            "{who:?}: /run inside shows the host's: {listing}"
+        );
+        let c = checks(&o);
+        let run = c.iter().find(|x| x["name"] == "run-masked").unwrap();
+        assert_eq!(run["status"], "PASS", "{who:?}: {run}");
+    }
+}
+
 #[test]
 fn outside_any_sandbox_verify_fails_and_names_the_missing_defences() {
     if !require("verify_outside") {
