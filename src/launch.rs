@@ -142,12 +142,16 @@ fn attempts(
     git: &host::GitIdentity,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
+    let mut userns_lock = true;
     let mut next = Some(first);
     loop {
-        let sb = match next.take() {
+        let mut sb = match next.take() {
             Some(sb) => sb,
             None => sandbox(cfg, args, mode)?,
         };
+        if !userns_lock {
+            sb.nested_userns = true;
+        }
         if sb.network.is_jail() && jail.is_none() {
             *jail = Some(jail::Jail::prepare()?);
         }
@@ -159,6 +163,19 @@ fn attempts(
                 // The kernel refuses a fresh procfs here (typical in a nested
                 // container); §4.1 allows the host's bound read-only.
                 mode = ProcMode::HostReadOnly;
+            }
+            // bubblewrap's `--disable-userns` writes the sandbox's
+            // /proc/sys/user/max_user_namespaces, which a Docker container
+            // mounts read-only. The seccomp filter refuses CLONE_NEWUSER
+            // (and clone3) on its own (decision 0007): the first lock stays,
+            // the second is dropped, here only.
+            Outcome::SetupFailed(msg)
+                if userns_lock
+                    && !sb.nested_userns
+                    && !sb.seccomp.program.is_empty()
+                    && msg.contains("max_user_namespaces") =>
+            {
+                userns_lock = false;
             }
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
