@@ -83,6 +83,26 @@ case "$CLAUDESOURCE" in
             || die "claudeSource is 'existing' but $home/.local/bin/claude does not exist; install Claude Code for $user first, or use claudeSource npm"
         ;;
 esac
+# The container's entrypoint (the metadata's "entrypoint"): the egress jail
+# needs /dev/net/tun, which a feature cannot pass with runArgs. Docker's
+# default device rules let a container's root create and open it, so it is
+# made at every start when missing (an explicit --device=/dev/net/tun or a
+# host bind leaves it as it is); the container's command then runs.
+install -d -m 0755 /usr/local/share/claude-sandbox-feature
+cat > /usr/local/share/claude-sandbox-feature/entrypoint.sh <<'ENTRYPOINT'
+#!/bin/sh
+# claude-sandbox devcontainer feature: create /dev/net/tun, then run the command.
+if [ ! -c /dev/net/tun ]; then
+    if [ "$(id -u)" -eq 0 ] && mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200; then
+        :
+    else
+        echo "claude-sandbox feature: could not create /dev/net/tun (the egress jail needs it); add \"runArgs\": [\"--device=/dev/net/tun\"] to devcontainer.json" >&2
+    fi
+fi
+exec "$@"
+ENTRYPOINT
+chmod 0755 /usr/local/share/claude-sandbox-feature/entrypoint.sh
+
 say "installing claude-sandbox for user $user"
 "$bin" "$@"
 say "done; \`claude\` now runs sandboxed (check: /usr/libexec/claude-sandbox/claude-sandbox doctor)"
