@@ -18,7 +18,7 @@ step() { printf '\n==> %s\n' "$*"; }
 step "Debian packages"
 need_pkgs=()
 # package:command pairs; a command already present (from any source) is enough.
-for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap \
+for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
           file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done

@@ -11,6 +11,7 @@
 //! is skipped with a loud message.
 #![allow(dead_code)]
 
+pub mod debian;
 pub mod lan;
 pub mod pty;
 pub mod tracked;
