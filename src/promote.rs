@@ -18,7 +18,7 @@ use jsonc_parser::{ParseOptions, Scanner, ScannerOptions};
 use crate::error::{bad_input, Fail};
 
 /// The published feature this entry refers to.
-pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/features/claude-sandbox:1";
+pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1";
 /// The device the egress jail needs; a feature cannot add it itself.
 pub(crate) const TUN_ARG: &str = "--device=/dev/net/tun";
 /// The slash command seeded into the workspace (compiled in).
@@ -278,7 +278,7 @@ pub fn edit(text: &str) -> Result<String, JsoncError> {
 /// A devcontainer.json for a workspace that has none.
 pub(crate) fn minimal(name: &str) -> String {
     format!(
-        "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }},\n  // The egress jail needs the tun device; a feature cannot add it.\n  \"runArgs\": [\"{TUN_ARG}\"]\n}}\n",
+        "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }},\n  // The feature creates the tun device itself; this line keeps engines that\n  // run no feature entrypoint working too.\n  \"runArgs\": [\"{TUN_ARG}\"]\n}}\n",
         serde_json::to_string(name).expect("a string serializes")
     )
 }

@@ -44,7 +44,7 @@ fn existing_file_gains_exactly_our_entry_and_runarg() {
         assert!(text.contains(line), "lost line {line:?}:\n{text}");
     }
     assert_eq!(
-        text.matches("ghcr.io/claude-sandbox/features/claude-sandbox:1")
+        text.matches("ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1")
             .count(),
         1,
         "{text}"
