@@ -17,7 +17,7 @@ targets=()
 for arch in "${arches[@]}"; do
     triple="$arch-unknown-linux-gnu"
     targets+=(--target "$triple")
-    if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$triple"; then
+    if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -x "$triple" >/dev/null; then
         rustup target add "$triple"
     fi
     [ "$arch" = "$host" ] && continue
