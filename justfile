@@ -8,7 +8,8 @@ setup:
 test:
     bash scripts/test.sh
 
-# Static binary staged into the devcontainer feature, feature packaged.
+# Static binaries (x86_64, aarch64) staged into the devcontainer feature,
+# feature packaged.
 feature:
     bash devcontainer-feature/build.sh
 

@@ -19,9 +19,14 @@ step "Debian packages"
 need_pkgs=()
 # package:command pairs; a command already present (from any source) is enough.
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
-          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh; do
+          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh \
+          gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
+# The feature ships an aarch64 binary too (tests/feature.rs): cross-linked
+# statically, so it needs arm64's libc.a (a dependency of the cross gcc,
+# checked in case only the compiler came from elsewhere), and run under qemu.
+[ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need_pkgs+=(libc6-dev-arm64-cross)
 # debootstrap of Debian bookworm (tests/feature.rs) checks signatures with it
 # (preinstalled on Debian, not on Ubuntu).
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || need_pkgs+=(debian-archive-keyring)
@@ -35,6 +40,11 @@ step "Rust toolchain"
 if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
     export PATH="$HOME/.cargo/bin:$PATH"
+fi
+# The aarch64 standard library for the cross-built feature binary.
+if command -v rustup >/dev/null 2>&1 \
+    && ! rustup target list --installed | grep -x aarch64-unknown-linux-gnu >/dev/null; then
+    rustup target add aarch64-unknown-linux-gnu
 fi
 cargo --version
 

@@ -61,6 +61,17 @@ fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String
     data.sort();
     for (fd, bytes) in data {
         if Some(fd.to_string()) == seccomp {
+            // The filter is this machine's architecture's (x86_64 and i386
+            // ABIs, or aarch64 and arm); the table records the x86_64 one.
+            // Elsewhere the plan must carry this machine's sandbox filter,
+            // and the line shows the x86_64 filter it stands for.
+            let x86 = crate::seccomp::x86_64_program_bytes();
+            let bytes = if cfg!(target_arch = "x86_64") {
+                bytes
+            } else {
+                assert_eq!(*bytes, crate::seccomp::program_bytes(), "fd {fd}");
+                &x86
+            };
             out.push_str(&format!(
                 "=== fd {fd}: seccomp, {} bytes, sha256 {:x}\n",
                 bytes.len(),

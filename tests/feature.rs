@@ -24,9 +24,29 @@ fn build_feature() -> PathBuf {
     repo().join("target/feature-package/devcontainer-feature-claude-sandbox.tgz")
 }
 
+/// The architectures the feature ships a binary for (install.sh picks one),
+/// with what `file` calls each.
+const ARCHES: [(&str, &str); 2] = [("x86_64", "x86-64"), ("aarch64", "ARM aarch64")];
+
+/// The packaged feature, unpacked into a fresh directory.
+fn unpack_feature(tgz: &Path, tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("csb-feature-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(Command::new("tar")
+        .arg("xf")
+        .arg(tgz)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .unwrap()
+        .success());
+    dir
+}
+
 #[test]
-fn feature_packages_with_the_official_cli_and_a_static_binary() {
-    if !require("feature_package") {
+fn feature_packages_with_the_official_cli_and_static_binaries_for_both_arches() {
+    if !require_tools("feature_package", &["file"]) {
         return;
     }
     let tgz = build_feature();
@@ -37,40 +57,38 @@ fn feature_packages_with_the_official_cli_and_a_static_binary() {
         "devcontainer-feature.json",
         "install.sh",
         "claude-sandbox-x86_64",
+        "claude-sandbox-aarch64",
     ] {
         assert!(
             names.lines().any(|l| l.ends_with(f)),
             "{f} not in the package: {names}"
         );
     }
-    let dir = std::env::temp_dir().join(format!("csb-feature-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    assert!(Command::new("tar")
-        .arg("xf")
-        .arg(&tgz)
-        .arg("-C")
-        .arg(&dir)
-        .status()
-        .unwrap()
-        .success());
-    let bin = dir.join("claude-sandbox-x86_64");
-    let file = stdout(&Command::new("file").arg(&bin).output().unwrap());
-    assert!(
-        file.contains("static-pie linked") || file.contains("statically linked"),
-        "{file}"
-    );
+    let dir = unpack_feature(&tgz, "package");
+    for (arch, file_name) in ARCHES {
+        let bin = dir.join(format!("claude-sandbox-{arch}"));
+        let file = stdout(&Command::new("file").arg(&bin).output().unwrap());
+        assert!(file.contains(file_name), "{arch}: {file}");
+        assert!(
+            file.contains("static-pie linked") || file.contains("statically linked"),
+            "{arch}: {file}"
+        );
+    }
+    // The build machine's own binary: no dynamic loader, and it runs (the
+    // other one runs under qemu, below).
+    let bin = dir.join(format!("claude-sandbox-{}", std::env::consts::ARCH));
     let ldd = Command::new("ldd").arg(&bin).output().unwrap();
     let ldd_out = format!("{}{}", stdout(&ldd), stderr(&ldd));
     assert!(
         ldd_out.contains("statically linked") || ldd_out.contains("not a dynamic executable"),
         "{ldd_out}"
     );
-    // It runs, and the packaged metadata names every option of §3.
     assert!(Command::new(&bin)
         .arg("--version")
         .status()
         .unwrap()
         .success());
+    // The packaged metadata names every option of §3.
     let meta: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("devcontainer-feature.json")).unwrap(),
     )
@@ -88,6 +106,85 @@ fn feature_packages_with_the_official_cli_and_a_static_binary() {
         assert!(meta["options"][o].is_object(), "option {o} missing");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The aarch64 side of the package, on an x86_64 build machine: the packaged
+/// binary answers `--version` and the library's unit tests, cross-built the
+/// way build.sh builds (static glibc, Debian's cross gcc as the linker), pass
+/// under qemu-user. On an aarch64 machine both run natively.
+#[test]
+fn aarch64_binary_and_unit_tests_pass_under_qemu() {
+    let native = std::env::consts::ARCH == "aarch64";
+    let tools: &[&str] = if native {
+        &[]
+    } else {
+        &["qemu-aarch64-static", "aarch64-linux-gnu-gcc"]
+    };
+    if !require_tools("feature_aarch64_qemu", tools) {
+        return;
+    }
+    let run = |bin: &Path| {
+        let mut c = if native {
+            Command::new(bin)
+        } else {
+            let mut c = Command::new("qemu-aarch64-static");
+            c.arg(bin);
+            c
+        };
+        c.env_remove("RUST_TEST_THREADS");
+        c
+    };
+    let dir = unpack_feature(&build_feature(), "qemu");
+    let o = run(&dir.join("claude-sandbox-aarch64"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && stdout(&o).starts_with("claude-sandbox "),
+        "aarch64 --version: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let triple = "aarch64-unknown-linux-gnu";
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .current_dir(repo())
+        .args(["test", "--lib", "--locked", "--no-run", "--target", triple])
+        .args(["--message-format", "json-render-diagnostics"])
+        .env("RUSTFLAGS", "-C target-feature=+crt-static");
+    let linker = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER";
+    if !native && std::env::var_os(linker).is_none() {
+        build.env(linker, "aarch64-linux-gnu-gcc");
+    }
+    let o = build.output().unwrap();
+    assert!(
+        o.status.success(),
+        "cross-building the unit tests: {}",
+        stderr(&o)
+    );
+    let exe = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("cargo named no unit-test executable");
+    let o = run(&exe).output().unwrap();
+    assert!(
+        o.status.success(),
+        "aarch64 unit tests ({}): {}{}",
+        exe.display(),
+        stdout(&o),
+        stderr(&o)
+    );
+    eprintln!(
+        "aarch64 unit tests: {}",
+        stdout(&o)
+            .lines()
+            .find(|l| l.starts_with("test result:"))
+            .unwrap_or("?")
+    );
 }
 
 // ---------------------------------------------------------------------------
