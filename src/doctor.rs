@@ -321,7 +321,7 @@ fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: boo
             true,
             "AppArmor",
             format!(
-                "{on}; root is exempt, but for every other user: {}",
+                "root is exempt, but not every other user: {}",
                 launch::apparmor_userns_fix()
             ),
         );

@@ -1471,3 +1471,122 @@ fn hooks_return_promptly_when_stdin_never_closes() {
         }
     }
 }
+
+/// Root shell lines that make `/proc/sys/kernel/apparmor_restrict_unprivileged_userns`
+/// read `value` in this mount namespace only: bound over the file where the
+/// kernel has it, else a tmpfs over /proc/sys/kernel holding copies of the
+/// kernel's other sysctls and this one.
+fn fake_apparmor_sysctl(w: &World, value: &str) -> String {
+    let r = w.root.display();
+    format!(
+        "f=/proc/sys/kernel/apparmor_restrict_unprivileged_userns\n\
+         printf '{value}\\n' > {r}/bin/aa-sysctl\n\
+         if [ -e \"$f\" ]; then mount --bind {r}/bin/aa-sysctl \"$f\"; else\n\
+           mkdir -p {r}/bin/kernel-sysctls\n\
+           for s in /proc/sys/kernel/*; do [ -f \"$s\" ] && cat \"$s\" > {r}/bin/kernel-sysctls/\"${{s##*/}}\" 2>/dev/null || :; done\n\
+           mount -t tmpfs -o mode=755 tmpfs /proc/sys/kernel\n\
+           cp -a {r}/bin/kernel-sysctls/. /proc/sys/kernel/\n\
+           cp {r}/bin/aa-sysctl \"$f\"\n\
+         fi\n"
+    )
+}
+
+#[test]
+fn doctor_and_launch_name_apparmors_user_namespace_restriction() {
+    if !require("doctor_apparmor") {
+        return;
+    }
+    let w = World::with_probe("apparmor");
+    let r = w.root.display().to_string();
+    // bubblewrap as Ubuntu 24.04 runs it for a non-root user without a profile.
+    std::fs::write(
+        w.root.join("bin/bwrap-refused"),
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        w.root.join("bin/bwrap-refused"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let refused_bwrap = format!("mount --bind {r}/bin/bwrap-refused /usr/bin/bwrap\n");
+    let run = |who: Who, setup: &str, argv: &[&str]| {
+        let o = w
+            .command_with_setup(who, &w.workspace(who), setup, &[], argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), format!("{}{}", stdout(&o), stderr(&o)))
+    };
+    let fix = [
+        "apparmor_restrict_unprivileged_userns is 1",
+        "/etc/apparmor.d/bwrap",
+        "userns,",
+        "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+    ];
+    let names_fix = |line: &str| fix.iter().all(|n| line.contains(n));
+    let restricted = fake_apparmor_sysctl(&w, "1");
+
+    // Restricted, and bubblewrap refused: the user's doctor fails at
+    // bubblewrap, naming AppArmor's fix rather than Docker's seccomp.
+    let (code, out) = run(
+        Who::User,
+        &format!("{restricted}{refused_bwrap}"),
+        &[SELF_BIN, "doctor"],
+    );
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("FAIL bubblewrap")
+            && l.contains("setting up uid map")
+            && names_fix(l)
+            && !l.contains("seccomp")),
+        "doctor does not name AppArmor's fix: {out}"
+    );
+    // So does the launch's refusal.
+    let (code, out) = run(
+        Who::User,
+        &format!("{restricted}{refused_bwrap}"),
+        &["claude", "--version"],
+    );
+    assert_eq!(code, Some(125), "{out}");
+    assert!(
+        names_fix(&out),
+        "the launch does not name AppArmor's fix: {out}"
+    );
+    // The same refusal without the restriction is not blamed on AppArmor.
+    let (_, out) = run(Who::User, &refused_bwrap, &[SELF_BIN, "doctor"]);
+    assert!(
+        !out.contains("AppArmor") && out.contains("seccomp"),
+        "{out}"
+    );
+    // Restricted, but bubblewrap works (as with a profile that allows it): ok.
+    let (_, out) = run(Who::User, &restricted, &[SELF_BIN, "doctor"]);
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   bubblewrap")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   AppArmor")
+            && l.contains("an AppArmor profile lets bubblewrap create them")),
+        "{out}"
+    );
+    // Root is exempt, but is told what every other user needs.
+    let (_, out) = run(Who::Root, &restricted, &[SELF_BIN, "doctor"]);
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   bubblewrap")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   AppArmor")
+            && l.contains("root is exempt")
+            && names_fix(l)),
+        "{out}"
+    );
+    // Without the sysctl (or with it off) doctor says nothing about AppArmor.
+    let (_, out) = run(
+        Who::User,
+        &fake_apparmor_sysctl(&w, "0"),
+        &[SELF_BIN, "doctor"],
+    );
+    assert!(!out.contains("AppArmor"), "{out}");
+}
