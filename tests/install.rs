@@ -39,45 +39,63 @@ fn sha_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// What [`snapshot`] records of `p` (symlinks not followed).
+fn entry_of(p: &Path) -> Entry {
+    let m = p.symlink_metadata().unwrap();
+    let (kind, content) = if m.file_type().is_symlink() {
+        ("link", std::fs::read_link(p).unwrap().display().to_string())
+    } else if m.is_dir() {
+        ("dir", String::new())
+    } else {
+        ("file", sha_hex(&std::fs::read(p).unwrap()))
+    };
+    Entry {
+        kind,
+        mode: m.mode() & 0o7777,
+        uid: m.uid(),
+        gid: m.gid(),
+        size: m.len(),
+        mtime_ns: if m.is_dir() {
+            0
+        } else {
+            m.mtime() * 1_000_000_000 + m.mtime_nsec()
+        },
+        content,
+    }
+}
+
 /// Every entry under `root`, recursively, symlinks not followed.
 fn snapshot(root: &Path) -> Snapshot {
     fn walk(root: &Path, dir: &Path, out: &mut Snapshot) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
-            let m = p.symlink_metadata().unwrap();
-            let (kind, content) = if m.file_type().is_symlink() {
-                (
-                    "link",
-                    std::fs::read_link(&p).unwrap().display().to_string(),
-                )
-            } else if m.is_dir() {
-                ("dir", String::new())
-            } else {
-                ("file", sha_hex(&std::fs::read(&p).unwrap()))
-            };
-            out.insert(
-                p.strip_prefix(root).unwrap().to_path_buf(),
-                Entry {
-                    kind,
-                    mode: m.mode() & 0o7777,
-                    uid: m.uid(),
-                    gid: m.gid(),
-                    size: m.len(),
-                    mtime_ns: if m.is_dir() {
-                        0
-                    } else {
-                        m.mtime() * 1_000_000_000 + m.mtime_nsec()
-                    },
-                    content,
-                },
-            );
-            if m.is_dir() {
+            let entry = entry_of(&p);
+            let is_dir = entry.kind == "dir";
+            out.insert(p.strip_prefix(root).unwrap().to_path_buf(), entry);
+            if is_dir {
                 walk(root, &p, out);
             }
         }
     }
     let mut out = Snapshot::new();
     walk(root, root, &mut out);
+    out
+}
+
+/// This machine's own installation of the product, if any (absolute paths):
+/// the tests hide it from their worlds and must leave it exactly as found.
+fn machine_install() -> Snapshot {
+    let mut out = Snapshot::new();
+    for p in MACHINE_INSTALL.map(Path::new) {
+        if p.symlink_metadata().is_err() {
+            continue;
+        }
+        let entry = entry_of(p);
+        if entry.kind == "dir" {
+            out.extend(snapshot(p).into_iter().map(|(rel, e)| (p.join(rel), e)));
+        }
+        out.insert(p.to_path_buf(), entry);
+    }
     out
 }
 
@@ -884,6 +902,7 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         "/root/.config/glab-cli",
     ];
     let before: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
+    let machine_before = machine_install();
     let w = World::new("fullinstall");
     for who in BOTH {
         let o = w.run_root_raw(&format!(
@@ -1006,9 +1025,14 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
             "a tampered binary",
         );
     }
-    // The world's overlays took every write: this machine has no shadow, and
-    // the install for root went to the world's root home, not to /root.
-    assert!(!Path::new("/usr/libexec/claude-sandbox").exists());
+    // The world's overlays took every write: this machine's own installation
+    // (none, or what scripts/setup.sh put there) is as it was, and the install
+    // for root went to the world's root home, not to /root.
+    assert_same(
+        &machine_install(),
+        &machine_before,
+        "this machine's installation",
+    );
     assert!(w.home(Who::Root).join(".claude.json").exists());
     let after: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
     assert_eq!(

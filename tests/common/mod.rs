@@ -172,6 +172,23 @@ impl Drop for TestDir {
     }
 }
 
+/// Where `claude-sandbox install` puts the product on a machine.
+pub const MACHINE_INSTALL: [&str; 5] = [
+    "/usr/local/bin/claude",
+    "/usr/libexec/claude-sandbox",
+    "/etc/claude-sandbox.conf",
+    "/etc/claude-gitconfig",
+    "/etc/claude-code",
+];
+
+/// Root shell lines, run inside a world's overlays, that remove
+/// [`MACHINE_INSTALL`] from the world's view, and only when each of the three
+/// places is this world's overlay (so the machine's own files are never the
+/// ones removed).
+const HIDE_MACHINE_INSTALL: &str = "set -e\n\
+    for d in /etc /usr/libexec /usr/local/bin; do [ \"$(findmnt -n -o FSTYPE --target $d)\" = overlay ] || { echo \"$d is not the world's overlay\" >&2; exit 1; }; done\n\
+    rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code\n";
+
 /// One isolated installation.
 pub struct World {
     pub root: TestDir,
@@ -199,9 +216,13 @@ impl World {
         std::fs::copy(probe_binary(), root.join("bin/probe")).unwrap();
         // Every prelude binds the world's root home over /root: it must exist first.
         std::fs::create_dir_all(w.home(Who::Root)).unwrap();
-        // The test user, only inside the overlay's /etc.
+        // An installation already on this machine (`scripts/setup.sh` ran
+        // here) is hidden from the world: removed through its overlays once,
+        // which whites it out in the world's upper layers and never touches
+        // the machine. Then the test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
-            "useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            "{HIDE_MACHINE_INSTALL}\n\
+             useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
             home = w.home(Who::User).display()
         ));
         assert!(
