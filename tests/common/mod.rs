@@ -3,8 +3,10 @@
 //! without changing this machine. Every command runs in a private mount
 //! namespace (`unshare -m`) with overlays over exactly /etc, /usr/libexec and
 //! /usr/local/bin whose upper layers live in the world's directory, so state
-//! persists across the world's runs and vanishes with it. An unprivileged
-//! test user exists only in the overlay's /etc/passwd.
+//! persists across the world's runs and vanishes with it. An installation
+//! already on this machine (`scripts/setup.sh` ran here) is whited out in
+//! those upper layers, so a world starts without it either way. An
+//! unprivileged test user exists only in the overlay's /etc/passwd.
 //!
 //! Tests that need root, bubblewrap or user namespaces call [`require`]: under
 //! `CI` a missing prerequisite fails the test; on a developer machine the test
@@ -181,13 +183,22 @@ pub const MACHINE_INSTALL: [&str; 5] = [
     "/etc/claude-code",
 ];
 
-/// Root shell lines, run inside a world's overlays, that remove
-/// [`MACHINE_INSTALL`] from the world's view, and only when each of the three
-/// places is this world's overlay (so the machine's own files are never the
-/// ones removed).
-const HIDE_MACHINE_INSTALL: &str = "set -e\n\
-    for d in /etc /usr/libexec /usr/local/bin; do [ \"$(findmnt -n -o FSTYPE --target $d)\" = overlay ] || { echo \"$d is not the world's overlay\" >&2; exit 1; }; done\n\
-    rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code\n";
+/// Root shell lines, run inside the overlays of the world at `root`, that
+/// remove [`MACHINE_INSTALL`] from its view, and only when the top mount of
+/// each of the three places is this world's overlay (so the machine's own
+/// files are never the ones removed).
+fn hide_machine_install(root: &Path) -> String {
+    let r = root.display();
+    format!(
+        "set -e\n\
+         for d in /etc /usr/libexec /usr/local/bin; do\n\
+           awk -v d=$d '$5 == d' /proc/self/mountinfo | tail -n 1 | grep -q 'upperdir={r}/ov/up/' \\\n\
+             || {{ echo \"$d is not the world's overlay\" >&2; exit 1; }}\n\
+         done\n\
+         rm -rf {}\n",
+        MACHINE_INSTALL.join(" ")
+    )
+}
 
 /// One isolated installation.
 pub struct World {
@@ -221,8 +232,9 @@ impl World {
         // which whites it out in the world's upper layers and never touches
         // the machine. Then the test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
-            "{HIDE_MACHINE_INSTALL}\n\
+            "{hide}\n\
              useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            hide = hide_machine_install(&root),
             home = w.home(Who::User).display()
         ));
         assert!(
