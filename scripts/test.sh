@@ -19,7 +19,7 @@ step "Debian packages"
 need_pkgs=()
 # package:command pairs; a command already present (from any source) is enough.
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
-          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh \
+          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc \
           gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
@@ -40,6 +40,11 @@ step "Rust toolchain"
 if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
     export PATH="$HOME/.cargo/bin:$PATH"
+fi
+# The lints need clippy and rustfmt, which a minimal rustup profile (as
+# scripts/setup.sh installs) lacks.
+if command -v rustup >/dev/null 2>&1; then
+    rustup component add clippy rustfmt >/dev/null 2>&1 || true
 fi
 # The aarch64 standard library for the cross-built feature binary.
 if command -v rustup >/dev/null 2>&1 \

@@ -287,14 +287,50 @@ fn check_prerequisites(r: &mut Report) {
                 "sandbox prerequisites",
                 format!("bubblewrap at {}, user namespaces enabled", b.display()),
             );
-            // The sysctls can say yes while a container's seccomp profile says
-            // no: build a throw-away sandbox to know.
-            match probe_bwrap(&b) {
+            // The sysctls can say yes while a container's seccomp profile (or
+            // AppArmor) says no: build a throw-away sandbox to know.
+            let sysctl = std::fs::read_to_string(launch::APPARMOR_USERNS_SYSCTL).ok();
+            let root = nix::unistd::geteuid().is_root();
+            let apparmor = launch::apparmor_restricts_userns(sysctl.as_deref(), root);
+            let probe = probe_bwrap(&b);
+            match &probe {
                 Ok(()) => r.line(true, "bubblewrap", "builds a sandbox here (user, PID and mount namespaces)"),
+                Err(why) if apparmor => r.line(false, "bubblewrap", format!("cannot build a sandbox here: {why}; {}", launch::apparmor_userns_fix())),
                 Err(why) => r.line(false, "bubblewrap", format!("cannot build a sandbox here: {why}; inside a Docker container the usual cause is its default seccomp profile, which refuses new namespaces: add \"--security-opt\", \"seccomp=unconfined\" to runArgs in devcontainer.json (or use Podman) and rebuild")),
             }
+            check_apparmor(r, sysctl.as_deref(), root, apparmor && probe.is_ok());
         }
         Err(e) => r.line(false, "sandbox prerequisites", e),
+    }
+}
+
+/// AppArmor's restriction of unprivileged user namespaces (Ubuntu 24.04),
+/// named whenever it is on: for a non-root user whose bubblewrap works, an
+/// AppArmor profile lets it (a failing one is named on the bubblewrap line);
+/// root is exempt, but every other user's `claude` needs that profile.
+fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: bool) {
+    if !launch::apparmor_restricts_userns(sysctl, false) {
+        return;
+    }
+    let on = format!(
+        "{} is 1 (unprivileged user namespaces restricted)",
+        launch::APPARMOR_USERNS_SYSCTL
+    );
+    if root {
+        r.line(
+            true,
+            "AppArmor",
+            format!(
+                "root is exempt, but not every other user: {}",
+                launch::apparmor_userns_fix()
+            ),
+        );
+    } else if allowed {
+        r.line(
+            true,
+            "AppArmor",
+            format!("{on}, and an AppArmor profile lets bubblewrap create them"),
+        );
     }
 }
 

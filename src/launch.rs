@@ -177,6 +177,12 @@ fn attempts(
             {
                 userns_lock = false;
             }
+            Outcome::SetupFailed(msg) if apparmor_restricts_userns_here() => {
+                return Err(setup(format!(
+                    "the sandbox could not be built: {msg}; {}",
+                    apparmor_userns_fix()
+                )))
+            }
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
                     "the sandbox could not be built: {msg}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece{}",
@@ -253,6 +259,39 @@ pub(crate) fn userns_available() -> anyhow::Result<()> {
         return Err(setup(format!("unprivileged user namespaces are disabled (/proc/sys/kernel/unprivileged_userns_clone is 0); enable them: sudo sysctl -w kernel.unprivileged_userns_clone=1. {}", escape_hatch())));
     }
     Ok(())
+}
+
+/// The sysctl with which AppArmor (Ubuntu 24.04 and later by default)
+/// confines the user namespaces an unprivileged, unconfined program creates:
+/// no capabilities inside, so bubblewrap cannot build a sandbox unless an
+/// AppArmor profile for bubblewrap allows `userns`.
+pub(crate) const APPARMOR_USERNS_SYSCTL: &str =
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+
+/// Whether AppArmor's restriction applies to this caller: `value` is the
+/// sysctl's content (None where the kernel has no such file), `root` whether
+/// the caller is root, whom the restriction does not confine.
+pub(crate) fn apparmor_restricts_userns(value: Option<&str>, root: bool) -> bool {
+    !root
+        && value
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|v| v != 0)
+}
+
+/// The same question asked of this machine and this process.
+pub(crate) fn apparmor_restricts_userns_here() -> bool {
+    let value = std::fs::read_to_string(APPARMOR_USERNS_SYSCTL).ok();
+    apparmor_restricts_userns(value.as_deref(), nix::unistd::geteuid().is_root())
+}
+
+/// The fix for AppArmor's restriction, in one line: a profile that lets
+/// bubblewrap alone create user namespaces, or (wider) lifting the restriction.
+pub(crate) fn apparmor_userns_fix() -> String {
+    format!(
+        "AppArmor restricts unprivileged user namespaces ({APPARMOR_USERNS_SYSCTL} is 1, Ubuntu 24.04's default), so bubblewrap cannot build a sandbox for a non-root user unless an AppArmor profile allows it; \
+         allow bubblewrap alone: printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile bwrap /usr/bin/bwrap flags=(unconfined) {{\\n  userns,\\n}}\\n' | sudo tee /etc/apparmor.d/bwrap && sudo apparmor_parser -r /etc/apparmor.d/bwrap \
+         (or, wider, lift the restriction for every program: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, which reopens to all of them the kernel surface it closes)"
+    )
 }
 
 /// How an attempt ended.
@@ -648,6 +687,31 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
 mod tests {
     use super::*;
     use crate::sandbox::RwBind;
+
+    #[test]
+    fn apparmor_restriction_read_from_the_sysctl() {
+        // Restricted: a non-root caller where the sysctl is on.
+        assert!(apparmor_restricts_userns(Some("1\n"), false));
+        assert!(apparmor_restricts_userns(Some("2"), false));
+        // Root is not confined; off, absent (older kernels, Debian) or unreadable is no restriction.
+        assert!(!apparmor_restricts_userns(Some("1\n"), true));
+        assert!(!apparmor_restricts_userns(Some("0\n"), false));
+        assert!(!apparmor_restricts_userns(None, false));
+        assert!(!apparmor_restricts_userns(Some(""), false));
+        assert!(!apparmor_restricts_userns(Some("garbage"), false));
+        // The fix names both ways out, on one line.
+        let fix = apparmor_userns_fix();
+        assert!(!fix.contains('\n'), "{fix}");
+        for needle in [
+            APPARMOR_USERNS_SYSCTL,
+            "/etc/apparmor.d/bwrap",
+            "userns,",
+            "apparmor_parser -r",
+            "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+        ] {
+            assert!(fix.contains(needle), "{needle} missing: {fix}");
+        }
+    }
 
     #[test]
     fn a_data_pipe_holds_the_largest_file_a_launch_passes() {

@@ -1323,6 +1323,8 @@ fn check_workspace(o: &Observed) -> Outcome {
         .mounts
         .iter()
         .filter(|m| !m.read_only && !VIRTUAL_FS.contains(&m.fstype.as_str()))
+        // A mount hidden under another at the same place is out of reach.
+        .filter(|m| top_mount(&o.mounts, &m.point).is_some_and(|t| std::ptr::eq(t, *m)))
         // Under $HOME, strict-home decides.
         .filter(|m| !m.point.starts_with(&rec.home) || m.point.starts_with(ws))
         .filter(|m| !allowed(&m.point))
@@ -1898,6 +1900,24 @@ mod tests {
         ] {
             assert!(cmd.contains(w), "{w}");
         }
+    }
+
+    #[test]
+    fn a_writable_mount_hidden_under_a_read_only_one_is_not_writable() {
+        let mut o = healthy();
+        // The host's writable /etc overlay, covered by the sandbox's read-only bind.
+        let etc = |ro: bool| Mount {
+            root: "/".into(),
+            point: "/etc".into(),
+            read_only: ro,
+            fstype: "overlay".into(),
+            source: "overlay".into(),
+        };
+        o.mounts.push(etc(false));
+        o.mounts.push(etc(true));
+        assert!(!check_workspace(&o).unwrap_or_else(|e| e).contains("/etc"));
+        o.mounts.pop();
+        assert!(check_workspace(&o).unwrap_err().contains("/etc"));
     }
 
     #[test]

@@ -39,45 +39,63 @@ fn sha_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// What [`snapshot`] records of `p` (symlinks not followed).
+fn entry_of(p: &Path) -> Entry {
+    let m = p.symlink_metadata().unwrap();
+    let (kind, content) = if m.file_type().is_symlink() {
+        ("link", std::fs::read_link(p).unwrap().display().to_string())
+    } else if m.is_dir() {
+        ("dir", String::new())
+    } else {
+        ("file", sha_hex(&std::fs::read(p).unwrap()))
+    };
+    Entry {
+        kind,
+        mode: m.mode() & 0o7777,
+        uid: m.uid(),
+        gid: m.gid(),
+        size: m.len(),
+        mtime_ns: if m.is_dir() {
+            0
+        } else {
+            m.mtime() * 1_000_000_000 + m.mtime_nsec()
+        },
+        content,
+    }
+}
+
 /// Every entry under `root`, recursively, symlinks not followed.
 fn snapshot(root: &Path) -> Snapshot {
     fn walk(root: &Path, dir: &Path, out: &mut Snapshot) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
-            let m = p.symlink_metadata().unwrap();
-            let (kind, content) = if m.file_type().is_symlink() {
-                (
-                    "link",
-                    std::fs::read_link(&p).unwrap().display().to_string(),
-                )
-            } else if m.is_dir() {
-                ("dir", String::new())
-            } else {
-                ("file", sha_hex(&std::fs::read(&p).unwrap()))
-            };
-            out.insert(
-                p.strip_prefix(root).unwrap().to_path_buf(),
-                Entry {
-                    kind,
-                    mode: m.mode() & 0o7777,
-                    uid: m.uid(),
-                    gid: m.gid(),
-                    size: m.len(),
-                    mtime_ns: if m.is_dir() {
-                        0
-                    } else {
-                        m.mtime() * 1_000_000_000 + m.mtime_nsec()
-                    },
-                    content,
-                },
-            );
-            if m.is_dir() {
+            let entry = entry_of(&p);
+            let is_dir = entry.kind == "dir";
+            out.insert(p.strip_prefix(root).unwrap().to_path_buf(), entry);
+            if is_dir {
                 walk(root, &p, out);
             }
         }
     }
     let mut out = Snapshot::new();
     walk(root, root, &mut out);
+    out
+}
+
+/// This machine's own installation of the product, if any (absolute paths):
+/// the tests hide it from their worlds and must leave it exactly as found.
+fn machine_install() -> Snapshot {
+    let mut out = Snapshot::new();
+    for p in MACHINE_INSTALL.map(Path::new) {
+        if p.symlink_metadata().is_err() {
+            continue;
+        }
+        let entry = entry_of(p);
+        if entry.kind == "dir" {
+            out.extend(snapshot(p).into_iter().map(|(rel, e)| (p.join(rel), e)));
+        }
+        out.insert(p.to_path_buf(), entry);
+    }
     out
 }
 
@@ -884,6 +902,7 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
         "/root/.config/glab-cli",
     ];
     let before: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
+    let machine_before = machine_install();
     let w = World::new("fullinstall");
     for who in BOTH {
         let o = w.run_root_raw(&format!(
@@ -1006,9 +1025,14 @@ fn full_install_on_real_paths_then_doctor_and_version_for_both_users() {
             "a tampered binary",
         );
     }
-    // The world's overlays took every write: this machine has no shadow, and
-    // the install for root went to the world's root home, not to /root.
-    assert!(!Path::new("/usr/libexec/claude-sandbox").exists());
+    // The world's overlays took every write: this machine's own installation
+    // (none, or what scripts/setup.sh put there) is as it was, and the install
+    // for root went to the world's root home, not to /root.
+    assert_same(
+        &machine_install(),
+        &machine_before,
+        "this machine's installation",
+    );
     assert!(w.home(Who::Root).join(".claude.json").exists());
     let after: Vec<bool> = machine_root.iter().map(|p| Path::new(p).exists()).collect();
     assert_eq!(
@@ -1470,4 +1494,123 @@ fn hooks_return_promptly_when_stdin_never_closes() {
             assert!(ms < 5000, "{who:?}: {hook} took {ms} ms: {line}");
         }
     }
+}
+
+/// Root shell lines that make `/proc/sys/kernel/apparmor_restrict_unprivileged_userns`
+/// read `value` in this mount namespace only: bound over the file where the
+/// kernel has it, else a tmpfs over /proc/sys/kernel holding copies of the
+/// kernel's other sysctls and this one.
+fn fake_apparmor_sysctl(w: &World, value: &str) -> String {
+    let r = w.root.display();
+    format!(
+        "f=/proc/sys/kernel/apparmor_restrict_unprivileged_userns\n\
+         printf '{value}\\n' > {r}/bin/aa-sysctl\n\
+         if [ -e \"$f\" ]; then mount --bind {r}/bin/aa-sysctl \"$f\"; else\n\
+           mkdir -p {r}/bin/kernel-sysctls\n\
+           for s in /proc/sys/kernel/*; do [ -f \"$s\" ] && cat \"$s\" > {r}/bin/kernel-sysctls/\"${{s##*/}}\" 2>/dev/null || :; done\n\
+           mount -t tmpfs -o mode=755 tmpfs /proc/sys/kernel\n\
+           cp -a {r}/bin/kernel-sysctls/. /proc/sys/kernel/\n\
+           cp {r}/bin/aa-sysctl \"$f\"\n\
+         fi\n"
+    )
+}
+
+#[test]
+fn doctor_and_launch_name_apparmors_user_namespace_restriction() {
+    if !require("doctor_apparmor") {
+        return;
+    }
+    let w = World::with_probe("apparmor");
+    let r = w.root.display().to_string();
+    // bubblewrap as Ubuntu 24.04 runs it for a non-root user without a profile.
+    std::fs::write(
+        w.root.join("bin/bwrap-refused"),
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        w.root.join("bin/bwrap-refused"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let refused_bwrap = format!("mount --bind {r}/bin/bwrap-refused /usr/bin/bwrap\n");
+    let run = |who: Who, setup: &str, argv: &[&str]| {
+        let o = w
+            .command_with_setup(who, &w.workspace(who), setup, &[], argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), format!("{}{}", stdout(&o), stderr(&o)))
+    };
+    let fix = [
+        "apparmor_restrict_unprivileged_userns is 1",
+        "/etc/apparmor.d/bwrap",
+        "userns,",
+        "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+    ];
+    let names_fix = |line: &str| fix.iter().all(|n| line.contains(n));
+    let restricted = fake_apparmor_sysctl(&w, "1");
+
+    // Restricted, and bubblewrap refused: the user's doctor fails at
+    // bubblewrap, naming AppArmor's fix rather than Docker's seccomp.
+    let (code, out) = run(
+        Who::User,
+        &format!("{restricted}{refused_bwrap}"),
+        &[SELF_BIN, "doctor"],
+    );
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("FAIL bubblewrap")
+            && l.contains("setting up uid map")
+            && names_fix(l)
+            && !l.contains("seccomp")),
+        "doctor does not name AppArmor's fix: {out}"
+    );
+    // So does the launch's refusal.
+    let (code, out) = run(
+        Who::User,
+        &format!("{restricted}{refused_bwrap}"),
+        &["claude", "--version"],
+    );
+    assert_eq!(code, Some(125), "{out}");
+    assert!(
+        names_fix(&out),
+        "the launch does not name AppArmor's fix: {out}"
+    );
+    // The same refusal without the restriction is not blamed on AppArmor.
+    let (_, out) = run(Who::User, &refused_bwrap, &[SELF_BIN, "doctor"]);
+    assert!(
+        !out.contains("AppArmor") && out.contains("seccomp"),
+        "{out}"
+    );
+    // Restricted, but bubblewrap works (as with a profile that allows it): ok.
+    let (_, out) = run(Who::User, &restricted, &[SELF_BIN, "doctor"]);
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   bubblewrap")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   AppArmor")
+            && l.contains("an AppArmor profile lets bubblewrap create them")),
+        "{out}"
+    );
+    // Root is exempt, but is told what every other user needs.
+    let (_, out) = run(Who::Root, &restricted, &[SELF_BIN, "doctor"]);
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   bubblewrap")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("ok   AppArmor")
+            && l.contains("root is exempt")
+            && names_fix(l)),
+        "{out}"
+    );
+    // Without the sysctl (or with it off) doctor says nothing about AppArmor.
+    let (_, out) = run(
+        Who::User,
+        &fake_apparmor_sysctl(&w, "0"),
+        &[SELF_BIN, "doctor"],
+    );
+    assert!(!out.contains("AppArmor"), "{out}");
 }

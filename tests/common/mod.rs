@@ -3,8 +3,10 @@
 //! without changing this machine. Every command runs in a private mount
 //! namespace (`unshare -m`) with overlays over exactly /etc, /usr/libexec and
 //! /usr/local/bin whose upper layers live in the world's directory, so state
-//! persists across the world's runs and vanishes with it. An unprivileged
-//! test user exists only in the overlay's /etc/passwd.
+//! persists across the world's runs and vanishes with it. An installation
+//! already on this machine (`scripts/setup.sh` ran here) is whited out in
+//! those upper layers, so a world starts without it either way. An
+//! unprivileged test user exists only in the overlay's /etc/passwd.
 //!
 //! Tests that need root, bubblewrap or user namespaces call [`require`]: under
 //! `CI` a missing prerequisite fails the test; on a developer machine the test
@@ -173,6 +175,32 @@ impl Drop for TestDir {
     }
 }
 
+/// Where `claude-sandbox install` puts the product on a machine.
+pub const MACHINE_INSTALL: [&str; 5] = [
+    "/usr/local/bin/claude",
+    "/usr/libexec/claude-sandbox",
+    "/etc/claude-sandbox.conf",
+    "/etc/claude-gitconfig",
+    "/etc/claude-code",
+];
+
+/// Root shell lines, run inside the overlays of the world at `root`, that
+/// remove [`MACHINE_INSTALL`] from its view, and only when the top mount of
+/// each of the three places is this world's overlay (so the machine's own
+/// files are never the ones removed).
+fn hide_machine_install(root: &Path) -> String {
+    let r = root.display();
+    format!(
+        "set -e\n\
+         for d in /etc /usr/libexec /usr/local/bin; do\n\
+           awk -v d=$d '$5 == d' /proc/self/mountinfo | tail -n 1 | grep -q 'upperdir={r}/ov/up/' \\\n\
+             || {{ echo \"$d is not the world's overlay\" >&2; exit 1; }}\n\
+         done\n\
+         rm -rf {}\n",
+        MACHINE_INSTALL.join(" ")
+    )
+}
+
 /// One isolated installation.
 pub struct World {
     pub root: TestDir,
@@ -200,9 +228,14 @@ impl World {
         std::fs::copy(probe_binary(), root.join("bin/probe")).unwrap();
         // Every prelude binds the world's root home over /root: it must exist first.
         std::fs::create_dir_all(w.home(Who::Root)).unwrap();
-        // The test user, only inside the overlay's /etc.
+        // An installation already on this machine (`scripts/setup.sh` ran
+        // here) is hidden from the world: removed through its overlays once,
+        // which whites it out in the world's upper layers and never touches
+        // the machine. Then the test user, only inside the overlay's /etc.
         let out = w.run_root_raw(&format!(
-            "useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            "{hide}\n\
+             useradd -l -u {TEST_UID} -U -M -d {home} -s /bin/sh {TEST_USER}",
+            hide = hide_machine_install(&root),
             home = w.home(Who::User).display()
         ));
         assert!(
