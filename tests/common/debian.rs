@@ -1,5 +1,5 @@
 //! The cached minimal Debian root that tests/feature.rs and tests/docker.rs
-//! start from (a copy of tests/feature.rs's helpers, kept in step with them).
+//! start from.
 
 use super::{shell_quote, stderr, stdout};
 use std::path::PathBuf;
