@@ -232,16 +232,6 @@ fn more_cases(
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());
     crate::plan::tests::as_root(&mut f);
-    f.root_masks = vec![
-        crate::rootview::Unreadable {
-            path: "/etc/ssl/private".into(),
-            dir: true,
-        },
-        crate::rootview::Unreadable {
-            path: "/etc/shadow-".into(),
-            dir: false,
-        },
-    ];
     v.push((
         "root-launch",
         render(&Config::default(), &f, lan_resolv, &[]),

@@ -1763,16 +1763,6 @@ mod tests {
         f.passwd_home = Some(PathBuf::from("/home/real"));
         // A root launch, so the root-view masks are in play too.
         plan::tests::as_root(&mut f);
-        f.root_masks = vec![
-            crate::rootview::Unreadable {
-                path: "/etc/ssl/private".into(),
-                dir: true,
-            },
-            crate::rootview::Unreadable {
-                path: "/var/lib/secret".into(),
-                dir: false,
-            },
-        ];
         let extra = PathBuf::from("/srv/data");
         f.resolved.insert(extra.clone(), Some(extra.clone()));
         if let Some(j) = f.jail.as_mut() {
