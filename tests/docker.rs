@@ -15,6 +15,13 @@
 //! the remote user added beforehand (with this machine's network) and the
 //! real Claude Code at /usr/libexec/claude-sandbox/claude (claudeSource
 //! "existing"), so the image build itself needs no network.
+//!
+//! In the root container the egress jail is then probed directly (the
+//! static probe example as the real binary, `claude shell CMD`): listeners
+//! on the container's loopback and on the engine's bridge address are
+//! reached from the container and blocked from its sandbox. Last,
+//! `devcontainer features test` runs the feature's scenarios
+//! (devcontainer-feature/test/claude-sandbox/scenarios.json) on this engine.
 
 mod common;
 use common::*;
@@ -29,6 +36,10 @@ fn repo() -> &'static Path {
 
 const CLI: &str = "/opt/csb-devcontainer-cli/node_modules/.bin/devcontainer";
 const IMAGE: &str = "csb-e2e-base:bookworm";
+/// The engine's bridge address (its containers' gateway), fixed with --bip;
+/// in tests/testnet/netprobe.py's TEST_NETWORKS.
+const GATEWAY: &str = "172.17.0.1";
+const NETPROBE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testnet/netprobe.py");
 
 /// Root, bubblewrap, the real Claude Code and the engine's programs; under
 /// CI a missing one fails, elsewhere the test is skipped loudly.
@@ -81,7 +92,7 @@ impl Engine {
         let script = format!(
             "set -e\nip link set lo up\nexec dockerd --data-root {d}/data --exec-root {d}/exec \
              --pidfile {d}/docker.pid -H unix://{d}/docker.sock --cgroup-parent /{cgroup} \
-             --ip6tables=false --userland-proxy=false --log-level=warn"
+             --bip {GATEWAY}/16 --ip6tables=false --userland-proxy=false --log-level=warn"
         );
         let log = std::fs::File::create(dir.join("dockerd.log")).unwrap();
         // unshare execs bash, which execs dockerd: the child is the daemon.
@@ -222,6 +233,173 @@ fn build_feature() {
     assert!(o.status.success(), "build.sh: {}{}", stdout(&o), stderr(&o));
 }
 
+/// The probe example built like the feature's binary (static glibc, for
+/// this machine's architecture), so it runs in any container of it.
+fn static_probe() -> PathBuf {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let o = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--locked",
+            "--example",
+            "probe",
+        ])
+        .args(["--target", &triple, "--manifest-path"])
+        .arg(repo().join("Cargo.toml"))
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "static probe: {}", stderr(&o));
+    repo().join(format!("target/{triple}/release/examples/probe"))
+}
+
+/// A netprobe listener in another process's network namespace (the
+/// engine's or a container's), killed when dropped.
+struct Listener(Child);
+
+impl Listener {
+    fn start(netns_of: u32, addr: &str, token: &str) -> Listener {
+        let child = Command::new("nsenter")
+            .args([
+                "-t",
+                &netns_of.to_string(),
+                "-n",
+                "python3",
+                NETPROBE,
+                "serve",
+            ])
+            .args([addr, token, "300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let l = Listener(child);
+        // Ready once it answers in its own namespace.
+        let t0 = Instant::now();
+        loop {
+            let o = Command::new("nsenter")
+                .args([
+                    "-t",
+                    &netns_of.to_string(),
+                    "-n",
+                    "python3",
+                    NETPROBE,
+                    "connect",
+                    addr,
+                ])
+                .output()
+                .unwrap();
+            if stdout(&o).contains("REACHED") {
+                break l;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "listener {addr}: {}",
+                stdout(&o)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One line per target, netprobe's format ("ADDR:PORT REACHED what it
+/// sent" / "ADDR:PORT BLOCKED why"), with bash's /dev/tcp (the image has no
+/// python3); every wait bounded.
+const CONNECT_SH: &str = r#"for t in "$@"; do
+  out=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}" && timeout 3 cat <&3' _ "$t" 2>&1) \
+    && echo "$t REACHED $out" || echo "$t BLOCKED ${out:-timeout}"
+done
+"#;
+
+/// The egress jail inside the container's sandbox (issue #14 item 2): a
+/// listener on the container's own loopback and one on the engine's side of
+/// the bridge (the gateway) are reached from the container outside the
+/// sandbox (the control) and blocked from inside it. The sandbox runs the
+/// probe as the real binary (`claude shell CMD`), installed in the
+/// container with `claude-sandbox install --real-claude`.
+fn jail_probe(engine: &Engine, id: &str, ws: &Path) {
+    let pid: u32 = stdout(&engine.docker(&["inspect", "-f", "{{.State.Pid}}", id]))
+        .trim()
+        .parse()
+        .expect("the container's pid");
+    let lo = "127.0.0.1:47101";
+    let gw = format!("{GATEWAY}:47102");
+    let _in_container = Listener::start(pid, lo, "container-loopback");
+    let _on_engine = Listener::start(engine.daemon.id(), &gw, "engine-gateway");
+
+    std::fs::copy(static_probe(), ws.join("probe")).unwrap();
+    std::fs::write(ws.join("connect.sh"), CONNECT_SH).unwrap();
+    let wsd = format!("/workspaces/{}", ws.file_name().unwrap().to_string_lossy());
+    let o = engine.docker(&[
+        "exec",
+        id,
+        "/usr/libexec/claude-sandbox/claude-sandbox",
+        "install",
+        "--no-packages",
+        "--user",
+        "root",
+        "--real-claude",
+        &format!("{wsd}/probe"),
+    ]);
+    assert!(
+        o.status.success(),
+        "install --real-claude probe: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+
+    let targets = format!("{lo} {gw}");
+    let outside = engine.docker(&[
+        "exec",
+        "-w",
+        &wsd,
+        id,
+        "bash",
+        "-c",
+        &format!("bash connect.sh {targets}"),
+    ]);
+    let inside = engine.docker(&[
+        "exec",
+        "-w",
+        &wsd,
+        id,
+        "bash",
+        "-lc",
+        &format!("claude shell 'ip -4 route; bash connect.sh {targets}'"),
+    ]);
+    let (outside, inside_out) = (stdout(&outside), stdout(&inside));
+    eprintln!("jail probe, outside the sandbox:\n{outside}inside:\n{inside_out}");
+    for t in [lo, gw.as_str()] {
+        assert!(
+            outside.contains(&format!("{t} REACHED ")),
+            "control from the container: {outside}"
+        );
+        assert!(
+            inside_out.contains(&format!("{t} BLOCKED ")),
+            "from the sandbox:\n{inside_out}{}",
+            stderr(&inside)
+        );
+    }
+    assert!(
+        outside.contains("REACHED container-loopback")
+            && outside.contains("REACHED engine-gateway")
+    );
+    // The jail's routes, not a sandbox without network: its blackholes.
+    assert!(
+        inside_out.contains("blackhole 172.16.0.0/12"),
+        "{inside_out}"
+    );
+}
+
 /// A workspace whose .devcontainer/devcontainer.json holds only "image",
 /// "features" (the feature as a local folder) and, for a non-root user,
 /// "remoteUser".
@@ -263,6 +441,72 @@ fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBuf {
     ws
 }
 
+/// `devcontainer features test` with the standard layout (src/ and test/
+/// with test.sh, scenarios.json and a script per scenario), run on a copy of
+/// devcontainer-feature/ made offline-able: installsAfter removed (the CLI
+/// looks its ghcr.io features up), every scenario's image replaced by the
+/// imported base image and claudeSource set to "existing" (the base image
+/// carries the real Claude Code; "npm" needs the registry). Only the
+/// scenarios run: the autogenerated test.sh and duplicate tests install
+/// the feature with its defaults (claudeSource npm), which needs the
+/// registry. The CLI's temporary workspaces go to a TMPDIR in the engine's
+/// directory.
+fn features_test(engine: &Engine) {
+    let proj = engine.dir.join("featproj");
+    std::fs::create_dir_all(&proj).unwrap();
+    for d in ["src", "test"] {
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(repo().join("devcontainer-feature").join(d))
+            .arg(proj.join(d))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let meta_path = proj.join("src/claude-sandbox/devcontainer-feature.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta.as_object_mut().unwrap().remove("installsAfter");
+    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    let sc_path = proj.join("test/claude-sandbox/scenarios.json");
+    let mut sc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sc_path).unwrap()).unwrap();
+    let names: Vec<String> = sc.as_object().unwrap().keys().cloned().collect();
+    for v in sc.as_object_mut().unwrap().values_mut() {
+        v["image"] = IMAGE.into();
+        v["features"]["claude-sandbox"]["claudeSource"] = "existing".into();
+    }
+    std::fs::write(&sc_path, serde_json::to_string_pretty(&sc).unwrap()).unwrap();
+    let tmp = engine.dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let o = Command::new(CLI)
+        .args([
+            "features",
+            "test",
+            "--skip-autogenerated",
+            "--skip-duplicated",
+        ])
+        .args(["-f", "claude-sandbox", "-p"])
+        .arg(&proj)
+        .env("DOCKER_HOST", engine.host())
+        .env_remove("DOCKER_CONTEXT")
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success() && !out.contains("FAIL:"),
+        "devcontainer features test:\n{out}"
+    );
+    for n in &names {
+        assert!(out.contains(&format!("Passed:      '{n}'")), "{n}:\n{out}");
+    }
+    for l in out.lines().filter(|l| l.contains("Passed:")) {
+        eprintln!("features test: {}", l.trim());
+    }
+}
+
 #[test]
 fn feature_on_docker_with_the_official_cli_and_no_run_args() {
     let Some(real) = prerequisites() else {
@@ -300,6 +544,7 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
     std::fs::remove_dir_all(&extra).unwrap();
     let t_image = t0.elapsed();
 
+    let mut root_container = None;
     for (name, user) in [("rootws", None), ("userws", Some("vscode"))] {
         let who = user.unwrap_or("root");
         let ws = workspace(&engine.dir, name, user);
@@ -367,11 +612,23 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
             stdout(&o),
             stderr(&o)
         );
+        if user.is_none() {
+            root_container = Some((id, ws));
+        }
     }
+    let t_up = t0.elapsed();
+    let (id, ws) = root_container.unwrap();
+    jail_probe(&engine, &id, &ws);
+    let t_jail = t0.elapsed();
+    features_test(&engine);
+    let t_ftest = t0.elapsed();
     eprintln!(
-        "docker feature e2e: engine up {:.1?}, image imported {:.1?}, total {:.1?}",
+        "docker feature e2e: engine up {:.1?}, image imported {:.1?}, two `up`s {:.1?}, jail probe {:.1?}, features test {:.1?}, total {:.1?}",
         t_engine,
         t_image - t_engine,
+        t_up - t_image,
+        t_jail - t_up,
+        t_ftest - t_jail,
         t0.elapsed()
     );
     drop(engine);

@@ -12,7 +12,8 @@
 
 IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
 and a listener's lifetime is at most 600 s. It only ever talks to loopback and the
-addresses of the namespaces tests/testnet/lan.sh creates; any other target is
+addresses of the namespaces tests/testnet/lan.sh creates (and the bridge of
+tests/docker.rs's private Docker engine); any other target is
 refused before anything is sent. So every packet stays in namespaces the test
 created.
 """
@@ -45,6 +46,9 @@ TEST_NETWORKS = [
         "169.254.169.254/32",
         "169.254.0.53/32",
         "203.0.113.10/32",
+        # The bridge address of the Docker engine tests/docker.rs starts in
+        # a network namespace of its own (--bip).
+        "172.17.0.1/32",
     )
 ]
 
