@@ -128,7 +128,7 @@ fn print_plan(args: &[OsString], json: bool) -> anyhow::Result<i32> {
     for w in &loaded.weakened {
         eprintln!("claude-sandbox: {}", w.notice());
     }
-    let sb = launch::sandbox(&loaded.config, args, crate::plan::ProcMode::Fresh)?;
+    let (sb, _) = launch::sandbox(&loaded.config, args, crate::plan::ProcMode::Fresh)?;
     print!("{}", plan_text(&sb, json)?);
     Ok(0)
 }

@@ -83,10 +83,16 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
             (p, r)
         })
         .collect();
-    let protected = plan::rw_requests(cfg, &cwd)
+    let workspace = plan::rw_requests(cfg, &cwd)
         .first()
-        .and_then(|ws| resolved.get(ws).cloned().flatten())
-        .map(|ws| protected_paths(&ws))
+        .and_then(|ws| resolved.get(ws).cloned().flatten());
+    let discovered = workspace
+        .as_deref()
+        .map(crate::protect::discover)
+        .unwrap_or_default();
+    let protected = workspace
+        .as_deref()
+        .map(|ws| protected_paths(ws, &discovered))
         .unwrap_or_default();
     let (root_masks, hidden_whole) = root_view(uid, &resolved);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
@@ -125,6 +131,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
             Vec::new()
         },
         protected,
+        discovered,
         jail: if jailed {
             Some(crate::jail::host_facts()?)
         } else {
@@ -140,10 +147,14 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
 /// workspace (that target is what a host tool would read); one pointing
 /// elsewhere is not bound (outside the read-write roots it is read-only
 /// already) and the tripwire watches it like a missing path.
-fn protected_paths(workspace: &Path) -> Vec<crate::sandbox::RwBind> {
-    crate::protect::discover(workspace)
+fn protected_paths(
+    workspace: &Path,
+    discovered: &crate::protect::Protected,
+) -> Vec<crate::sandbox::RwBind> {
+    discovered
         .paths
-        .into_iter()
+        .iter()
+        .cloned()
         .filter_map(|p| {
             let m = p.symlink_metadata().ok()?;
             let resolved = if m.file_type().is_symlink() {

@@ -118,10 +118,10 @@ pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let home = host::identity()?.home;
     host::ensure_private_state(&home)?;
     let git = host::GitIdentity::start(home.clone());
-    let first = sandbox(cfg, args, ProcMode::Fresh)?;
+    let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
     let watch = first
         .workspace()
-        .map(|ws| tripwire::Watch::start(&home, ws));
+        .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
     let mut jail = None;
     let result = attempts(cfg, args, first, &bwrap, &mut jail, &git);
     drop(jail);
@@ -147,7 +147,7 @@ fn attempts(
     loop {
         let mut sb = match next.take() {
             Some(sb) => sb,
-            None => sandbox(cfg, args, mode)?,
+            None => sandbox(cfg, args, mode)?.0,
         };
         if !userns_lock {
             sb.nested_userns = true;
@@ -211,11 +211,15 @@ fn reap_orphans() {
 
 /// The sandbox for one attempt: host facts gathered, plan built (and, in
 /// test builds only, the requested mutations applied).
-pub(crate) fn sandbox(cfg: &Config, args: &[OsString], mode: ProcMode) -> anyhow::Result<Sandbox> {
+pub(crate) fn sandbox(
+    cfg: &Config,
+    args: &[OsString],
+    mode: ProcMode,
+) -> anyhow::Result<(Sandbox, plan::Facts)> {
     let facts = host::gather(cfg, mode)?;
     let mut sb = plan::build(cfg, &facts, args)?;
     crate::testhooks::apply(&mut sb, &facts.home, &facts.env);
-    Ok(sb)
+    Ok((sb, facts))
 }
 
 /// Everything a launch needs that is not ours to create: bubblewrap, our

@@ -129,6 +129,9 @@ pub(crate) struct Facts {
     /// each as found and as resolved (a symlink to a file in the workspace
     /// protects that file).
     pub protected: Vec<RwBind>,
+    /// What the walk of the workspace found ([`crate::protect::discover`]),
+    /// existing or not: the tripwire watches all of it.
+    pub discovered: crate::protect::Protected,
     /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
     /// exist and read as text; the sandbox gets them without the lockdown.
     pub managed_settings: Option<String>,
@@ -676,6 +679,7 @@ pub(crate) mod tests {
             host_loopback_tcp: Vec::new(),
             passwd_home: None,
             protected: Vec::new(),
+            discovered: Default::default(),
             jail: Some(JailFacts {
                 routes: HostRoutes {
                     iface: "eth0".into(),

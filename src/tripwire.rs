@@ -298,10 +298,10 @@ fn untouched_before(now: &Tree, since: SystemTime) -> Tree {
         .collect()
 }
 
-/// Every watched path of a session: the protected paths of `workspace`
-/// (existing or not) and Claude Code's settings files.
-fn targets(home: &Path, workspace: &Path) -> BTreeMap<PathBuf, Kind> {
-    let protect::Protected { paths, gitdirs, .. } = protect::discover(workspace);
+/// Every watched path of a session: the protected paths the walk of
+/// `workspace` found (existing or not) and Claude Code's settings files.
+fn targets(home: &Path, workspace: &Path, found: protect::Protected) -> BTreeMap<PathBuf, Kind> {
+    let protect::Protected { paths, gitdirs, .. } = found;
     let mut out = BTreeMap::new();
     for p in paths {
         let in_gitdir = p.parent().is_some_and(|d| gitdirs.iter().any(|g| g == d));
@@ -787,10 +787,11 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    /// Snapshot every watched path of `workspace` and `home`.
-    pub(crate) fn start(home: &Path, workspace: &Path) -> Watch {
+    /// Snapshot every watched path of `workspace` and `home`; `found` is the
+    /// launch's own walk of the workspace (the plan's), not repeated here.
+    pub(crate) fn start(home: &Path, workspace: &Path, found: protect::Protected) -> Watch {
         let started = SystemTime::now();
-        let before = targets(home, workspace)
+        let before = targets(home, workspace, found)
             .into_iter()
             .map(|(p, k)| {
                 let t = scan(&p, k, None);
@@ -813,7 +814,8 @@ impl Watch {
             .iter()
             .map(|(p, (k, _))| (p.clone(), *k))
             .collect();
-        for (p, k) in targets(&self.home, &self.workspace) {
+        let found = protect::discover(&self.workspace);
+        for (p, k) in targets(&self.home, &self.workspace, found) {
             all.entry(p).or_insert(k);
         }
         let since = self.started.checked_sub(SLACK).unwrap_or(UNIX_EPOCH);
@@ -1620,7 +1622,7 @@ mod tests {
     #[test]
     fn an_unchanged_session_finds_nothing_and_a_changed_one_everything() {
         let (base, home, ws) = world("detect");
-        let w = Watch::start(&home, &ws);
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
         assert_eq!(w.changes(), Vec::new());
         // What a session inside could do.
         write(&ws.join("sub/.git/HEAD"), "ref: refs/heads/main\n");
@@ -1683,7 +1685,7 @@ mod tests {
         let (base, home, ws) = world("revert");
         std::fs::set_permissions(ws.join(".envrc"), std::fs::Permissions::from_mode(0o640))
             .unwrap();
-        let w = Watch::start(&home, &ws);
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
         write(&ws.join("sub/.git/HEAD"), "ref: refs/heads/main\n");
         write(
             &ws.join("sub/.git/config"),
@@ -1769,7 +1771,7 @@ mod tests {
     #[test]
     fn a_settings_file_the_session_created_goes_when_emptied() {
         let (base, home, ws) = world("settings-new");
-        let w = Watch::start(&home, &ws);
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
         write(
             &ws.join(".claude/settings.local.json"),
             r#"{"env":{"X":"1"}}"#,
@@ -1815,14 +1817,14 @@ mod tests {
             let (mut snap, mut cmp) = (Duration::ZERO, Duration::ZERO);
             for _ in 0..n {
                 let t = std::time::Instant::now();
-                let w = Watch::start(&home, &ws);
+                let w = Watch::start(&home, &ws, protect::discover(&ws));
                 let t1 = t.elapsed();
                 assert!(w.changes().is_empty());
                 snap += t1;
                 cmp += t.elapsed() - t1;
             }
             let n32 = n as u32;
-            let watched = targets(&home, &ws).len();
+            let watched = targets(&home, &ws, protect::discover(&ws)).len();
             let size = std::fs::metadata(home.join(".claude.json")).unwrap().len();
             println!(
                 "tripwire on {}: {watched} paths, ~/.claude.json {size} bytes: snapshot {:?}, comparison {:?}, total {:?} (mean of {n})",
@@ -1833,7 +1835,7 @@ mod tests {
             );
             // Claude Code rewrites ~/.claude.json in every real session:
             // then both versions are parsed (after the session, not at launch).
-            let w = Watch::start(&home, &ws);
+            let w = Watch::start(&home, &ws, protect::discover(&ws));
             let bumped = big
                 .to_string()
                 .replace("\"numStartups\":3", "\"numStartups\":4");
