@@ -619,6 +619,49 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// tests/fixtures/fake_anthropic.py on a free loopback port for `secs`
+/// seconds, logging the requests it answers to `log`.
+struct FakeApi {
+    child: std::process::Child,
+    base: String,
+    log: PathBuf,
+}
+
+impl FakeApi {
+    fn start(w: &World, secs: u32) -> FakeApi {
+        let port = free_port();
+        let log = w.root.join("api.log");
+        let child = Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/fake_anthropic.py"
+            ))
+            .arg(port.to_string())
+            .arg(&log)
+            .arg(secs.to_string())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        FakeApi {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A failing test leaves no fake API behind either.
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Install the real Claude Code in `w` for root, with the jail off and the
 /// variables that point it at the fake Messages API passed through.
 fn install_real_for_fake_api(w: &World, real: &Path) {
@@ -643,20 +686,8 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     let Some(real) = real_claude() else { return };
     let w = World::new("realgate");
     install_real_for_fake_api(&w, &real);
-    let port = free_port();
-    let log = w.root.join("api.log");
-    let mut api = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/fake_anthropic.py"
-        ))
-        .arg(port.to_string())
-        .arg(&log)
-        .arg("120")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let base = format!("http://127.0.0.1:{port}");
+    let mut api = FakeApi::start(&w, 120);
+    let (base, log) = (api.base.clone(), api.log.clone());
     let env = [
         ("ANTHROPIC_BASE_URL", base.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),
@@ -693,8 +724,7 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     );
     // Through the shadow: the prompt reaches the API and the answer comes back.
     let o = w.run(Who::Root, &env, &["claude", "-p", "hello-wrapped"]);
-    let _ = api.kill();
-    let _ = api.wait();
+    api.stop();
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("PONG-FROM-FAKE-API"), "{}", stdout(&o));
@@ -765,20 +795,8 @@ fn planted_user_code_runs_only_inside_the_sandbox() {
     let markers = w.workspace(Who::Root).join("markers");
     std::fs::create_dir_all(&markers).unwrap();
     plant_user_code(&w, &markers);
-    let port = free_port();
-    let log = w.root.join("api.log");
-    let mut api = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/fake_anthropic.py"
-        ))
-        .arg(port.to_string())
-        .arg(&log)
-        .arg("300")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let base = format!("http://127.0.0.1:{port}");
+    let mut api = FakeApi::start(&w, 300);
+    let (base, log) = (api.base.clone(), api.log.clone());
     let env = [
         ("ANTHROPIC_BASE_URL", base.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),
@@ -839,8 +857,7 @@ fn planted_user_code_runs_only_inside_the_sandbox() {
     //    user's own hooks, helper and MCP servers run, and the prompt
     //    reaches the API.
     let o = w.run(Who::Root, &env, &["claude", "-p", "hello-wrapped"]);
-    let _ = api.kill();
-    let _ = api.wait();
+    api.stop();
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("PONG-FROM-FAKE-API"), "{}", stdout(&o));
