@@ -407,20 +407,11 @@ fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBuf {
     let ws = parent.join(name);
     let dc = ws.join(".devcontainer");
     std::fs::create_dir_all(&dc).unwrap();
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(repo().join("devcontainer-feature/src/claude-sandbox"))
-        .arg(dc.join("claude-sandbox"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    // installsAfter names features on ghcr.io, which the CLI looks up even
-    // when they are not used: no registry is reachable here.
-    let meta_path = dc.join("claude-sandbox/devcontainer-feature.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta.as_object_mut().unwrap().remove("installsAfter");
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    copy_tree(
+        &repo().join("devcontainer-feature/src/claude-sandbox"),
+        &dc.join("claude-sandbox"),
+    );
+    without_installs_after(&dc.join("claude-sandbox"));
     let mut config = serde_json::json!({
         "image": IMAGE,
         "features": { "./claude-sandbox": { "claudeSource": "existing" } },
@@ -441,6 +432,28 @@ fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBuf {
     ws
 }
 
+/// `cp -a SRC DST`.
+fn copy_tree(src: &Path, dst: &Path) {
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(src)
+        .arg(dst)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp -a {} {}", src.display(), dst.display());
+}
+
+/// Remove `installsAfter` from the feature copy at `feature`: it names
+/// features on ghcr.io, which the CLI looks up even when they are not used,
+/// and no registry is reachable here.
+fn without_installs_after(feature: &Path) {
+    let meta_path = feature.join("devcontainer-feature.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta.as_object_mut().unwrap().remove("installsAfter");
+    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+}
+
 /// `devcontainer features test` with the standard layout (src/ and test/
 /// with test.sh, scenarios.json and a script per scenario), run on a copy of
 /// devcontainer-feature/ made offline-able: installsAfter removed (the CLI
@@ -455,19 +468,9 @@ fn features_test(engine: &Engine) {
     let proj = engine.dir.join("featproj");
     std::fs::create_dir_all(&proj).unwrap();
     for d in ["src", "test"] {
-        let st = Command::new("cp")
-            .arg("-a")
-            .arg(repo().join("devcontainer-feature").join(d))
-            .arg(proj.join(d))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        copy_tree(&repo().join("devcontainer-feature").join(d), &proj.join(d));
     }
-    let meta_path = proj.join("src/claude-sandbox/devcontainer-feature.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta.as_object_mut().unwrap().remove("installsAfter");
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    without_installs_after(&proj.join("src/claude-sandbox"));
     let sc_path = proj.join("test/claude-sandbox/scenarios.json");
     let mut sc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sc_path).unwrap()).unwrap();
