@@ -105,6 +105,23 @@ fn errno(r: nix::libc::c_long) -> i32 {
     }
 }
 
+/// `socket(family, ty, 0)` made raw, the socket closed again: its result.
+fn socket_closed(family: i32, ty: i32) -> nix::libc::c_long {
+    use nix::libc::{self, c_long};
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_socket,
+            family as c_long,
+            ty as c_long,
+            0 as c_long,
+        )
+    };
+    if r >= 0 {
+        unsafe { libc::close(r as i32) };
+    }
+    r
+}
+
 /// A raw `clone` that must not create a process; if it ever does, the child
 /// leaves at once and the parent reaps it.
 fn clone_flags(flags: nix::libc::c_long) -> nix::libc::c_long {
@@ -412,16 +429,7 @@ fn syscalls() {
             ("socket-alg", libc::AF_ALG),
             ("socket-vsock", libc::AF_VSOCK),
         ] {
-            let r = syscall(
-                libc::SYS_socket,
-                family as c_long,
-                libc::SOCK_SEQPACKET as c_long,
-                NULL,
-            );
-            put(name, r);
-            if r >= 0 {
-                libc::close(r as i32);
-            }
+            put(name, socket_closed(family, libc::SOCK_SEQPACKET));
         }
         let null = std::fs::File::open("/dev/null").unwrap();
         use std::os::fd::AsRawFd;
@@ -467,16 +475,7 @@ fn syscalls() {
             ("socket-inet", libc::AF_INET),
             ("socket-unix", libc::AF_UNIX),
         ] {
-            let r = syscall(
-                libc::SYS_socket,
-                family as c_long,
-                libc::SOCK_STREAM as c_long,
-                NULL,
-            );
-            ok(name, r);
-            if r >= 0 {
-                libc::close(r as i32);
-            }
+            ok(name, socket_closed(family, libc::SOCK_STREAM));
         }
         let mut ws: libc::winsize = std::mem::zeroed();
         let null = std::fs::File::open("/dev/null").unwrap();
