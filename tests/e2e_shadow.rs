@@ -2,6 +2,7 @@
 //! unprivileged user, with the probe standing in for the real binary.
 
 mod common;
+use common::lan::netprobe_in;
 use common::*;
 
 const DECOYS: &[(&str, &str)] = &[
@@ -501,13 +502,15 @@ echo WORKLOAD-DONE
 
 /// Root shell lines for the world's mount namespace: a private /run holding a
 /// listening unix socket (a stand-in for the Docker socket) that answers
-/// `TOKEN` to each connection for at most 20 s.
-fn run_socket_setup(path: &str) -> String {
+/// `TOKEN` to each connection while the launch it was set up for lasts (at
+/// most 20 s).
+fn run_socket_setup(w: &World, path: &str) -> String {
+    let netprobe = netprobe_in(w);
     format!(
         "mount -t tmpfs tmpfs /run\n\
-         python3 -c 'import socket,os,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1],0o777); s.listen(8); s.settimeout(20)\n\
-         while True:\n    c,_=s.accept(); c.sendall(b\"TOKEN\"); c.close()' {path} >/dev/null 2>&1 &\n\
-         for i in $(seq 50); do [ -S {path} ] && break; sleep 0.1; done\n"
+         python3 {} unix-serve {path} TOKEN 20 >/dev/null 2>&1 &\n\
+         for i in $(seq 50); do [ -S {path} ] && break; sleep 0.1; done\n",
+        netprobe.display()
     )
 }
 
@@ -531,7 +534,7 @@ fn sockets_under_run_are_masked_unless_allowed() {
                 .command_with_setup(
                     who,
                     &w.workspace(who),
-                    &run_socket_setup(sock),
+                    &run_socket_setup(&w, sock),
                     &[],
                     &["claude", "unix", sock],
                 )
@@ -815,14 +818,14 @@ fn a_socket_created_under_run_after_the_launch_is_unreachable() {
     }
     let w = World::with_probe("latesock");
     let sock = "/run/late/x/y.sock";
+    let netprobe = netprobe_in(&w).display().to_string();
     // The session waits until the host has created the socket, then tries it;
     // the host checks its own listener answers (so BLOCKED is the sandbox's doing).
     let script = format!(
         "rm -f started go\n\
          claude shell 'touch started; while [ ! -e go ]; do sleep 0.05; done; claude unix {sock}' > inside.out 2>&1 &\n\
          for i in $(seq 200); do [ -e started ] && break; sleep 0.05; done\n\
-         python3 -c 'import socket,os,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)\n\
-         while True:\n    c,_=s.accept(); c.sendall(b\"TOKEN\"); c.close()' {sock} >/dev/null 2>&1 &\n\
+         python3 {netprobe} unix-serve {sock} TOKEN 20 >/dev/null 2>&1 &\n\
          for i in $(seq 50); do [ -S {sock} ] && break; sleep 0.1; done\n\
          touch go; wait %1\n\
          python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"HOST\", s.recv(5).decode())' {sock}\n\

@@ -194,9 +194,10 @@ fn run_masked_passes_on_a_host_with_a_docker_socket() {
         return;
     }
     let w = World::with_probe("verifysock");
+    let netprobe = netprobe_in(&w).display().to_string();
     let listen = |p: &str| {
         format!(
-            "python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' {p} >/dev/null 2>&1 &\n\
+            "python3 {netprobe} unix-serve {p} TOKEN 30 >/dev/null 2>&1 &\n\
              for i in $(seq 50); do [ -S {p} ] && break; sleep 0.1; done\n"
         )
     };

@@ -79,6 +79,14 @@ impl Drop for Lan {
     }
 }
 
+/// netprobe.py copied into `w` (beside the probe, readable by the test
+/// user and inside the sandbox); its path.
+pub fn netprobe_in(w: &World) -> std::path::PathBuf {
+    let p = w.root.join("bin/netprobe.py");
+    std::fs::copy(testnet("netprobe.py"), &p).unwrap();
+    p
+}
+
 /// A world for the LAN: the probe as the real binary, `conf` as the
 /// configuration (the jail is on unless it says otherwise), the LAN's
 /// gateway as resolver (set once: the world's /etc persists), and
@@ -86,7 +94,7 @@ impl Drop for Lan {
 pub fn jail_world(name: &str, conf: &str) -> World {
     let w = World::new(name);
     w.install_by_hand(&w.root.join("bin/probe"), conf);
-    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
+    netprobe_in(&w);
     let o =
         w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
     assert!(o.status.success(), "{}", stderr(&o));

@@ -9,6 +9,9 @@
                                                "ADDR:PORT REACHED <what it sent>" or
                                                "ADDR:PORT BLOCKED <reason>"
   netprobe.py resolve NAME                     the first IPv4 address of NAME, or "NORESOLVE <reason>"
+  netprobe.py unix-serve PATH TOKEN [SECONDS]  a unix socket at PATH (mode 0777) sending TOKEN to
+                                               each connection; stop after SECONDS (default 30) or
+                                               as soon as the process that started it is gone
 
 IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
 and a listener's lifetime is at most 600 s. It only ever talks to loopback and the
@@ -133,6 +136,30 @@ def serve(target, token, seconds):
                     pass
 
 
+def unix_serve(path, token, seconds):
+    import os
+    parent = os.getppid()
+    payload = token.encode()
+    deadline = time.monotonic() + seconds
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        srv.bind(path)
+        os.chmod(path, 0o777)
+        srv.listen(16)
+        # Short waits, so the end of the launch that needed it ends it too.
+        while until(deadline) is not None and os.getppid() == parent:
+            srv.settimeout(0.1)
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            with conn:
+                conn.settimeout(CONNECT_TIMEOUT)
+                try:
+                    conn.sendall(payload)
+                except OSError:
+                    pass
+
+
 def labels_end(msg, pos):
     """Offset just past the (uncompressed) name starting at `pos`, or None."""
     while pos < len(msg):
@@ -226,6 +253,8 @@ def main(args):
         connect(args[1:])
     elif cmd == "resolve" and len(args) == 2:
         resolve(args[1])
+    elif cmd == "unix-serve" and len(args) in (3, 4):
+        unix_serve(args[1], args[2], lifetime(args, 3))
     else:
         sys.exit(__doc__)
 
