@@ -97,6 +97,9 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     if argv.get(1).is_some_and(|a| a == "__holder") {
         return Ok(crate::jail::holder_main(&argv[2..]));
     }
+    if argv.get(1).is_some_and(|a| a == "__holder-allowlist") {
+        return Ok(crate::proxy::holder_main(&argv[2..]));
+    }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {

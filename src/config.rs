@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
+use crate::egress::{DomainRule, Egress, Preset};
 use crate::error::bad_input;
 use crate::paths;
 
@@ -27,8 +28,13 @@ pub struct Config {
     pub no_forge: bool,
     pub allow_write: Vec<PathBuf>,
     pub pass_env: Vec<String>,
-    pub egress_jail: bool,
+    /// `egress` (or the older `egress-jail`): open jail by default.
+    pub egress: Egress,
     pub allow_ip: Vec<Ipv4Addr>,
+    /// `allow-domain` rules, in order (allowlist mode).
+    pub allow_domain: Vec<DomainRule>,
+    /// `allow-domains` presets, in order (allowlist mode).
+    pub allow_domains: Vec<&'static Preset>,
     /// `allow-env-overrides`: `CLAUDE_SANDBOX_*` variables may weaken the
     /// sandbox. Only the file can say so; no variable sets it.
     pub allow_env_overrides: bool,
@@ -43,8 +49,10 @@ impl Default for Config {
             no_forge: false,
             allow_write: Vec::new(),
             pass_env: Vec::new(),
-            egress_jail: true,
+            egress: Egress::Open,
             allow_ip: Vec::new(),
+            allow_domain: Vec::new(),
+            allow_domains: Vec::new(),
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
         }
@@ -58,6 +66,8 @@ pub const ENV_ALLOW_WRITE: &str = "CLAUDE_SANDBOX_ALLOW_WRITE";
 pub const ENV_PASS_ENV: &str = "CLAUDE_SANDBOX_PASS_ENV";
 pub const ENV_EGRESS_JAIL: &str = "CLAUDE_SANDBOX_EGRESS_JAIL";
 pub const ENV_ALLOW_IP: &str = "CLAUDE_SANDBOX_ALLOW_IP";
+pub const ENV_EGRESS: &str = "CLAUDE_SANDBOX_EGRESS";
+pub const ENV_ALLOW_DOMAIN: &str = "CLAUDE_SANDBOX_ALLOW_DOMAIN";
 
 /// Names `pass-env` may never forward: the sandbox sets them itself, or they
 /// would let the launching environment undo a defence.
@@ -96,6 +106,8 @@ fn is_identifier(s: &str) -> bool {
 /// Parse the text of a configuration file. `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
     let mut cfg = Config::default();
+    // The line that set the egress mode, for a contradiction's message.
+    let mut egress_line: Option<(usize, String)> = None;
     for (idx, raw) in text.lines().enumerate() {
         let lineno = idx + 1;
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -127,8 +139,47 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             "no-forge" => {
                 cfg.no_forge = flag(value).map_err(|e| at(format!("no-forge: {e}")))?;
             }
-            "egress-jail" => {
-                cfg.egress_jail = flag(value).map_err(|e| at(format!("egress-jail: {e}")))?;
+            "egress-jail" | "egress" => {
+                let mode = if key == "egress" {
+                    let v = need(value)?;
+                    Egress::parse(&v).ok_or_else(|| {
+                        at(format!("egress: `{v}` is not a mode (open, allowlist or off)"))
+                    })?
+                } else if flag(value).map_err(|e| at(format!("egress-jail: {e}")))? {
+                    Egress::Open
+                } else {
+                    Egress::Off
+                };
+                if let Some((n, said)) = &egress_line {
+                    if mode != cfg.egress {
+                        return Err(at(format!(
+                            "`{line}` contradicts `{said}` on line {n}; keep one of them"
+                        )));
+                    }
+                }
+                egress_line = Some((lineno, line.to_string()));
+                cfg.egress = mode;
+            }
+            "allow-domain" => {
+                let v = need(value)?;
+                let r = DomainRule::parse(&v).map_err(|e| at(format!("allow-domain: {e}")))?;
+                push_unique(&mut cfg.allow_domain, r);
+            }
+            "allow-domains" => {
+                let v = need(value)?;
+                for name in split_list(&v) {
+                    let p = crate::egress::preset(name).ok_or_else(|| {
+                        at(format!(
+                            "allow-domains: no preset `{name}` (presets: {})",
+                            crate::egress::PRESETS
+                                .iter()
+                                .map(|p| p.name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })?;
+                    push_unique(&mut cfg.allow_domains, p);
+                }
             }
             "allow-env-overrides" => {
                 cfg.allow_env_overrides =
@@ -152,7 +203,7 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             }
             other => {
                 return Err(at(format!(
-                    "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress-jail, allow-ip, allow-env-overrides)"
+                    "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides)"
                 )))
             }
         }
@@ -249,15 +300,25 @@ pub fn apply_env(
         }
     }
     if let Some(v) = get(ENV_EGRESS_JAIL)? {
-        cfg.egress_jail = env_bool(ENV_EGRESS_JAIL, &v)?;
-        if file.egress_jail && !cfg.egress_jail {
-            weakened.push(weakening(
-                ENV_EGRESS_JAIL,
-                &v,
-                "turns the egress jail off".into(),
-                "egress-jail = 0",
-            ));
-        }
+        // 1: at least the open jail (an allowlist stays); 0: off.
+        cfg.egress = if env_bool(ENV_EGRESS_JAIL, &v)? {
+            cfg.egress.max(Egress::Open)
+        } else {
+            Egress::Off
+        };
+        weakened.extend(egress_weakening(&file, cfg.egress, ENV_EGRESS_JAIL, &v));
+    }
+    if let Some(v) = get(ENV_EGRESS)? {
+        cfg.egress = Egress::parse(v.trim()).ok_or_else(|| {
+            bad_input(format!(
+                "environment {ENV_EGRESS}={}: not a mode (open, allowlist or off)",
+                v.escape_debug()
+            ))
+        })?;
+        weakened.extend(egress_weakening(&file, cfg.egress, ENV_EGRESS, &v));
+    }
+    if let Some(v) = get(ENV_ALLOW_DOMAIN)? {
+        weakened.extend(env_allow_domain(&file, &mut cfg, &v)?);
     }
     if let Some(v) = get(ENV_ALLOW_WRITE)? {
         weakened.extend(env_allow_write(&file, &mut cfg, &v)?);
@@ -283,6 +344,50 @@ pub fn apply_env(
         config: cfg,
         weakened,
     })
+}
+
+/// The egress mode `now`, set by `var`, weakens the file's.
+fn egress_weakening(file: &Config, now: Egress, var: &'static str, v: &str) -> Option<Weakening> {
+    (now < file.egress).then(|| {
+        weakening(
+            var,
+            v,
+            match now {
+                Egress::Off => "turns the egress jail off".into(),
+                _ => format!("lets the sandbox reach every domain instead of the file's `egress = {}`", file.egress.name()),
+            },
+            match (now, var) {
+                (Egress::Off, ENV_EGRESS_JAIL) => "egress-jail = 0",
+                (Egress::Off, _) => "egress = off",
+                _ => "egress = open",
+            },
+        )
+    })
+}
+
+/// `CLAUDE_SANDBOX_ALLOW_DOMAIN=v` (rules separated by newlines or commas)
+/// applied; weakening when it adds a rule.
+fn env_allow_domain(
+    file: &Config,
+    cfg: &mut Config,
+    v: &str,
+) -> anyhow::Result<Option<Weakening>> {
+    let mut rules = Vec::new();
+    for item in split_list(v) {
+        let r = DomainRule::parse(item)
+            .map_err(|e| bad_input(format!("environment {ENV_ALLOW_DOMAIN}: {e}")))?;
+        push_unique(&mut rules, r);
+    }
+    cfg.allow_domain = rules;
+    let new = added(&cfg.allow_domain, &file.allow_domain, DomainRule::text);
+    Ok((!new.is_empty()).then(|| {
+        weakening(
+            ENV_ALLOW_DOMAIN,
+            v,
+            format!("lets the sandbox reach {new}"),
+            "allow-domain = NAME",
+        )
+    }))
 }
 
 fn weakening(var: &'static str, value: &str, effect: String, key: &'static str) -> Weakening {
@@ -447,7 +552,7 @@ fn split_list(v: &str) -> impl Iterator<Item = &str> {
         .filter(|s| !s.is_empty())
 }
 
-fn push_unique(v: &mut Vec<String>, s: String) {
+fn push_unique<T: PartialEq>(v: &mut Vec<T>, s: T) {
     if !v.contains(&s) {
         v.push(s);
     }
@@ -531,7 +636,7 @@ mod tests {
     #[test]
     fn default_file_parses_to_defaults() {
         assert_eq!(parse(DEFAULT_CONFIG, "default").unwrap(), Config::default());
-        assert!(Config::default().egress_jail, "the jail is on by default");
+        assert!(Config::default().egress.jailed(), "the jail is on by default");
     }
 
     #[test]
@@ -554,7 +659,7 @@ mod tests {
             ]
         );
         assert_eq!(cfg.pass_env, vec!["FOO", "BAR_2", "BAZ"]);
-        assert!(!cfg.egress_jail);
+        assert!(!cfg.egress.jailed());
         assert_eq!(
             cfg.allow_ip,
             vec![Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(192, 168, 1, 20)]
@@ -564,9 +669,9 @@ mod tests {
 
     #[test]
     fn jail_flag_forms() {
-        assert!(parse("egress-jail", "f").unwrap().egress_jail);
-        assert!(parse("egress-jail = 1", "f").unwrap().egress_jail);
-        assert!(!parse("egress-jail = 0", "f").unwrap().egress_jail);
+        assert!(parse("egress-jail", "f").unwrap().egress.jailed());
+        assert!(parse("egress-jail = 1", "f").unwrap().egress.jailed());
+        assert!(!parse("egress-jail = 0", "f").unwrap().egress.jailed());
         assert!(err_of("egress-jail = maybe").contains("maybe"));
     }
 
@@ -668,7 +773,7 @@ mod tests {
         )
         .unwrap()
         .config;
-        assert!(cfg.egress_jail);
+        assert!(cfg.egress.jailed());
         assert_eq!(
             cfg.allow_ip,
             vec![Ipv4Addr::new(10, 1, 1, 1), Ipv4Addr::new(10, 2, 2, 2)]
@@ -686,7 +791,7 @@ mod tests {
             !apply(on, &[(ENV_EGRESS_JAIL, "0")])
                 .unwrap()
                 .config
-                .egress_jail
+                .egress.jailed()
         );
         // Nothing set: the file stands, and nothing weakened it.
         let same = apply(file.clone(), &[]).unwrap();
@@ -780,7 +885,7 @@ mod tests {
             &[(ENV_EGRESS_JAIL, "0"), (ENV_ALLOW_IP, "10.0.0.5")],
         )
         .unwrap();
-        assert!(!l.config.egress_jail);
+        assert!(!l.config.egress.jailed());
         assert_eq!(l.config.allow_ip, vec![Ipv4Addr::new(10, 0, 0, 5)]);
         let vars: Vec<&str> = l.weakened.iter().map(|w| w.var).collect();
         assert_eq!(vars, [ENV_EGRESS_JAIL, ENV_ALLOW_IP]);
@@ -833,7 +938,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert!(l.config.egress_jail && l.config.no_forge && l.config.allow_write.is_empty());
+        assert!(l.config.egress.jailed() && l.config.no_forge && l.config.allow_write.is_empty());
     }
 
     #[test]

@@ -226,9 +226,9 @@ fn check_config(r: &mut Report) -> anyhow::Result<config::Config> {
             true,
             "config",
             format!(
-                "{} valid (egress jail {}; {})",
+                "{} valid (egress = {}; {})",
                 paths::CONFIG_FILE,
-                if l.config.egress_jail { "on" } else { "off" },
+                l.config.egress.name(),
                 env_overrides_note(l)
             ),
         ),
@@ -336,7 +336,16 @@ fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: boo
 
 /// When the config turns the egress jail on, its tools must be usable, or every launch refuses.
 fn check_egress_jail(r: &mut Report, c: &config::Config) {
-    if crate::plan::jailed(c) {
+    if crate::plan::egress(c) == crate::egress::Egress::Allowlist {
+        match jail::host_facts() {
+            Ok(_) => r.line(
+                true,
+                "egress allowlist",
+                "the host's routes are readable (no pasta needed in this mode)",
+            ),
+            Err(e) => r.line(false, "egress allowlist", e),
+        }
+    } else if crate::plan::jailed(c) {
         match jail::Jail::prepare().and_then(|_| jail::host_facts()) {
             Ok(_) => r.line(
                 true,

@@ -81,6 +81,12 @@ fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String
             out.push_str(&format!("=== fd {fd}\n{}", String::from_utf8_lossy(bytes)));
         }
     }
+    if let crate::sandbox::Network::Allowlist(p) = &sb.network {
+        out.push_str(&format!(
+            "=== proxy\n{}\n",
+            serde_json::to_string_pretty(p).unwrap()
+        ));
+    }
     let forge = r
         .fds
         .iter()
@@ -153,7 +159,7 @@ fn cases() -> Vec<(&'static str, String)> {
         other_lines: Vec::new(),
     };
     let off = Config {
-        egress_jail: false,
+        egress: crate::egress::Egress::Off,
         ..Config::default()
     };
     let mut v = Vec::new();
@@ -229,6 +235,21 @@ fn more_cases(
         "host-proc-passwd-home-symlink",
         render(&cfg, &f, lan_resolv, &["-c"]),
     ));
+    // Allowlist mode (issue #15): no route, the proxy's variables, its policy.
+    let cfg = Config {
+        egress: crate::egress::Egress::Allowlist,
+        allow_domain: vec![
+            crate::egress::DomainRule::parse("allowed.test").unwrap(),
+            crate::egress::DomainRule::parse("*.git.test:8443").unwrap(),
+        ],
+        allow_domains: vec![crate::egress::preset("crates").unwrap()],
+        allow_ip: vec![Ipv4Addr::new(10, 77, 0, 9)],
+        pass_env: vec!["HTTPS_PROXY".into()],
+        ..Config::default()
+    };
+    let mut f = with_record(facts());
+    f.env.insert("HTTPS_PROXY".into(), "http://user-proxy:1".into());
+    v.push(("allowlist", render(&cfg, &f, lan_resolv, &[])));
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());
     crate::plan::tests::as_root(&mut f);

@@ -57,6 +57,31 @@ pub(crate) fn identity() -> anyhow::Result<Identity> {
     })
 }
 
+/// This launch's session id, the same for every attempt.
+pub(crate) fn session_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| crate::egress::session_id(crate::clock::now_secs(), std::process::id()))
+}
+
+/// What the user turned off of Claude Code's traffic: the launching
+/// environment first, then the `env` of `~/.claude/settings.json` (as
+/// Claude Code applies it). An unreadable file turns nothing off.
+fn claude_traffic(home: &Path) -> crate::egress::ClaudeTraffic {
+    let settings = crate::files::read_text(&home.join(".claude/settings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let from_settings = |k: &str| {
+        let v = settings.as_ref()?.get("env")?.get(k)?;
+        Some(match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    };
+    crate::egress::ClaudeTraffic::from_vars(&|k| {
+        std::env::var(k).ok().or_else(|| from_settings(k))
+    })
+}
+
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor
 /// tries a fresh `/proc` first and falls back when the kernel refuses it).
 pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
@@ -67,6 +92,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         home,
     } = identity()?;
     let jailed = plan::jailed(cfg);
+    let facts_home = home.clone();
     let cwd = std::env::current_dir().map_err(|e| {
         bad_input(format!(
             "the current directory is not usable: {e}; cd into your project"
@@ -139,6 +165,12 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         },
         // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
         managed_settings: crate::files::read_text(Path::new(crate::paths::MANAGED_SETTINGS)).ok(),
+        session: session_id().to_string(),
+        claude_traffic: if plan::egress(cfg) == crate::egress::Egress::Allowlist {
+            claude_traffic(&facts_home)
+        } else {
+            Default::default()
+        },
     })
 }
 

@@ -135,17 +135,23 @@ pub(crate) struct JailPlan {
     pub resolv_conf: Option<String>,
 }
 
-/// Whether `ip` is a destination the jail blocks: an internal range, link-local,
-/// a connected subnet, or the gateway itself.
+/// Every destination the jail blocks, as (network, prefix length): the
+/// internal ranges, link-local, the connected subnets and the gateway itself.
+/// Allowlist mode's proxy refuses the same (§4.9).
+pub(crate) fn blocked_ranges(routes: &HostRoutes) -> Vec<(Ipv4Addr, u8)> {
+    let mut v: Vec<(Ipv4Addr, u8)> = BLACKHOLES.to_vec();
+    v.push(UNREACHABLE);
+    v.extend(routes.connected.iter().copied());
+    v.push((routes.gateway, 32));
+    v
+}
+
+/// Whether `ip` is a destination the jail blocks ([`blocked_ranges`]).
 fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
-    let within = |(net, len): (Ipv4Addr, u8)| {
+    blocked_ranges(routes).into_iter().any(|(net, len)| {
         let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
         u32::from(ip) & mask == u32::from(net) & mask
-    };
-    ip == routes.gateway
-        || BLACKHOLES.iter().copied().any(within)
-        || within(UNREACHABLE)
-        || routes.connected.iter().copied().any(within)
+    })
 }
 
 /// Plan the routes and DNS of the jail (pure).
@@ -294,6 +300,10 @@ pub(crate) struct Jail {
 pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 
 impl Ends {
+    pub(crate) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
+        Ends(v)
+    }
+
     /// The fd for `role` (each is handed over once).
     pub(crate) fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
         let i = self.0.iter().position(|(r, _)| r == role)?;
@@ -776,7 +786,7 @@ fn fd_file(fd: RawFd) -> File {
 
 /// Unshare a user and a network namespace, mapped to the launching user,
 /// with the parent-death signal set again (entering a user namespace cleared it).
-fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
+pub(crate) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     use nix::sched::{unshare, CloneFlags};
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;

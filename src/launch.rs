@@ -25,7 +25,14 @@ use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
-use crate::{host, inside, jail, paths, tripwire};
+use crate::{host, inside, jail, paths, proxy, tripwire};
+
+/// The network runtime of a launch: the open jail's pasta, or allowlist
+/// mode's proxy. Prepared once, used by every attempt.
+pub(crate) enum Net {
+    Jail(jail::Jail),
+    Proxy(proxy::Proxy),
+}
 
 /// Where bubblewrap is looked for (never through `PATH`).
 const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
@@ -122,9 +129,16 @@ pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let watch = first
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
-    let mut jail = None;
-    let result = attempts(cfg, args, first, &bwrap, &mut jail, &git);
-    drop(jail);
+    let mut net = None;
+    let result = attempts(cfg, args, first, &bwrap, &mut net, &git);
+    match net {
+        // Ends pasta (its keeper waits until it is gone).
+        Some(Net::Jail(j)) => drop(j),
+        // Open connections close and log their lines; one line on stderr
+        // if anything was refused.
+        Some(Net::Proxy(p)) => p.finish(),
+        None => {}
+    }
     reap_orphans();
     // `Ok` only when the sandbox was built and the real binary ran.
     if let (Ok(_), Some(w)) = (&result, watch) {
@@ -138,7 +152,7 @@ fn attempts(
     args: &[OsString],
     first: Sandbox,
     bwrap: &Path,
-    jail: &mut Option<jail::Jail>,
+    net: &mut Option<Net>,
     git: &host::GitIdentity,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
@@ -152,10 +166,13 @@ fn attempts(
         if !userns_lock {
             sb.nested_userns = true;
         }
-        if sb.network.is_jail() && jail.is_none() {
-            *jail = Some(jail::Jail::prepare()?);
+        match (&sb.network, &*net) {
+            (Network::Jail(_), Some(Net::Jail(_))) | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
+            (Network::Jail(_), _) => *net = Some(Net::Jail(jail::Jail::prepare()?)),
+            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(proxy::Proxy::prepare(p)?)),
+            (Network::Host, _) => {}
         }
-        match execute(bwrap, &sb, jail.as_mut(), git)? {
+        match execute(bwrap, &sb, net.as_mut(), git)? {
             Outcome::Exited(code) => return Ok(code),
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
@@ -396,10 +413,11 @@ fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handov
             FdContent::JailGate
             | FdContent::HolderReady
             | FdContent::HolderGo
-            | FdContent::HolderGate => ends
+            | FdContent::HolderGate
+            | FdContent::ProxyChannel => ends
                 .as_mut()
                 .and_then(|e| e.take(content))
-                .ok_or_else(|| setup(format!("internal error: no jail pipe for fd {num}")))?,
+                .ok_or_else(|| setup(format!("internal error: no network pipe for fd {num}")))?,
         };
         h.fds.push((fd, *num));
     }
@@ -411,19 +429,25 @@ fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handov
 fn spawn(
     bwrap: &Path,
     sb: &Sandbox,
-    jail: Option<&mut jail::Jail>,
+    net: Option<&mut Net>,
 ) -> anyhow::Result<(Child, ShadowEnds)> {
     let r = crate::sandbox::render(sb);
-    let (mut cmd, ends) = match (jail, &sb.network, r.holder) {
-        (Some(j), Network::Jail(net), Some(holder)) => {
-            let (c, e) = j.command(bwrap, &r, holder, net)?;
+    let (mut cmd, ends) = match (net, &sb.network, r.holder, r.proxy_channel) {
+        (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
+            let (c, e) = j.command(bwrap, &r, holder, jn)?;
             (c, Some(e))
         }
-        _ => {
+        (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
+            let (c, e) = p.command(bwrap, &r, channel)?;
+            (c, Some(e))
+        }
+        (_, Network::Host, _, _) => {
             let mut c = Command::new(bwrap);
             c.args(&r.args);
             (c, None)
         }
+        // Never a sandbox without the network it was planned with.
+        _ => return Err(setup("internal error: the sandbox's network runtime is missing")),
     };
     let h = handover(&r, ends)?;
     let (err_r, err_w) = cloexec_pipe()?;
@@ -476,10 +500,20 @@ fn spawn(
 pub(crate) fn execute(
     bwrap: &Path,
     sb: &Sandbox,
-    mut jail: Option<&mut jail::Jail>,
+    mut net: Option<&mut Net>,
     git: &host::GitIdentity,
 ) -> anyhow::Result<Outcome> {
-    let (mut child, ends) = spawn(bwrap, sb, jail.as_deref_mut())?;
+    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut())?;
+    let mut jail = match net {
+        Some(Net::Jail(j)) => Some(j),
+        Some(Net::Proxy(p)) => {
+            // The holder sends the listener before it execs bubblewrap; if
+            // it fails instead, its message is bubblewrap's (below).
+            p.serve();
+            None
+        }
+        None => None,
+    };
     // pasta's keeper started before the holder and attaches pasta as soon
     // as the holder reports; the git config is written meanwhile (bubblewrap
     // blocks on it while it builds namespaces, so the lookup costs no wall time).

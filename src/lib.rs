@@ -9,7 +9,9 @@
 
 mod cli;
 mod config;
+mod clock;
 mod doctor;
+mod egress;
 mod error;
 mod files;
 mod gitconfig;
@@ -25,6 +27,7 @@ mod paths;
 mod plan;
 mod promote;
 mod protect;
+mod proxy;
 mod record;
 mod rootview;
 mod sandbox;
@@ -45,9 +48,10 @@ pub use error::exit_code;
 pub mod fuzz_targets {
     pub mod config {
         pub use crate::config::{
-            apply_env, parse, ENV_ALLOW_IP, ENV_ALLOW_WRITE, ENV_EGRESS_JAIL, ENV_NO_FORGE,
-            ENV_PASS_ENV, ENV_WORKSPACE_ROOT,
+            apply_env, parse, ENV_ALLOW_DOMAIN, ENV_ALLOW_IP, ENV_ALLOW_WRITE, ENV_EGRESS,
+            ENV_EGRESS_JAIL, ENV_NO_FORGE, ENV_PASS_ENV, ENV_WORKSPACE_ROOT,
         };
+        pub use crate::egress::{DomainRule, Egress, Preset};
     }
     pub mod hooks {
         pub use crate::hooks::{

@@ -12,12 +12,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::egress::{ClaudeTraffic, Egress};
 use crate::error::bad_input;
 use crate::jail::JailFacts;
 use crate::paths;
 use crate::record::LaunchRecord;
 use crate::sandbox::{
-    Capabilities, Data, JailNet, Mount, Namespace, Network, Program, RwBind, Sandbox, Seccomp,
+    Capabilities, Data, JailNet, Mount, Namespace, Network, Program, ProxyNet, RwBind, Sandbox,
+    Seccomp,
 };
 
 /// System directories that lead `PATH` inside the sandbox.
@@ -135,13 +137,23 @@ pub(crate) struct Facts {
     /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
     /// exist and read as text; the sandbox gets them without the lockdown.
     pub managed_settings: Option<String>,
+    /// This launch's session id ([`crate::egress::session_id`]).
+    pub session: String,
+    /// What the user turned off of Claude Code's own traffic (allowlist mode).
+    pub claude_traffic: ClaudeTraffic,
 }
 
-/// Whether the sandbox gets the egress jail: the one place this is decided
+/// How the sandbox reaches the network: the one place this is decided
 /// (facts are gathered for it, the plan adds it; everything after reads
 /// [`Sandbox::network`]).
+pub(crate) fn egress(cfg: &Config) -> Egress {
+    cfg.egress
+}
+
+/// Whether the sandbox gets a network namespace of its own (open jail or
+/// allowlist): the host's routes are then gathered ([`Facts::jail`]).
 pub(crate) fn jailed(cfg: &Config) -> bool {
-    cfg.egress_jail
+    egress(cfg).jailed()
 }
 
 /// Paths whose existence the plan depends on; [`crate::host::gather`] stats exactly these.
@@ -300,6 +312,14 @@ pub(crate) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
         ("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into()),
         ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
     ];
+    // Allowlist mode: tools find the proxy (§4.9); nothing may override it.
+    if egress(cfg) == Egress::Allowlist {
+        env.extend(
+            crate::egress::proxy_env()
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into())),
+        );
+    }
     let mut push = |k: &OsStr, v: OsString| {
         if !env.iter().any(|(e, _)| e == k) {
             env.push((k.to_os_string(), v));
@@ -350,7 +370,7 @@ pub(crate) fn build(
 ) -> anyhow::Result<Sandbox> {
     let rw = rw_binds(cfg, facts)?;
     let workspace = rw[0].resolved.clone();
-    let (network, resolv_conf) = network(cfg, facts)?;
+    let (network, resolv_conf) = network(cfg, facts, &rw)?;
     let mut mounts = system_mounts(facts);
     mounts.extend(home_mounts(cfg, facts));
     // §4.6 curated git config, rendered per launch, read-only.
@@ -454,15 +474,23 @@ fn rw_binds(cfg: &Config, facts: &Facts) -> anyhow::Result<Vec<RwBind>> {
     Ok(out)
 }
 
-/// The network mode (§4.7) and, with the jail, the resolv.conf to bind
-/// over the host's when the host's would not work inside.
-fn network(cfg: &Config, facts: &Facts) -> anyhow::Result<(Network, Option<String>)> {
-    if !jailed(cfg) {
-        return Ok((Network::Open, None));
+/// The network mode (§4.7, §4.9) and, with the jail, the resolv.conf to
+/// bind over the host's when the host's would not work inside.
+fn network(
+    cfg: &Config,
+    facts: &Facts,
+    rw: &[RwBind],
+) -> anyhow::Result<(Network, Option<String>)> {
+    let mode = egress(cfg);
+    if !mode.jailed() {
+        return Ok((Network::Host, None));
     }
     let j = facts.jail.as_ref().ok_or_else(|| {
         crate::error::setup("internal error: the egress jail's host facts were not gathered")
     })?;
+    if mode == Egress::Allowlist {
+        return Ok((Network::Allowlist(proxy_net(cfg, facts, j, rw)?), None));
+    }
     let plan = crate::jail::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
     let resolv_conf = plan.resolv_conf.filter(|_| !j.resolv_missing);
     Ok((
@@ -472,6 +500,38 @@ fn network(cfg: &Config, facts: &Facts) -> anyhow::Result<(Network, Option<Strin
         }),
         resolv_conf,
     ))
+}
+
+/// Allowlist mode's proxy: the configuration's rules and presets, Claude
+/// Code's own domains, and what the open jail would block. The log must lie
+/// outside every read-write root, or the session could rewrite it.
+fn proxy_net(
+    cfg: &Config,
+    facts: &Facts,
+    j: &crate::jail::JailFacts,
+    rw: &[RwBind],
+) -> anyhow::Result<ProxyNet> {
+    let log = crate::egress::log_path(&facts.home, &facts.session);
+    if let Some(b) = rw.iter().find(|b| log.starts_with(&b.resolved)) {
+        return Err(bad_input(format!(
+            "refusing egress = allowlist: the connection log {} would lie in the read-write {}; narrow workspace-root or allow-write in {}",
+            log.display(),
+            b.resolved.display(),
+            paths::CONFIG_FILE
+        )));
+    }
+    Ok(ProxyNet {
+        listen: crate::egress::PROXY_ADDR,
+        policy: crate::egress::Policy::new(
+            &cfg.allow_domain,
+            &cfg.allow_domains,
+            facts.claude_traffic,
+            &cfg.allow_ip,
+            crate::jail::blocked_ranges(&j.routes),
+        ),
+        session: facts.session.clone(),
+        log,
+    })
 }
 
 /// §4.1 and §4.4: the read-only root, fresh /dev, /proc and /tmp, masked
@@ -595,7 +655,7 @@ fn other_homes(facts: &Facts) -> Vec<PathBuf> {
 fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> LaunchRecord {
     LaunchRecord {
         version: crate::record::RECORD_VERSION,
-        egress_jail: network.is_jail(),
+        egress: egress(cfg),
         no_forge: cfg.no_forge,
         home: facts.home.clone(),
         workspace: rw[0].resolved.clone(),
@@ -690,6 +750,8 @@ pub(crate) mod tests {
                 resolv_missing: false,
             }),
             managed_settings: None,
+            session: "20261123T120000Z-4242".into(),
+            claude_traffic: Default::default(),
         }
     }
 
@@ -1248,7 +1310,7 @@ pub(crate) mod tests {
                 "__shim",
                 "203",
                 "204",
-                if Config::default().egress_jail {
+                if Config::default().egress == Egress::Open {
                     "209"
                 } else {
                     "-"

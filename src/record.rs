@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct LaunchRecord {
     /// Format version.
     pub version: u32,
-    /// The effective egress-jail setting (config, then environment).
-    pub egress_jail: bool,
+    /// The effective egress mode (config, then environment).
+    pub egress: crate::egress::Egress,
     /// `no-forge` in effect.
     pub no_forge: bool,
     /// `$HOME` as the sandbox sees it.
@@ -61,4 +61,4 @@ impl LaunchRecord {
 }
 
 /// The current record format.
-pub(crate) const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 2;

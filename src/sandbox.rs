@@ -139,16 +139,31 @@ impl Serialize for Seccomp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub(crate) enum Network {
-    /// The host's network, unchanged (`egress-jail = 0`).
-    Open,
+    /// The host's network, unchanged (`egress = off`).
+    Host,
     /// The egress jail: a network namespace of its own, wired by pasta.
     Jail(JailNet),
+    /// Allowlist mode (§4.9): a network namespace with loopback only; the
+    /// proxy outside serves the listening socket the holder makes there.
+    Allowlist(ProxyNet),
 }
 
 impl Network {
     pub(crate) fn is_jail(&self) -> bool {
         matches!(self, Network::Jail(_))
     }
+}
+
+/// What allowlist mode needs: where the proxy listens inside, what it
+/// lets through, and where it logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ProxyNet {
+    pub listen: std::net::SocketAddrV4,
+    pub policy: crate::egress::Policy,
+    /// The session id, which names the log.
+    pub session: String,
+    /// The connection log (outside everything the sandbox can write).
+    pub log: PathBuf,
 }
 
 /// What the jail's processes need to wire the namespace.
@@ -243,6 +258,7 @@ const FD_RECORD: i32 = 208;
 const FD_JAIL_GATE: i32 = 209;
 const FD_DYNAMIC_BASE: i32 = 210;
 const FD_HOLDER_GATE: i32 = 199;
+const FD_PROXY_CHANNEL: i32 = 198;
 
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
@@ -266,6 +282,9 @@ pub(crate) enum FdContent {
     HolderReady,
     HolderGo,
     HolderGate,
+    /// Allowlist mode: the holder's end of the socket it sends the proxy's
+    /// listening socket over.
+    ProxyChannel,
 }
 
 /// The fd numbers the jail's holder receives, in its argument order
@@ -298,6 +317,8 @@ pub(crate) struct Rendered {
     pub fds: Vec<(i32, FdContent)>,
     /// With the jail: the holder's fd numbers.
     pub holder: Option<Holder>,
+    /// In allowlist mode: the fd the allowlist holder sends the listener on.
+    pub proxy_channel: Option<i32>,
 }
 
 struct Out {
@@ -423,8 +444,14 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
         FdContent::Bytes(sb.seccomp.program.clone()),
         &[],
     );
+    let mut proxy_channel = None;
     let holder = match &sb.network {
-        Network::Open => None,
+        Network::Host => None,
+        Network::Allowlist(_) => {
+            o.fds.push((FD_PROXY_CHANNEL, FdContent::ProxyChannel));
+            proxy_channel = Some(FD_PROXY_CHANNEL);
+            None
+        }
         Network::Jail(net) => {
             o.fds.extend([
                 (
@@ -468,6 +495,7 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
         args: o.args,
         fds: o.fds,
         holder,
+        proxy_channel,
     }
 }
 
@@ -517,7 +545,19 @@ mod tests {
     #[test]
     fn every_named_fd_is_in_the_table_once() {
         for net in [
-            Network::Open,
+            Network::Host,
+            Network::Allowlist(ProxyNet {
+                listen: crate::egress::PROXY_ADDR,
+                policy: crate::egress::Policy::new(
+                    &[],
+                    &[],
+                    Default::default(),
+                    &[],
+                    Vec::new(),
+                ),
+                session: "s".into(),
+                log: "/l".into(),
+            }),
             Network::Jail(JailNet {
                 route_batch: "link set lo up\n".into(),
                 dns_forward: None,
@@ -552,17 +592,21 @@ mod tests {
             let gate = &a[shim + 3];
             assert_eq!(net.is_jail(), gate != "-", "{gate}");
             assert_eq!(net.is_jail(), r.holder.is_some());
+            assert_eq!(
+                matches!(net, Network::Allowlist(_)),
+                r.proxy_channel.is_some()
+            );
             assert_eq!(&a[a.len() - 2..], ["/bin/true", "-x"]);
         }
     }
 
     #[test]
     fn plan_json_names_every_operation() {
-        let j = serde_json::to_value(minimal(Network::Open)).unwrap();
+        let j = serde_json::to_value(minimal(Network::Host)).unwrap();
         assert_eq!(j["mounts"][0]["op"], "checked");
         assert_eq!(j["mounts"][0]["resolved"], "/w");
         assert_eq!(j["mounts"][1]["data"]["text"], "nameserver 9.9.9.9\n");
-        assert_eq!(j["network"]["mode"], "open");
+        assert_eq!(j["network"]["mode"], "host");
         assert_eq!(j["seccomp"]["bytes"], 3);
         assert_eq!(j["env"][0][0], "A");
     }

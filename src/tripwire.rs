@@ -1077,7 +1077,7 @@ fn list(sessions: &[(PathBuf, Session)], out: &mut dyn Write) -> i32 {
         let _ = writeln!(
             out,
             "Session ended {} in {}:",
-            utc(s.ended),
+            crate::clock::utc(s.ended),
             shown(&s.workspace.to_string_lossy())
         );
         for c in open {
@@ -1315,25 +1315,6 @@ fn set_key(obj: &mut serde_json::Map<String, Value>, key: &[String], value: Opti
             }
         }
     }
-}
-
-/// `2026-05-01 12:00:00 UTC` (civil date from days, H. Hinnant's algorithm).
-fn utc(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[cfg(test)]
@@ -1600,8 +1581,8 @@ mod tests {
             )
         );
         assert_eq!(shown(&"x".repeat(200)).chars().count(), 121);
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_709_210_096), "2024-02-29 12:34:56 UTC");
+        assert_eq!(crate::clock::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(crate::clock::utc(1_709_210_096), "2024-02-29 12:34:56 UTC");
     }
 
     /// A workspace with a repository, a home with settings: what the e2e

@@ -1391,7 +1391,7 @@ fn check_config(o: &Observed) -> Outcome {
 /// Jail checks: PASS with a note when the jail is deliberately off.
 fn jail_on(o: &Observed) -> Result<Option<&LaunchRecord>, String> {
     let rec = record(o)?;
-    Ok(rec.egress_jail.then_some(rec))
+    Ok((rec.egress == crate::egress::Egress::Open).then_some(rec))
 }
 
 const JAIL_OFF: &str =
@@ -1747,7 +1747,7 @@ mod tests {
     fn rec() -> LaunchRecord {
         LaunchRecord {
             version: RECORD_VERSION,
-            egress_jail: true,
+            egress: crate::egress::Egress::Open,
             home: "/home/dev".into(),
             workspace: "/workspaces/app".into(),
             ..Default::default()
@@ -2232,7 +2232,7 @@ mod tests {
         o.routes.clear();
         o.lookups.clear();
         if let Ok(r) = o.record.as_mut() {
-            r.egress_jail = false;
+            r.egress = crate::egress::Egress::Off;
         }
         for c in evaluate(&o) {
             if [
@@ -2249,7 +2249,7 @@ mod tests {
         }
         // On, but empty: every jail check fails.
         if let Ok(r) = o.record.as_mut() {
-            r.egress_jail = true;
+            r.egress = crate::egress::Egress::Open;
         }
         let f = failing(&o);
         for n in ["jail-routes", "internal-unroutable"] {

@@ -113,6 +113,11 @@ fn config_text() -> impl Strategy<Value = String> {
         path.prop_map(|p| format!("allow-write = {p}")),
         "(0|1|true|false|yes|no|on|off)?".prop_map(|v| format!("no-forge = {v}")),
         "(0|1|true|false|yes|no|on|off)".prop_map(|v| format!("egress-jail={v}")),
+        "(open|allowlist|off|on|)".prop_map(|v| format!("egress = {v}")),
+        "(\\*\\.)?[a-z0-9-]{1,8}(\\.[a-z0-9-]{1,8}){0,2}(:[0-9]{1,6})?"
+            .prop_map(|v| format!("allow-domain = {v}")),
+        "(github|npm|pypi|crates|debian|ubuntu|go|nope)([, ]+(github|go|x)){0,2}"
+            .prop_map(|v| format!("allow-domains = {v}")),
         "(0|1|true|false|yes|no|on|off)?".prop_map(|v| format!("allow-env-overrides = {v}")),
         "[A-Z][A-Z_0-9]{0,8}([, ]+[A-Z][A-Z_0-9]{0,8}){0,3}"
             .prop_map(|v| format!("pass-env = {v}")),
@@ -142,9 +147,11 @@ fn config_parser_and_environment_never_panic() {
         Just(None),
         "(/[a-z]{0,6}){0,3}".prop_map(Some),
         "(0|1|)".prop_map(Some),
+        "(open|allowlist|off)".prop_map(Some),
+        "[a-z]{1,6}\\.test(,[a-z]{1,4}\\.test)?".prop_map(Some),
         ".{0,12}".prop_map(Some),
     ];
-    let env = prop::collection::vec(env_value, 6);
+    let env = prop::collection::vec(env_value, 8);
     run_for("config", (strategy, env), |(text, env)| {
         let _ = config::parse(&text, "fuzz.conf");
         let names = [
@@ -154,6 +161,8 @@ fn config_parser_and_environment_never_panic() {
             config::ENV_PASS_ENV,
             config::ENV_EGRESS_JAIL,
             config::ENV_ALLOW_IP,
+            config::ENV_EGRESS,
+            config::ENV_ALLOW_DOMAIN,
         ];
         let lookup = |name: &str| -> Option<OsString> {
             let i = names.iter().position(|n| *n == name)?;
@@ -172,7 +181,8 @@ fn config_parser_and_environment_never_panic() {
                 prop_assert_eq!(cfg.allow_env_overrides, file.allow_env_overrides);
                 if !file.allow_env_overrides {
                     prop_assert!(l.weakened.is_empty());
-                    prop_assert!(cfg.egress_jail || !file.egress_jail);
+                    prop_assert!(cfg.egress >= file.egress);
+                    prop_assert!(cfg.allow_domain.iter().all(|r| file.allow_domain.contains(r)));
                     prop_assert!(cfg.no_forge || !file.no_forge);
                     prop_assert!(cfg.allow_write.iter().all(|p| file.allow_write.contains(p)));
                     prop_assert!(cfg.allow_ip.iter().all(|p| file.allow_ip.contains(p)));

@@ -1,0 +1,831 @@
+//! Allowlist mode's runtime (SPEC §4.9, decision 0008).
+//!
+//! 1. The **allowlist holder** (`claude-sandbox __holder-allowlist`), spawned
+//!    in place of bubblewrap, unshares a user + network namespace (loopback
+//!    only: no route anywhere), brings `lo` up, makes the proxy's listening
+//!    socket there ([`crate::egress::PROXY_ADDR`]), sends it to the shadow
+//!    over a socket pair and execs bubblewrap. The sandbox inherits that
+//!    namespace; nothing inside holds the listener.
+//! 2. The shadow serves it from threads of its own ([`Proxy`]), in the host's
+//!    network namespace: no process inside carries the proxy, and it ends
+//!    with the shadow however the shadow ends (`kill -9` included), taking
+//!    the listener with it.
+//! 3. Each request is decided by [`crate::egress::Policy`]: the name, then
+//!    every address it resolves to; one line per request goes to the
+//!    session's log as the connection closes.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::egress::{Decision, LogLine, NameVerdict, Policy};
+use crate::error::setup;
+use crate::sandbox::{FdContent, ProxyNet, Rendered};
+
+/// The longest request head the proxy reads.
+const MAX_HEAD: usize = 64 * 1024;
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one connection attempt to an upstream address may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// At the end of a session: how long open connections get to close.
+const DRAIN: Duration = Duration::from_millis(500);
+
+// ------------------------------------------------------------- the holder
+
+/// `claude-sandbox __holder-allowlist UID GID CHANNEL -- BWRAP ARGS…`: see
+/// the module documentation. Returns only on failure, after one line on
+/// stderr (the executor's error pipe).
+pub(crate) fn holder_main(args: &[OsString]) -> i32 {
+    match holder(args) {
+        Ok(never) => match never {},
+        Err(e) => {
+            eprintln!("egress allowlist: {e}");
+            1
+        }
+    }
+}
+
+fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
+    const USAGE: &str =
+        "__holder-allowlist is internal (usage: __holder-allowlist UID GID CHANNEL -- BWRAP ARGS)";
+    let [uid, gid, channel, sep, bwrap, rest @ ..] = args else {
+        return Err(USAGE.into());
+    };
+    let channel: RawFd = channel
+        .to_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or(USAGE)?;
+    if sep != "--" {
+        return Err(USAGE.into());
+    }
+    crate::jail::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
+    let listener = TcpListener::bind(SocketAddr::V4(crate::egress::PROXY_ADDR))
+        .map_err(|e| format!("cannot listen on {}: {e}", crate::egress::PROXY_ADDR))?;
+    let channel = unsafe { OwnedFd::from_raw_fd(channel) };
+    send_fd(&channel, listener.as_raw_fd())
+        .map_err(|e| format!("cannot hand the proxy its socket: {e}"))?;
+    // Neither stays open in the sandbox.
+    drop(listener);
+    drop(channel);
+    let err = Command::new(bwrap).args(rest).exec();
+    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+}
+
+/// `ip link set lo up`, by ioctl (no `ip` needed in this mode).
+fn loopback_up() -> std::io::Result<()> {
+    use nix::libc;
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if sock < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let sock = unsafe { OwnedFd::from_raw_fd(sock) };
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
+        *d = *s as libc::c_char;
+    }
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut ifr) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS as _, &ifr) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn send_fd(channel: &OwnedFd, fd: RawFd) -> nix::Result<()> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let fds = [fd];
+    let iov = [std::io::IoSlice::new(b"L")];
+    sendmsg::<()>(
+        channel.as_raw_fd(),
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map(|_| ())
+}
+
+/// The listener the holder sent, or `None` when it ended without (it said why).
+fn recv_fd(channel: &OwnedFd) -> Option<OwnedFd> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let msg = loop {
+        match recvmsg::<()>(
+            channel.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.ok()?,
+        }
+    };
+    let fd = msg.cmsgs().ok()?.find_map(|c| match c {
+        ControlMessageOwned::ScmRights(fds) => fds.first().copied(),
+        _ => None,
+    })?;
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+// --------------------------------------------------------- the shadow side
+
+/// Allowlist mode in the shadow: the log, the counters, and per attempt the
+/// holder's channel and the serving threads.
+pub(crate) struct Proxy {
+    shared: Arc<Shared>,
+    /// Our end of the current attempt's channel.
+    channel: Option<OwnedFd>,
+    /// The current attempt's listener (shut down to stop accepting).
+    listener: Option<Arc<TcpListener>>,
+}
+
+/// What every connection's thread shares.
+struct Shared {
+    policy: Policy,
+    session: String,
+    log: Mutex<Log>,
+    state: Mutex<State>,
+    idle: Condvar,
+}
+
+struct Log {
+    file: std::fs::File,
+    /// The first write that failed (reported once at the end); the gate
+    /// does not depend on it.
+    failed: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    /// Open connections: both sockets, to shut down at the end.
+    open: BTreeMap<u64, Vec<TcpStream>>,
+    /// Refusals per host, for the summary at exit.
+    refused: BTreeMap<String, u64>,
+    stopping: bool,
+}
+
+impl Proxy {
+    /// Create the session's log (its directory private to the user) before
+    /// anything starts: a launch that cannot log does not run.
+    pub(crate) fn prepare(net: &ProxyNet) -> anyhow::Result<Proxy> {
+        let dir = net.log.parent().unwrap_or(Path::new("/"));
+        let fail = |what: &str, p: &Path, e: std::io::Error| {
+            setup(format!(
+                "egress = allowlist: cannot {what} {}: {e}; the connection log must be writable (make $HOME writable, or set egress = open)",
+                p.display()
+            ))
+        };
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| fail("create", dir, e))?;
+        }
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+                .open(&net.log)
+                .map_err(|e| fail("create", &net.log, e))?
+        };
+        Ok(Proxy {
+            shared: Arc::new(Shared {
+                policy: net.policy.clone(),
+                session: net.session.clone(),
+                log: Mutex::new(Log { file, failed: None }),
+                state: Mutex::new(State::default()),
+                idle: Condvar::new(),
+            }),
+            channel: None,
+            listener: None,
+        })
+    }
+
+    /// The command to spawn in place of `bwrap ARGS`: the allowlist holder,
+    /// with the holder's end of a fresh channel (numbered `num` by
+    /// [`crate::sandbox::render`]). The previous attempt's serving stops.
+    pub(crate) fn command(
+        &mut self,
+        bwrap: &Path,
+        rendered: &Rendered,
+        num: RawFd,
+    ) -> anyhow::Result<(Command, crate::jail::Ends)> {
+        self.stop_accepting();
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| setup(format!("cannot create the proxy's channel: {e}")))?;
+        self.channel = Some(ours);
+        let me = std::env::current_exe()
+            .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
+        let mut c = Command::new(me);
+        c.arg0("claude-sandbox-allowlist")
+            .arg("__holder-allowlist")
+            .arg(nix::unistd::getuid().as_raw().to_string())
+            .arg(nix::unistd::getgid().as_raw().to_string())
+            .arg(num.to_string())
+            .arg("--")
+            .arg(bwrap)
+            .args(&rendered.args);
+        Ok((
+            c,
+            crate::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
+        ))
+    }
+
+    /// Once the holder runs: take the listener it sends and serve it. `false`
+    /// when the holder ended without sending one (its message says why).
+    pub(crate) fn serve(&mut self) -> bool {
+        let Some(channel) = self.channel.take() else {
+            return false;
+        };
+        let Some(fd) = recv_fd(&channel) else {
+            return false;
+        };
+        let listener = Arc::new(TcpListener::from(fd));
+        self.listener = Some(listener.clone());
+        let shared = self.shared.clone();
+        std::thread::spawn(move || accept_loop(&listener, &shared));
+        true
+    }
+
+    fn stop_accepting(&mut self) {
+        if let Some(l) = self.listener.take() {
+            // Wakes the accept loop (accept fails on a shut-down listener).
+            unsafe { nix::libc::shutdown(l.as_raw_fd(), nix::libc::SHUT_RDWR) };
+        }
+    }
+
+    /// The session ended: stop accepting, give open connections a moment,
+    /// then cut them (each still logs its line), and print one line on
+    /// stderr when anything was refused or the log could not be written.
+    pub(crate) fn finish(mut self) {
+        self.stop_accepting();
+        let deadline = Instant::now() + DRAIN;
+        let mut st = lock(&self.shared.state);
+        st.stopping = true;
+        while !st.open.is_empty() && Instant::now() < deadline {
+            st = self
+                .shared
+                .idle
+                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        for s in st.open.values().flatten() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        let deadline = Instant::now() + DRAIN;
+        while !st.open.is_empty() && Instant::now() < deadline {
+            st = self
+                .shared
+                .idle
+                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        if let Some(line) = summary(&st.refused) {
+            eprintln!("{line}");
+        }
+        drop(st);
+        if let Some(e) = &lock(&self.shared.log).failed {
+            eprintln!("claude-sandbox: the egress log could not be written ({e}); requests were still decided by the allowlist");
+        }
+    }
+}
+
+/// The line printed at exit when anything was refused.
+fn summary(refused: &BTreeMap<String, u64>) -> Option<String> {
+    let total: u64 = refused.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let mut by: Vec<(&String, &u64)> = refused.iter().collect();
+    by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let names: Vec<String> = by
+        .iter()
+        .take(3)
+        .map(|(h, n)| if **n > 1 { format!("{h} ×{n}") } else { h.to_string() })
+        .collect();
+    let more = if by.len() > 3 {
+        format!(" and {} more", by.len() - 3)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "claude-sandbox: the egress allowlist refused {total} request{} ({}{more}); details: {} egress report --last",
+        if total == 1 { "" } else { "s" },
+        names.join(", "),
+        crate::paths::SELF_BIN
+    ))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    loop {
+        match listener.accept() {
+            Ok((client, _)) => {
+                let shared = shared.clone();
+                std::thread::spawn(move || connection(client, &shared));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // ECONNABORTED and the like: the next one may work.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Err(_) => return, // shut down (the session ended)
+        }
+    }
+}
+
+impl Shared {
+    /// Register the sockets of an open connection; `None` once stopping.
+    fn open(&self, socks: Vec<TcpStream>) -> Option<u64> {
+        let mut st = lock(&self.state);
+        if st.stopping {
+            return None;
+        }
+        st.next += 1;
+        let id = st.next;
+        st.open.insert(id, socks);
+        Some(id)
+    }
+
+    fn add_socket(&self, id: u64, s: TcpStream) {
+        let mut st = lock(&self.state);
+        if st.stopping {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Some(v) = st.open.get_mut(&id) {
+            v.push(s);
+        }
+    }
+
+    /// Log the request's line and forget the connection.
+    fn close(&self, id: u64, line: &LogLine) {
+        let mut text = serde_json::to_string(line).unwrap_or_default();
+        text.push('\n');
+        {
+            let mut log = lock(&self.log);
+            // One write per line, O_APPEND: lines never interleave.
+            if let Err(e) = log.file.write_all(text.as_bytes()) {
+                log.failed.get_or_insert(e.to_string());
+            }
+        }
+        let mut st = lock(&self.state);
+        if line.decision == Decision::Refused {
+            *st.refused.entry(line.host.clone()).or_default() += 1;
+        }
+        st.open.remove(&id);
+        self.idle.notify_all();
+    }
+}
+
+/// A request as the proxy understood it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Request {
+    method: String,
+    host: String,
+    port: u16,
+    /// Plain HTTP: the head to send upstream (origin-form, `Connection: close`).
+    forward_head: Option<Vec<u8>>,
+}
+
+/// Read the request head; `Ok(None)` when the client sent nothing at all.
+/// Returns the head's length and everything read (body bytes may follow).
+fn read_head(client: &mut TcpStream) -> std::io::Result<Option<(usize, Vec<u8>)>> {
+    client.set_read_timeout(Some(HEAD_TIMEOUT))?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = find_head_end(&buf) {
+            client.set_read_timeout(None)?;
+            return Ok(Some((end, buf)));
+        }
+        if buf.len() >= MAX_HEAD {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "request head over 64 KiB",
+            ));
+        }
+        let n = client.read(&mut chunk)?;
+        if n == 0 {
+            return if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(std::io::ErrorKind::UnexpectedEof.into())
+            };
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+/// `host[:port]` or `[v6]:port`: the host (brackets kept off) and the port.
+fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
+    if let Some(rest) = a.strip_prefix('[') {
+        let (h, tail) = rest.split_once(']')?;
+        let port = match tail {
+            "" => None,
+            t => Some(t.strip_prefix(':')?.parse().ok()?),
+        };
+        return Some((h.to_string(), port));
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Some((h.to_string(), Some(p.parse().ok()?))),
+        Some(_) => None,
+        None => Some((a.to_string(), None)),
+    }
+}
+
+/// Parse a request head into what to decide on. `Err` is the 400's text.
+fn parse_request(head: &[u8]) -> Result<Request, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
+        Err(e) => return Err(format!("malformed request: {e}")),
+    }
+    let method = req.method.unwrap_or_default().to_string();
+    let target = req.path.unwrap_or_default();
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let (host, port) = split_authority(target)
+            .and_then(|(h, p)| Some((h, p?)))
+            .ok_or_else(|| format!("CONNECT needs host:port, not `{}`", target.escape_debug()))?;
+        if port == 0 {
+            return Err("port 0".into());
+        }
+        return Ok(Request {
+            method: "CONNECT".into(),
+            host,
+            port,
+            forward_head: None,
+        });
+    }
+    let rest = target
+        .get(..7)
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &target[7..])
+        .ok_or_else(|| {
+            format!(
+                "this is a proxy: send absolute http:// URLs, or CONNECT for https (got `{}`)",
+                target.chars().take(80).collect::<String>().escape_debug()
+            )
+        })?;
+    let cut = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(cut);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let (host, port) = split_authority(authority)
+        .ok_or_else(|| format!("bad host in `{}`", target.escape_debug()))?;
+    let port = port.unwrap_or(80);
+    if port == 0 || host.is_empty() {
+        return Err(format!("bad host in `{}`", target.escape_debug()));
+    }
+    let path = if path.is_empty() || !path.starts_with('/') {
+        format!("/{path}")
+    } else {
+        path.to_string()
+    };
+    let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
+    let mut has_host = false;
+    for h in req.headers.iter() {
+        let n = h.name.to_ascii_lowercase();
+        if matches!(
+            n.as_str(),
+            "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive"
+        ) {
+            continue;
+        }
+        has_host |= n == "host";
+        out.extend_from_slice(h.name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(h.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if !has_host {
+        out.extend_from_slice(format!("Host: {authority}\r\n").as_bytes());
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(Request {
+        method: method.chars().take(16).collect(),
+        host,
+        port,
+        forward_head: Some(out),
+    })
+}
+
+/// A response the proxy itself sends.
+fn respond(client: &mut TcpStream, status: &str, body: &str) {
+    let text = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nX-Claude-Sandbox: {status}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(text.as_bytes());
+    let _ = client.shutdown(Shutdown::Write);
+}
+
+/// The 403's body: what was refused, why, and the line that would allow it.
+fn refusal_body(host: &str, port: u16, reason: &str, fix: &str) -> String {
+    let mut s = format!("claude-sandbox: {host}:{port} refused: {reason}.\n");
+    if !fix.is_empty() {
+        s.push_str(&format!(
+            "To allow it, add this line to {}:\n    {fix}\n",
+            crate::paths::CONFIG_FILE
+        ));
+    }
+    s
+}
+
+/// One client connection, start to end; logs its line when it closes.
+fn connection(mut client: TcpStream, shared: &Arc<Shared>) {
+    let started = Instant::now();
+    let time = crate::clock::rfc3339_millis(SystemTime::now());
+    let Some(id) = client.try_clone().ok().and_then(|c| shared.open(vec![c])) else {
+        return;
+    };
+    let mut line = LogLine {
+        time,
+        session: shared.session.clone(),
+        method: "-".into(),
+        host: "-".into(),
+        port: 0,
+        address: None,
+        decision: Decision::Refused,
+        reason: String::new(),
+        error: None,
+        bytes_up: 0,
+        bytes_down: 0,
+        duration_ms: 0,
+    };
+    let logged = serve_one(&mut client, shared, id, &mut line);
+    line.duration_ms = started.elapsed().as_millis() as u64;
+    if logged {
+        shared.close(id, &line);
+    } else {
+        let mut st = lock(&shared.state);
+        st.open.remove(&id);
+        shared.idle.notify_all();
+    }
+}
+
+/// Decide and serve; fills `line`. `false`: nothing worth a log line (the
+/// client connected and sent nothing).
+fn serve_one(client: &mut TcpStream, shared: &Shared, id: u64, line: &mut LogLine) -> bool {
+    let (head_len, buf) = match read_head(client) {
+        Ok(Some(x)) => x,
+        Ok(None) => return false,
+        Err(e) => {
+            line.reason = format!("bad request: {e}");
+            respond(client, "400 Bad Request", &format!("claude-sandbox: {}\n", line.reason));
+            return true;
+        }
+    };
+    let req = match parse_request(&buf[..head_len]) {
+        Ok(r) => r,
+        Err(e) => {
+            line.reason = format!("bad request: {e}");
+            respond(client, "400 Bad Request", &format!("claude-sandbox: {e}\n"));
+            return true;
+        }
+    };
+    line.method = req.method.clone();
+    line.host = crate::egress::normalise_host(&req.host)
+        .unwrap_or_else(|| req.host.escape_debug().to_string());
+    line.port = req.port;
+    let upstream = match decide(shared, &req, line) {
+        Ok(up) => up,
+        Err(fix) => {
+            respond(
+                client,
+                "403 Forbidden",
+                &refusal_body(&line.host, line.port, &line.reason, &fix),
+            );
+            return true;
+        }
+    };
+    let upstream = match upstream {
+        Ok(s) => s,
+        Err(e) => {
+            line.error = Some(e.clone());
+            respond(client, "502 Bad Gateway", &format!("claude-sandbox: {}:{}: {e}\n", line.host, line.port));
+            return true;
+        }
+    };
+    if let Ok(c) = upstream.try_clone() {
+        shared.add_socket(id, c);
+    }
+    let first: Vec<u8> = match &req.forward_head {
+        Some(h) => {
+            let mut v = h.clone();
+            v.extend_from_slice(&buf[head_len..]);
+            v
+        }
+        None => {
+            if client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .is_err()
+            {
+                return true;
+            }
+            buf[head_len..].to_vec()
+        }
+    };
+    let (up, down) = relay(client, upstream, &first);
+    line.bytes_up = up;
+    line.bytes_down = down;
+    true
+}
+
+/// Decide on `req`: `Err(fix)` when refused (the reason in `line.reason`,
+/// the line that would allow it returned), else the upstream connection or
+/// why it failed (`line.address`: the address tried).
+fn decide(
+    shared: &Shared,
+    req: &Request,
+    line: &mut LogLine,
+) -> Result<Result<TcpStream, String>, String> {
+    let candidates: Vec<SocketAddr> = match shared.policy.check_name(&req.host, req.port) {
+        NameVerdict::Refused { reason, fix } => {
+            line.reason = reason;
+            return Err(fix);
+        }
+        NameVerdict::AllowedIp(ip) => {
+            line.reason = format!("allow-ip = {ip}");
+            vec![SocketAddr::new(IpAddr::V4(ip), req.port)]
+        }
+        NameVerdict::Name(origin) => {
+            line.reason = origin;
+            match (line.host.as_str(), req.port).to_socket_addrs() {
+                Ok(a) => a.collect(),
+                Err(e) => {
+                    line.decision = Decision::Allowed;
+                    return Ok(Err(format!("cannot resolve {}: {e}", line.host)));
+                }
+            }
+        }
+    };
+    let (ok, blocked): (Vec<SocketAddr>, Vec<SocketAddr>) = candidates
+        .into_iter()
+        .partition(|a| shared.policy.address_allowed(a.ip()));
+    if ok.is_empty() {
+        let shown = blocked
+            .iter()
+            .find(|a| a.is_ipv4())
+            .or(blocked.first())
+            .map(|a| a.ip());
+        line.address = shown.map(|ip| ip.to_string());
+        line.reason = match shown {
+            Some(ip) => format!("{} resolves to {ip}, an address the sandbox does not reach", line.host),
+            None => format!("{} resolves to no address", line.host),
+        };
+        return Err(match shown {
+            Some(IpAddr::V4(v4)) => format!("allow-ip = {v4}"),
+            _ => String::new(),
+        });
+    }
+    line.decision = Decision::Allowed;
+    let mut last = String::from("no address");
+    for a in &ok {
+        line.address = Some(a.ip().to_string());
+        match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
+            Ok(s) => return Ok(Ok(s)),
+            Err(e) => last = format!("cannot connect to {a}: {e}"),
+        }
+    }
+    Ok(Err(last))
+}
+
+/// Copy both ways until both directions end: `first` goes upstream before
+/// the client's own bytes. Returns the bytes sent each way.
+fn relay(client: &mut TcpStream, upstream: TcpStream, first: &[u8]) -> (u64, u64) {
+    let (Ok(client_rd), Ok(up_wr)) = (client.try_clone(), upstream.try_clone()) else {
+        return (0, 0);
+    };
+    let first = first.to_vec();
+    let up = std::thread::spawn(move || {
+        let mut up_wr = up_wr;
+        let mut n = 0u64;
+        if up_wr.write_all(&first).is_ok() {
+            n += first.len() as u64;
+            n += pump(client_rd, &mut up_wr);
+        }
+        let _ = up_wr.shutdown(Shutdown::Write);
+        n
+    });
+    let down = pump(upstream, client);
+    let _ = client.shutdown(Shutdown::Write);
+    let up = up.join().unwrap_or(0);
+    (up, down)
+}
+
+/// Copy `from` to `to` until EOF or an error; the bytes written.
+fn pump(mut from: TcpStream, to: &mut TcpStream) -> u64 {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut n = 0u64;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                if to.write_all(&buf[..k]).is_err() {
+                    break;
+                }
+                n += k as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    // The other direction may still be blocked reading: a reset client or
+    // server ends both.
+    let _ = from.shutdown(Shutdown::Read);
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_and_absolute_form_parsed() {
+        let r = parse_request(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n").unwrap();
+        assert_eq!((r.method.as_str(), r.host.as_str(), r.port), ("CONNECT", "allowed.test", 443));
+        assert!(r.forward_head.is_none());
+        let r = parse_request(
+            b"GET http://user:pw@Allowed.test:8080/a/b?c=d HTTP/1.1\r\nHost: allowed.test:8080\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: x\r\nAccept: */*\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("Allowed.test", 8080));
+        let head = String::from_utf8(r.forward_head.unwrap()).unwrap();
+        assert!(head.starts_with("GET /a/b?c=d HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("Accept: */*\r\n") && head.ends_with("Connection: close\r\n\r\n"));
+        assert!(!head.to_ascii_lowercase().contains("proxy-"), "{head}");
+        let r = parse_request(b"GET http://x.test HTTP/1.0\r\n\r\n").unwrap();
+        let head = String::from_utf8(r.forward_head.unwrap()).unwrap();
+        assert!(head.starts_with("GET / HTTP/1.1\r\nHost: x.test\r\n"), "{head}");
+        let r = parse_request(b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 443));
+    }
+
+    #[test]
+    fn requests_a_proxy_cannot_serve_are_named() {
+        for (req, says) in [
+            (&b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"[..], "absolute http:// URLs"),
+            (b"GET https://a.test/ HTTP/1.1\r\n\r\n", "absolute http:// URLs"),
+            (b"CONNECT a.test HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT a.test:0 HTTP/1.1\r\n\r\n", "port 0"),
+            (b"CONNECT a.test:99999 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"\x00\x01garbage\r\n\r\n", "malformed"),
+            (b"GET http://[::1 HTTP/1.1\r\n\r\n", "bad host"),
+        ] {
+            let e = parse_request(req).unwrap_err();
+            assert!(e.contains(says), "{:?}: {e}", String::from_utf8_lossy(req));
+        }
+    }
+
+    #[test]
+    fn the_summary_names_the_most_refused() {
+        assert_eq!(summary(&BTreeMap::new()), None);
+        let m: BTreeMap<String, u64> = [("a.test", 1), ("b.test", 3), ("c.test", 1), ("d.test", 1)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let s = summary(&m).unwrap();
+        assert!(s.contains("refused 6 requests (b.test ×3, a.test, c.test and 1 more)"), "{s}");
+        assert!(s.contains("egress report --last"), "{s}");
+    }
+
+    #[test]
+    fn refusal_body_names_the_line() {
+        let b = refusal_body("denied.test", 443, "denied.test is not on the allowlist", "allow-domain = denied.test");
+        assert!(b.contains("denied.test:443 refused"), "{b}");
+        assert!(b.contains("/etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"), "{b}");
+    }
+}
