@@ -33,9 +33,7 @@ pub(crate) fn utc_compact(secs: i64) -> String {
 
 /// `2026-05-01T12:00:00.123Z` (RFC 3339).
 pub(crate) fn rfc3339_millis(t: std::time::SystemTime) -> String {
-    let d = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let [y, m, d2, h, mi, s] = parts(d.as_secs() as i64);
     format!(
         "{y:04}-{m:02}-{d2:02}T{h:02}:{mi:02}:{s:02}.{:03}Z",

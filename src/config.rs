@@ -354,7 +354,10 @@ fn egress_weakening(file: &Config, now: Egress, var: &'static str, v: &str) -> O
             v,
             match now {
                 Egress::Off => "turns the egress jail off".into(),
-                _ => format!("lets the sandbox reach every domain instead of the file's `egress = {}`", file.egress.name()),
+                _ => format!(
+                    "lets the sandbox reach every domain instead of the file's `egress = {}`",
+                    file.egress.name()
+                ),
             },
             match (now, var) {
                 (Egress::Off, ENV_EGRESS_JAIL) => "egress-jail = 0",
@@ -367,11 +370,7 @@ fn egress_weakening(file: &Config, now: Egress, var: &'static str, v: &str) -> O
 
 /// `CLAUDE_SANDBOX_ALLOW_DOMAIN=v` (rules separated by newlines or commas)
 /// applied; weakening when it adds a rule.
-fn env_allow_domain(
-    file: &Config,
-    cfg: &mut Config,
-    v: &str,
-) -> anyhow::Result<Option<Weakening>> {
+fn env_allow_domain(file: &Config, cfg: &mut Config, v: &str) -> anyhow::Result<Option<Weakening>> {
     let mut rules = Vec::new();
     for item in split_list(v) {
         let r = DomainRule::parse(item)
@@ -636,7 +635,10 @@ mod tests {
     #[test]
     fn default_file_parses_to_defaults() {
         assert_eq!(parse(DEFAULT_CONFIG, "default").unwrap(), Config::default());
-        assert!(Config::default().egress.jailed(), "the jail is on by default");
+        assert!(
+            Config::default().egress.jailed(),
+            "the jail is on by default"
+        );
     }
 
     #[test]
@@ -787,12 +789,11 @@ mod tests {
         assert!(cfg.no_forge);
         // Config on, env off: env wins.
         let on = parse("egress-jail = 1\nallow-env-overrides", "f").unwrap();
-        assert!(
-            !apply(on, &[(ENV_EGRESS_JAIL, "0")])
-                .unwrap()
-                .config
-                .egress.jailed()
-        );
+        assert!(!apply(on, &[(ENV_EGRESS_JAIL, "0")])
+            .unwrap()
+            .config
+            .egress
+            .jailed());
         // Nothing set: the file stands, and nothing weakened it.
         let same = apply(file.clone(), &[]).unwrap();
         assert_eq!((same.config, same.weakened), (file, vec![]));

@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the sandbox reaches the network, weakest first (the order is the
 /// strength: the environment may only move up, §3).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Egress {
     /// The host's network, unchanged.
@@ -497,11 +495,17 @@ mod tests {
     #[test]
     fn rules_parse_and_match_as_documented() {
         let r = rule("Allowed.TEST.");
-        assert_eq!((r.name.as_str(), r.subdomains_only, r.port), ("allowed.test", false, None));
+        assert_eq!(
+            (r.name.as_str(), r.subdomains_only, r.port),
+            ("allowed.test", false, None)
+        );
         assert!(r.matches("allowed.test", 443) && r.matches("allowed.test", 80));
         assert!(r.matches("a.b.allowed.test", 443));
         assert!(!r.matches("allowed.test", 8443));
-        assert!(!r.matches("notallowed.test", 443), "a suffix that is not a label");
+        assert!(
+            !r.matches("notallowed.test", 443),
+            "a suffix that is not a label"
+        );
         assert!(!r.matches("allowed.test.evil", 443));
         let w = rule("*.allowed.test");
         assert!(w.matches("x.allowed.test", 80) && !w.matches("allowed.test", 80));
@@ -537,7 +541,10 @@ mod tests {
             &[preset("github").unwrap()],
             traffic,
             &[Ipv4Addr::new(10, 77, 0, 9)],
-            vec![(Ipv4Addr::new(10, 0, 0, 0), 8), (Ipv4Addr::new(100, 64, 0, 0), 10)],
+            vec![
+                (Ipv4Addr::new(10, 0, 0, 0), 8),
+                (Ipv4Addr::new(100, 64, 0, 0), 10),
+            ],
         )
     }
 
@@ -556,7 +563,10 @@ mod tests {
             p.check_name("api.anthropic.com", 443),
             NameVerdict::Name("claude-code".into())
         );
-        assert!(matches!(p.check_name("api.anthropic.com", 80), NameVerdict::Refused { .. }));
+        assert!(matches!(
+            p.check_name("api.anthropic.com", 80),
+            NameVerdict::Refused { .. }
+        ));
         match p.check_name("denied.test", 443) {
             NameVerdict::Refused { reason, fix } => {
                 assert_eq!(fix, "allow-domain = denied.test");
@@ -575,9 +585,17 @@ mod tests {
             p.check_name("10.77.0.9", 22),
             NameVerdict::AllowedIp(Ipv4Addr::new(10, 77, 0, 9))
         );
-        assert!(matches!(p.check_name("203.0.113.10", 443), NameVerdict::Refused { fix, .. } if fix == "allow-ip = 203.0.113.10"));
-        assert!(matches!(p.check_name("[::1]", 443), NameVerdict::Refused { .. }));
-        assert!(matches!(p.check_name("a/b", 443), NameVerdict::Refused { .. }));
+        assert!(
+            matches!(p.check_name("203.0.113.10", 443), NameVerdict::Refused { fix, .. } if fix == "allow-ip = 203.0.113.10")
+        );
+        assert!(matches!(
+            p.check_name("[::1]", 443),
+            NameVerdict::Refused { .. }
+        ));
+        assert!(matches!(
+            p.check_name("a/b", 443),
+            NameVerdict::Refused { .. }
+        ));
     }
 
     #[test]
@@ -587,17 +605,29 @@ mod tests {
             telemetry_off: true,
             error_reporting_off: true,
         });
-        for h in ["http-intake.logs.us5.datadoghq.com", "o1.ingest.us.sentry.io"] {
+        for h in [
+            "http-intake.logs.us5.datadoghq.com",
+            "o1.ingest.us.sentry.io",
+        ] {
             assert!(matches!(on.check_name(h, 443), NameVerdict::Name(_)), "{h}");
-            assert!(matches!(off.check_name(h, 443), NameVerdict::Refused { .. }), "{h}");
+            assert!(
+                matches!(off.check_name(h, 443), NameVerdict::Refused { .. }),
+                "{h}"
+            );
         }
         let vars = |pairs: &'static [(&'static str, &'static str)]| {
             ClaudeTraffic::from_vars(&move |k| {
-                pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
             })
         };
         assert_eq!(vars(&[]), ClaudeTraffic::default());
-        assert_eq!(vars(&[("DISABLE_TELEMETRY", "0")]), ClaudeTraffic::default());
+        assert_eq!(
+            vars(&[("DISABLE_TELEMETRY", "0")]),
+            ClaudeTraffic::default()
+        );
         assert!(vars(&[("DISABLE_TELEMETRY", "1")]).telemetry_off);
         let all = vars(&[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "true")]);
         assert!(all.telemetry_off && all.error_reporting_off);
@@ -628,9 +658,22 @@ mod tests {
     #[test]
     fn proxy_variables_in_both_cases() {
         let env = proxy_env();
-        for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
-            assert!(env.iter().any(|(n, v)| n == k && v == "http://127.0.0.1:3128"), "{k}");
+        for k in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            assert!(
+                env.iter()
+                    .any(|(n, v)| n == k && v == "http://127.0.0.1:3128"),
+                "{k}"
+            );
         }
-        assert!(env.iter().any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1"));
+        assert!(env
+            .iter()
+            .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1"));
     }
 }

@@ -248,7 +248,8 @@ fn more_cases(
         ..Config::default()
     };
     let mut f = with_record(facts());
-    f.env.insert("HTTPS_PROXY".into(), "http://user-proxy:1".into());
+    f.env
+        .insert("HTTPS_PROXY".into(), "http://user-proxy:1".into());
     v.push(("allowlist", render(&cfg, &f, lan_resolv, &[])));
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());

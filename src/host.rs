@@ -77,9 +77,7 @@ fn claude_traffic(home: &Path) -> crate::egress::ClaudeTraffic {
             other => other.to_string(),
         })
     };
-    crate::egress::ClaudeTraffic::from_vars(&|k| {
-        std::env::var(k).ok().or_else(|| from_settings(k))
-    })
+    crate::egress::ClaudeTraffic::from_vars(&|k| std::env::var(k).ok().or_else(|| from_settings(k)))
 }
 
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor

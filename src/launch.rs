@@ -167,7 +167,8 @@ fn attempts(
             sb.nested_userns = true;
         }
         match (&sb.network, &*net) {
-            (Network::Jail(_), Some(Net::Jail(_))) | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
+            (Network::Jail(_), Some(Net::Jail(_)))
+            | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
             (Network::Jail(_), _) => *net = Some(Net::Jail(jail::Jail::prepare()?)),
             (Network::Allowlist(p), _) => *net = Some(Net::Proxy(proxy::Proxy::prepare(p)?)),
             (Network::Host, _) => {}
@@ -426,11 +427,7 @@ fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handov
 
 /// Start bubblewrap for `sb` (through the jail's holder when jailed), its
 /// fds in place. Returns the child and the shadow's ends of its pipes.
-fn spawn(
-    bwrap: &Path,
-    sb: &Sandbox,
-    net: Option<&mut Net>,
-) -> anyhow::Result<(Child, ShadowEnds)> {
+fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(Child, ShadowEnds)> {
     let r = crate::sandbox::render(sb);
     let (mut cmd, ends) = match (net, &sb.network, r.holder, r.proxy_channel) {
         (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
@@ -447,7 +444,11 @@ fn spawn(
             (c, None)
         }
         // Never a sandbox without the network it was planned with.
-        _ => return Err(setup("internal error: the sandbox's network runtime is missing")),
+        _ => {
+            return Err(setup(
+                "internal error: the sandbox's network runtime is missing",
+            ))
+        }
     };
     let h = handover(&r, ends)?;
     let (err_r, err_w) = cloexec_pipe()?;

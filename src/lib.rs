@@ -8,8 +8,8 @@
 #![warn(unreachable_pub)]
 
 mod cli;
-mod config;
 mod clock;
+mod config;
 mod doctor;
 mod egress;
 mod error;

@@ -59,10 +59,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     let [uid, gid, channel, sep, bwrap, rest @ ..] = args else {
         return Err(USAGE.into());
     };
-    let channel: RawFd = channel
-        .to_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or(USAGE)?;
+    let channel: RawFd = channel.to_str().and_then(|s| s.parse().ok()).ok_or(USAGE)?;
     if sep != "--" {
         return Err(USAGE.into());
     }
@@ -328,7 +325,13 @@ fn summary(refused: &BTreeMap<String, u64>) -> Option<String> {
     let names: Vec<String> = by
         .iter()
         .take(3)
-        .map(|(h, n)| if **n > 1 { format!("{h} ×{n}") } else { h.to_string() })
+        .map(|(h, n)| {
+            if **n > 1 {
+                format!("{h} ×{n}")
+            } else {
+                h.to_string()
+            }
+        })
         .collect();
     let more = if by.len() > 3 {
         format!(" and {} more", by.len() - 3)
@@ -604,7 +607,11 @@ fn serve_one(client: &mut TcpStream, shared: &Shared, id: u64, line: &mut LogLin
         Ok(None) => return false,
         Err(e) => {
             line.reason = format!("bad request: {e}");
-            respond(client, "400 Bad Request", &format!("claude-sandbox: {}\n", line.reason));
+            respond(
+                client,
+                "400 Bad Request",
+                &format!("claude-sandbox: {}\n", line.reason),
+            );
             return true;
         }
     };
@@ -635,7 +642,11 @@ fn serve_one(client: &mut TcpStream, shared: &Shared, id: u64, line: &mut LogLin
         Ok(s) => s,
         Err(e) => {
             line.error = Some(e.clone());
-            respond(client, "502 Bad Gateway", &format!("claude-sandbox: {}:{}: {e}\n", line.host, line.port));
+            respond(
+                client,
+                "502 Bad Gateway",
+                &format!("claude-sandbox: {}:{}: {e}\n", line.host, line.port),
+            );
             return true;
         }
     };
@@ -703,7 +714,10 @@ fn decide(
             .map(|a| a.ip());
         line.address = shown.map(|ip| ip.to_string());
         line.reason = match shown {
-            Some(ip) => format!("{} resolves to {ip}, an address the sandbox does not reach", line.host),
+            Some(ip) => format!(
+                "{} resolves to {ip}, an address the sandbox does not reach",
+                line.host
+            ),
             None => format!("{} resolves to no address", line.host),
         };
         return Err(match shown {
@@ -775,8 +789,13 @@ mod tests {
 
     #[test]
     fn connect_and_absolute_form_parsed() {
-        let r = parse_request(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n").unwrap();
-        assert_eq!((r.method.as_str(), r.host.as_str(), r.port), ("CONNECT", "allowed.test", 443));
+        let r =
+            parse_request(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+                .unwrap();
+        assert_eq!(
+            (r.method.as_str(), r.host.as_str(), r.port),
+            ("CONNECT", "allowed.test", 443)
+        );
         assert!(r.forward_head.is_none());
         let r = parse_request(
             b"GET http://user:pw@Allowed.test:8080/a/b?c=d HTTP/1.1\r\nHost: allowed.test:8080\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: x\r\nAccept: */*\r\n\r\n",
@@ -789,7 +808,10 @@ mod tests {
         assert!(!head.to_ascii_lowercase().contains("proxy-"), "{head}");
         let r = parse_request(b"GET http://x.test HTTP/1.0\r\n\r\n").unwrap();
         let head = String::from_utf8(r.forward_head.unwrap()).unwrap();
-        assert!(head.starts_with("GET / HTTP/1.1\r\nHost: x.test\r\n"), "{head}");
+        assert!(
+            head.starts_with("GET / HTTP/1.1\r\nHost: x.test\r\n"),
+            "{head}"
+        );
         let r = parse_request(b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 443));
     }
@@ -797,8 +819,14 @@ mod tests {
     #[test]
     fn requests_a_proxy_cannot_serve_are_named() {
         for (req, says) in [
-            (&b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"[..], "absolute http:// URLs"),
-            (b"GET https://a.test/ HTTP/1.1\r\n\r\n", "absolute http:// URLs"),
+            (
+                &b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"[..],
+                "absolute http:// URLs",
+            ),
+            (
+                b"GET https://a.test/ HTTP/1.1\r\n\r\n",
+                "absolute http:// URLs",
+            ),
             (b"CONNECT a.test HTTP/1.1\r\n\r\n", "host:port"),
             (b"CONNECT a.test:0 HTTP/1.1\r\n\r\n", "port 0"),
             (b"CONNECT a.test:99999 HTTP/1.1\r\n\r\n", "host:port"),
@@ -818,14 +846,25 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         let s = summary(&m).unwrap();
-        assert!(s.contains("refused 6 requests (b.test ×3, a.test, c.test and 1 more)"), "{s}");
+        assert!(
+            s.contains("refused 6 requests (b.test ×3, a.test, c.test and 1 more)"),
+            "{s}"
+        );
         assert!(s.contains("egress report --last"), "{s}");
     }
 
     #[test]
     fn refusal_body_names_the_line() {
-        let b = refusal_body("denied.test", 443, "denied.test is not on the allowlist", "allow-domain = denied.test");
+        let b = refusal_body(
+            "denied.test",
+            443,
+            "denied.test is not on the allowlist",
+            "allow-domain = denied.test",
+        );
         assert!(b.contains("denied.test:443 refused"), "{b}");
-        assert!(b.contains("/etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"), "{b}");
+        assert!(
+            b.contains("/etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"),
+            "{b}"
+        );
     }
 }

@@ -548,13 +548,7 @@ mod tests {
             Network::Host,
             Network::Allowlist(ProxyNet {
                 listen: crate::egress::PROXY_ADDR,
-                policy: crate::egress::Policy::new(
-                    &[],
-                    &[],
-                    Default::default(),
-                    &[],
-                    Vec::new(),
-                ),
+                policy: crate::egress::Policy::new(&[], &[], Default::default(), &[], Vec::new()),
                 session: "s".into(),
                 log: "/l".into(),
             }),

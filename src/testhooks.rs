@@ -50,6 +50,10 @@ pub(crate) enum Mutation {
     /// keyring syscalls refused.
     #[cfg(feature = "test-mutations")]
     SeccompMinimal,
+    /// Allowlist mode's proxy lets every `.invalid` name through (the
+    /// names `verify` probes with).
+    #[cfg(feature = "test-mutations")]
+    AllowlistOpen,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -87,6 +91,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
         Mutation::AcceptEnvOverrides => "accept-env-overrides",
+        Mutation::AllowlistOpen => "allowlist-open",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -152,6 +157,14 @@ pub(crate) fn apply(
     }
     let dropped = dropped_mounts(home);
     sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
+    if let Network::Allowlist(p) = &mut sb.network {
+        if active(Mutation::AllowlistOpen) {
+            p.policy.rules.push(crate::egress::PolicyRule {
+                rule: crate::egress::DomainRule::parse("invalid:443").expect("valid"),
+                origin: "test mutation allowlist-open".into(),
+            });
+        }
+    }
     if let Network::Jail(net) = &mut sb.network {
         if active(Mutation::JailNo172) {
             net.route_batch = net

@@ -304,6 +304,9 @@ pub(crate) struct Observed {
     /// Calls the seccomp filter must refuse, tried with arguments the kernel
     /// itself would reject differently ([`syscall_samples`]).
     pub syscall_samples: Vec<SyscallSample>,
+    /// Allowlist mode: the proxy's status line for a name on no list
+    /// ([`ALLOWLIST_PROBE`]), or why there is none. `None` in other modes.
+    pub proxy_probe: Option<Result<String, String>>,
 }
 
 /// One refused call the battery tries.
@@ -350,6 +353,7 @@ impl Default for Observed {
             userns_errno: 0,
             root_only_readable: Vec::new(),
             syscall_samples: Vec::new(),
+            proxy_probe: None,
         }
     }
 }
@@ -422,6 +426,8 @@ impl Observed {
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
+        let proxy_probe = (rec.egress == crate::egress::Egress::Allowlist)
+            .then(|| probe_proxy(env.get("HTTPS_PROXY").map(String::as_str)));
         Observed {
             facts: inside::Facts::read(),
             status: read("/proc/self/status"),
@@ -454,9 +460,38 @@ impl Observed {
             userns_errno,
             root_only_readable,
             syscall_samples,
+            proxy_probe,
             env,
         }
     }
+}
+
+/// A name no allowlist holds (RFC 2606 reserves `.invalid`): the proxy
+/// must refuse it without a lookup.
+pub(crate) const ALLOWLIST_PROBE: &str = "claude-sandbox-verify.invalid:443";
+
+/// Ask the proxy at `url` (`http://ADDR:PORT`) to CONNECT to
+/// [`ALLOWLIST_PROBE`]; its status line.
+fn probe_proxy(url: Option<&str>) -> Result<String, String> {
+    use std::io::{BufRead, Write};
+    let url = url.ok_or("HTTPS_PROXY is not set")?;
+    let addr: SocketAddr = url
+        .strip_prefix("http://")
+        .and_then(|a| a.trim_end_matches('/').parse().ok())
+        .ok_or_else(|| format!("HTTPS_PROXY={url} is not http://ADDR:PORT"))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("{addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(
+        format!("CONNECT {ALLOWLIST_PROBE} HTTP/1.1\r\nHost: {ALLOWLIST_PROBE}\r\n\r\n").as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::BufReader::new(s)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    Ok(line.trim_end().to_string())
 }
 
 /// The launch record the shadow bound in, or why there is none (so the checks can say what is missing).
@@ -792,6 +827,7 @@ const BATTERY: &[Def] = &[
     def("root-view", "launched by root, the sandbox reads no more than an unprivileged user could (issue #13)", check_root_view),
     def("managed-settings-inside", "the user's own hooks and MCP servers run inside: the managed settings' lockdown for unsandboxed sessions is not in effect here, the guard hooks are (§6)", check_managed_settings),
     def("syscalls-refused", "kernel interfaces a session does not need are refused: namespaces, mounts, bpf, perf, userfaultfd, io_uring (§4.4, issue #13)", check_syscalls),
+    def("egress-allowlist", "allowlist mode: no route at all, tools pointed at the proxy, a name on no list refused (§4.9)", check_egress_allowlist),
 ];
 
 #[cfg(test)]
@@ -899,8 +935,12 @@ pub(crate) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
         ));
     }
     v.push(("environment".into(), Some("token-env-absent")));
-    if sb.network.is_jail() {
-        v.push(("network jail".into(), Some("jail-routes")));
+    match &sb.network {
+        sandbox::Network::Jail(_) => v.push(("network jail".into(), Some("jail-routes"))),
+        sandbox::Network::Allowlist(_) => {
+            v.push(("allowlist proxy".into(), Some("egress-allowlist")))
+        }
+        sandbox::Network::Host => {}
     }
     v.extend(
         sb.mounts
@@ -1389,13 +1429,20 @@ fn check_config(o: &Observed) -> Outcome {
 }
 
 /// Jail checks: PASS with a note when the jail is deliberately off.
-fn jail_on(o: &Observed) -> Result<Option<&LaunchRecord>, String> {
+/// The open jail's checks: `Ok(Err(note))` when the sandbox is not in that
+/// mode (the note says which it is in).
+fn jail_on(o: &Observed) -> Result<Result<&LaunchRecord, String>, String> {
     let rec = record(o)?;
-    Ok((rec.egress == crate::egress::Egress::Open).then_some(rec))
+    Ok(match rec.egress {
+        crate::egress::Egress::Open => Ok(rec),
+        crate::egress::Egress::Off => Err(JAIL_OFF.into()),
+        crate::egress::Egress::Allowlist => Err(ALLOWLIST_NOTE.into()),
+    })
 }
 
 const JAIL_OFF: &str =
-    "egress jail deliberately off (egress-jail = 0 or CLAUDE_SANDBOX_EGRESS_JAIL=0 at launch)";
+    "egress jail deliberately off (egress = off, egress-jail = 0 or CLAUDE_SANDBOX_EGRESS_JAIL=0 at launch)";
+const ALLOWLIST_NOTE: &str = "egress = allowlist: no route at all, which egress-allowlist checks";
 
 /// Destinations the jail opens on purpose: `allow-ip` hosts and resolvers.
 fn punched(o: &Observed, rec: &LaunchRecord, ip: &Ipv4Addr) -> bool {
@@ -1403,8 +1450,9 @@ fn punched(o: &Observed, rec: &LaunchRecord, ip: &Ipv4Addr) -> bool {
 }
 
 fn check_jail_routes(o: &Observed) -> Outcome {
-    let Some(rec) = jail_on(o)? else {
-        return Ok(JAIL_OFF.into());
+    let rec = match jail_on(o)? {
+        Ok(rec) => rec,
+        Err(note) => return Ok(note),
     };
     if !o.routes.iter().any(|r| r.len == 0 && !r.reject) {
         return Err("the jail is on but has no default route".into());
@@ -1431,8 +1479,9 @@ fn check_jail_routes(o: &Observed) -> Outcome {
 }
 
 fn check_internal(o: &Observed) -> Outcome {
-    let Some(rec) = jail_on(o)? else {
-        return Ok(JAIL_OFF.into());
+    let rec = match jail_on(o)? {
+        Ok(rec) => rec,
+        Err(note) => return Ok(note),
     };
     let mut dests: Vec<Ipv4Addr> = vec![METADATA];
     for (n, l) in &rec.site_subnets {
@@ -1467,8 +1516,8 @@ fn check_internal(o: &Observed) -> Outcome {
 }
 
 fn check_ipv6(o: &Observed) -> Outcome {
-    if jail_on(o)?.is_none() {
-        return Ok(JAIL_OFF.into());
+    if let Err(note) = jail_on(o)? {
+        return Ok(note);
     }
     if !o.ipv6_addrs.is_empty() {
         return Err(format!(
@@ -1484,9 +1533,11 @@ fn check_ipv6(o: &Observed) -> Outcome {
 }
 
 fn check_loopback(o: &Observed) -> Outcome {
-    let Some(rec) = jail_on(o)? else {
+    // Both the open jail and allowlist mode run in a namespace of their own.
+    let rec = record(o)?;
+    if !rec.egress.jailed() {
         return Ok(JAIL_OFF.into());
-    };
+    }
     match (rec.launcher_ns.get("net"), o.ns_ino.get("net")) {
         (Some(a), Some(b)) if a != b => {}
         _ => {
@@ -1511,6 +1562,52 @@ fn check_loopback(o: &Observed) -> Outcome {
             format!(" (ports {:?} also listen inside: skipped)", o.loopback_own)
         }
     ))
+}
+
+fn check_egress_allowlist(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    if rec.egress != crate::egress::Egress::Allowlist {
+        return Ok(format!(
+            "egress = {}: not in allowlist mode",
+            rec.egress.name()
+        ));
+    }
+    if let Some(r) = o.routes.first() {
+        return Err(format!(
+            "{} route(s) inside (first: {}/{}): allowlist mode has none",
+            o.routes.len(),
+            r.dst,
+            r.len
+        ));
+    }
+    let routable: Vec<String> = o
+        .lookups
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(ip, _)| ip.to_string())
+        .collect();
+    if !routable.is_empty() {
+        return Err(format!("routable from inside: {}", routable.join(", ")));
+    }
+    for (k, want) in crate::egress::proxy_env() {
+        if o.env.get(&k) != Some(&want) {
+            return Err(format!(
+                "{k} is {} instead of {want}: tools would not find the proxy",
+                o.env.get(&k).map_or("unset".into(), |v| format!("`{v}`"))
+            ));
+        }
+    }
+    match &o.proxy_probe {
+        Some(Ok(status)) if status.starts_with("HTTP/1.1 403") => Ok(format!(
+            "no route at all; the proxy variables point at {}; {ALLOWLIST_PROBE} refused ({status})",
+            crate::egress::PROXY_ADDR
+        )),
+        Some(Ok(status)) => Err(format!(
+            "the proxy did not refuse {ALLOWLIST_PROBE}, a name on no list: `{status}`"
+        )),
+        Some(Err(e)) => Err(format!("the proxy did not answer: {e}")),
+        None => Err("the proxy was not probed".into()),
+    }
 }
 
 fn check_pin(o: &Observed) -> Outcome {
@@ -2255,6 +2352,84 @@ mod tests {
         for n in ["jail-routes", "internal-unroutable"] {
             assert!(f.contains(&n), "{n}: {f:?}");
         }
+    }
+
+    /// What allowlist mode looks like from inside when it holds.
+    fn healthy_allowlist() -> Observed {
+        let mut o = healthy();
+        o.routes.clear();
+        for r in o.lookups.values_mut() {
+            *r = Err("Network is unreachable (os error 101)".into());
+        }
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::Egress::Allowlist;
+        }
+        for (k, v) in crate::egress::proxy_env() {
+            o.env.insert(k, v);
+        }
+        o.proxy_probe = Some(Ok("HTTP/1.1 403 Forbidden".into()));
+        o
+    }
+
+    #[test]
+    fn allowlist_mode_passes_and_each_weakening_fails_its_check() {
+        // workspace-scoped probes the real file system: the live probe fails here.
+        let failing = |o: &Observed| {
+            let mut f = failing(o);
+            f.retain(|n| *n != "workspace-scoped");
+            f
+        };
+        let o = healthy_allowlist();
+        assert_eq!(failing(&o), Vec::<&str>::new());
+        let c = evaluate(&o);
+        let detail = |n: &str| c.iter().find(|x| x.name == n).unwrap().detail.clone();
+        assert!(
+            detail("egress-allowlist").contains("refused (HTTP/1.1 403"),
+            "{}",
+            detail("egress-allowlist")
+        );
+        assert!(detail("jail-routes").contains("egress = allowlist"));
+        assert!(!detail("host-loopback-unreachable").contains("deliberately off"));
+        // A route back (the open jail's default route), one variable
+        // missing, a proxy that lets the name through, one that is gone.
+        let mut routed = healthy_allowlist();
+        routed.routes = parse_routes(JAIL_ROUTES);
+        let mut public = healthy_allowlist();
+        public.lookups.insert(IpAddr::V4(PUBLIC_SAMPLE), Ok(()));
+        let mut no_var = healthy_allowlist();
+        no_var.env.remove("https_proxy");
+        let mut open = healthy_allowlist();
+        open.proxy_probe = Some(Ok("HTTP/1.1 200 Connection established".into()));
+        let mut gone = healthy_allowlist();
+        gone.proxy_probe = Some(Err("Connection refused".into()));
+        for (what, o, says) in [
+            ("route", routed, "route(s) inside"),
+            (
+                "public lookup",
+                public,
+                "routable from inside: 198.51.100.1",
+            ),
+            ("variable", no_var, "https_proxy is unset"),
+            ("open proxy", open, "did not refuse"),
+            ("no proxy", gone, "did not answer"),
+        ] {
+            assert_eq!(failing(&o), ["egress-allowlist"], "{what}");
+            let c = evaluate(&o);
+            let d = &c
+                .iter()
+                .find(|x| x.name == "egress-allowlist")
+                .unwrap()
+                .detail;
+            assert!(d.contains(says), "{what}: {d}");
+        }
+        // In the other modes it passes with a note.
+        let mut off = healthy();
+        if let Ok(r) = off.record.as_mut() {
+            r.egress = crate::egress::Egress::Open;
+        }
+        let c = evaluate(&off);
+        let d = &c.iter().find(|x| x.name == "egress-allowlist").unwrap();
+        assert!(d.status == Status::Pass && d.detail.contains("not in allowlist mode"));
     }
 
     #[test]

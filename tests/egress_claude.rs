@@ -72,7 +72,13 @@ fn real_claude_code_answers_through_the_allowlist_proxy() {
             ("ANTHROPIC_API_KEY", "sk-ant-test"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ];
-        let cmd = w.command_with_setup(who, &w.workspace(who), setup, &env, &["claude", "-p", prompt]);
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            setup,
+            &env,
+            &["claude", "-p", prompt],
+        );
         in_netns(&lan.host, &cmd)
             .stdin(Stdio::null())
             .output()
@@ -84,10 +90,18 @@ fn real_claude_code_answers_through_the_allowlist_proxy() {
         let o = run(who, "http://api.test:8080", &prompt);
         let logged = std::fs::read_to_string(&api_log).unwrap_or_default();
         if !o.status.success() || !stdout(&o).contains("PONG-FROM-FAKE-API") {
-            failures.push(format!("{who:?}: {:?}\n{}\n{}", o.status, stdout(&o), stderr(&o)));
+            failures.push(format!(
+                "{who:?}: {:?}\n{}\n{}",
+                o.status,
+                stdout(&o),
+                stderr(&o)
+            ));
             continue;
         }
-        assert!(logged.contains(&prompt), "{who:?}: the prompt never reached the API: {logged}");
+        assert!(
+            logged.contains(&prompt),
+            "{who:?}: the prompt never reached the API: {logged}"
+        );
         // The proxy carried it: the session's log has the allowed request.
         let log = egress_logs(&w, who).pop().expect("a connection log");
         let lines = log_lines(&log);
@@ -105,11 +119,20 @@ fn real_claude_code_answers_through_the_allowlist_proxy() {
         let prompt = format!("hello-refused-{who:?}");
         let o = run(who, "http://unlisted.test:8080", &prompt);
         let logged = std::fs::read_to_string(&api_log).unwrap_or_default();
-        assert!(!logged.contains(&prompt), "{who:?}: an unlisted name reached the API");
-        assert!(!o.status.success() || !stdout(&o).contains("PONG"), "{who:?}: {}", stdout(&o));
+        assert!(
+            !logged.contains(&prompt),
+            "{who:?}: an unlisted name reached the API"
+        );
+        assert!(
+            !o.status.success() || !stdout(&o).contains("PONG"),
+            "{who:?}: {}",
+            stdout(&o)
+        );
         let lines = log_lines(&egress_logs(&w, who).pop().unwrap());
         assert!(
-            lines.iter().any(|x| x["host"] == "unlisted.test" && x["decision"] == "refused"),
+            lines
+                .iter()
+                .any(|x| x["host"] == "unlisted.test" && x["decision"] == "refused"),
             "{who:?}: {lines:?}"
         );
     }

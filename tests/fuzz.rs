@@ -182,7 +182,10 @@ fn config_parser_and_environment_never_panic() {
                 if !file.allow_env_overrides {
                     prop_assert!(l.weakened.is_empty());
                     prop_assert!(cfg.egress >= file.egress);
-                    prop_assert!(cfg.allow_domain.iter().all(|r| file.allow_domain.contains(r)));
+                    prop_assert!(cfg
+                        .allow_domain
+                        .iter()
+                        .all(|r| file.allow_domain.contains(r)));
                     prop_assert!(cfg.no_forge || !file.no_forge);
                     prop_assert!(cfg.allow_write.iter().all(|p| file.allow_write.contains(p)));
                     prop_assert!(cfg.allow_ip.iter().all(|p| file.allow_ip.contains(p)));

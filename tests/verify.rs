@@ -157,6 +157,60 @@ fn inside_a_jailed_sandbox_every_check_passes_for_root_and_user() {
     assert!(out.contains("PASS  strict-home"), "{out}");
 }
 
+/// Allowlist mode (issue #15): every check passes for root and user, the
+/// allowlist's own check says what it tried; a proxy that lets verify's
+/// name through fails exactly that check.
+#[test]
+fn inside_an_allowlist_sandbox_every_check_passes_and_an_open_proxy_fails() {
+    if !require("verify_allowlist") {
+        return;
+    }
+    let lan = lan_with_loopback_service();
+    let w = World::new("verifyallow");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress = allowlist\n");
+    install_managed_settings(&w);
+    // Names resolve (if ever) only inside the test network.
+    let o =
+        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        let o = verify_inside(&w, &lan, who, &[], "--json");
+        let c = checks(&o);
+        assert_eq!(failing(&c), Vec::<String>::new(), "{who:?}: {}", stderr(&o));
+        let detail = |n: &str| {
+            c.iter().find(|x| x["name"] == n).unwrap()["detail"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let a = detail("egress-allowlist");
+        assert!(
+            a.contains("no route at all") && a.contains("refused (HTTP/1.1 403"),
+            "{who:?}: {a}"
+        );
+        assert!(
+            detail("jail-routes").contains("egress = allowlist"),
+            "{who:?}"
+        );
+        let lb = detail("host-loopback-unreachable");
+        assert!(!lb.contains(" 0 host loopback"), "{who:?}: {lb}");
+    }
+    let o = verify_inside(
+        &w,
+        &lan,
+        Who::Root,
+        &[("CLAUDE_SANDBOX_TEST_MUTATION", "allowlist-open")],
+        "--json",
+    );
+    let f = failing(&checks(&o));
+    assert_eq!(f.len(), 1, "allowlist-open: {f:#?}");
+    assert!(
+        f[0].starts_with("egress-allowlist: the proxy did not refuse"),
+        "{f:#?}"
+    );
+}
+
 #[test]
 fn jail_checks_pass_with_a_note_when_the_jail_is_deliberately_off() {
     if !require("verify_jail_off") {
