@@ -3,8 +3,12 @@
 #   direct   the real `claude --version`
 #   jail off `claude --version` through the shadow, CLAUDE_SANDBOX_EGRESS_JAIL=0
 #   jail on  `claude --version` through the shadow (the default)
+#   allowlist `claude --version` in allowlist egress mode (no pasta; the
+#            proxy in the shadow)
 #   floor    a minimal hand-written equivalent: holder namespace (unshare -rn)
 #            + pasta attach + `bwrap … /bin/true`
+# and a 200 MB download through the open jail and through the allowlist
+# proxy (bench/egress-throughput.sh).
 # Budget (issue #3): the shadow's added latency with the jail on
 # (jail on − direct) is at most 1.5× the floor.
 #
@@ -22,13 +26,26 @@ lan="$repo/tests/testnet/lan.sh"
 [ -f "$lan" ] || { echo "bench: $lan missing from the repository" >&2; exit 1; }
 
 cargo build --release --quiet
+cargo build --release --quiet --example probe
 work=$(mktemp -d /var/tmp/csb-bench-XXXXXX)
 prefix="csbb$$"
-cleanup() { bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work"; }
+servers=()
+cleanup() {
+    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work"
+}
 trap cleanup EXIT
 bash "$lan" up "$prefix" >/dev/null
+# The throughput download: 200 MB from the "internet" host, names from the
+# test resolver (every name answers 203.0.113.10).
+head -c 200000000 /dev/zero > "$work/blob"
+ip netns exec "$prefix-lan" python3 "$repo/bench/blob-server.py" 203.0.113.10 80 "$work/blob" 900 &
+servers+=($!)
+ip netns exec "$prefix-lan" python3 "$repo/tests/testnet/netprobe.py" dns 10.77.0.1 600 &
+servers+=($!)
 chmod 755 "$work"; mkdir -p "$work/home" "$work/ws" "$work/ov"
 cp target/release/claude-sandbox "$work/claude-sandbox"
+cp target/release/examples/probe "$work/probe"
 # A repository workspace (this project's own history, an editor and a
 # devcontainer folder, a nested repository): what the protected-path walk,
 # its read-only binds and the tripwire cost on a real project.
@@ -76,6 +93,7 @@ hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
     -n direct "/usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "jail on" "/usr/local/bin/claude --version" \\
+    -n allowlist "env CLAUDE_SANDBOX_EGRESS=allowlist /usr/local/bin/claude --version" \\
     -n floor "bash $work/floor.sh"
 # The same launch from a repository (issue #12: protected paths, tripwire).
 cd $work/repo
@@ -91,10 +109,11 @@ hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
     -n "sha256sum" "sha256sum /usr/libexec/claude-sandbox/claude" \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
 bash $repo/bench/leftovers-and-rss.sh $work
+bash $repo/bench/egress-throughput.sh $work $work/probe
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" <<'PY'
 import json, sys, platform, os
 r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
@@ -107,7 +126,7 @@ print()
 print(f"machine: {os.cpu_count()} cores, {platform.machine()}, kernel {platform.release()}")
 print(f"{'':26}{'mean':>10}{'± σ':>9}")
 print(f"real binary: {os.path.getsize(sys.argv[3]) / 1e6:.0f} MB")
-for k in ["direct", "jail off", "jail on", "jail on, in a repository", "floor", "jail on, pin re-hashed"]:
+for k in ["direct", "jail off", "jail on", "allowlist", "jail on, in a repository", "floor", "jail on, pin re-hashed"]:
     print(f"{k:26}{ms(k):8.1f} ms{sd(k):6.1f} ms")
 print(f"added latency, jail off:  {off - direct:8.1f} ms")
 print(f"added latency, jail on:   {on - direct:8.1f} ms")
@@ -124,4 +143,11 @@ fastest = min(med("sha256sum"), med("openssl sha256"))
 print(f"pin re-hash (median):     {rehash:8.1f} ms   (sha256sum {med('sha256sum'):.1f} ms, openssl {med('openssl sha256'):.1f} ms: {rehash / fastest:.2f}x the fastest; target 1.20x: {'OK' if rehash <= 1.2 * fastest else 'OVER'})")
 print(f"peak RSS per launch:      shadow {int(rss_shadow) / 1024:.1f} MiB, pasta ({pasta_name}) {int(rss_pasta) / 1024:.1f} MiB")
 print(f"left 1 s after 50 launches at once: {left} processes (must be 0)")
+# Issue #15 targets: allowlist mode is no slower to launch than the open
+# jail; a 200 MB download through the proxy takes at most 1.5x the open jail's.
+d_allow = med("allowlist") - med("direct")
+print(f"median added, allowlist:  {d_allow:8.1f} ms   ({d_allow / d_on:.2f}x jail on; target <= 1.00x: {'OK' if d_allow <= d_on else 'OVER'})")
+import statistics
+tp = {k: statistics.median(float(x) for x in open(f).read().split()) for k, f in (("open", sys.argv[7]), ("allowlist", sys.argv[8]))}
+print(f"200 MB download (median of 5): open jail {tp['open']:.3f} s ({200 / tp['open']:.0f} MB/s), allowlist proxy {tp['allowlist']:.3f} s ({200 / tp['allowlist']:.0f} MB/s): {tp['allowlist'] / tp['open']:.2f}x; target 1.50x: {'OK' if tp['allowlist'] <= 1.5 * tp['open'] else 'OVER'}")
 PY

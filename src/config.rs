@@ -633,6 +633,98 @@ mod tests {
     }
 
     #[test]
+    fn egress_modes_and_their_older_spelling() {
+        assert_eq!(
+            parse("egress = allowlist", "f").unwrap().egress,
+            Egress::Allowlist
+        );
+        assert_eq!(parse("egress = off", "f").unwrap().egress, Egress::Off);
+        assert_eq!(parse("egress=open", "f").unwrap().egress, Egress::Open);
+        assert_eq!(parse("egress-jail = 0", "f").unwrap().egress, Egress::Off);
+        // Both, agreeing: fine; disagreeing: refused, naming both lines.
+        assert_eq!(
+            parse("egress = off\negress-jail = 0", "f").unwrap().egress,
+            Egress::Off
+        );
+        let e = err_of("egress = allowlist\n# x\negress-jail = 1");
+        assert!(
+            e.contains(":3:") && e.contains("`egress = allowlist` on line 1"),
+            "{e}"
+        );
+        let e = err_of("egress = closed");
+        assert!(
+            e.contains("`closed` is not a mode (open, allowlist or off)"),
+            "{e}"
+        );
+        assert!(err_of("egress").contains("needs a value"));
+    }
+
+    #[test]
+    fn allow_domain_and_presets() {
+        let c = parse(
+            "allow-domain = Allowed.test\nallow-domain = *.git.test:8443\nallow-domain = allowed.test\nallow-domains = github, npm\nallow-domains = github",
+            "f",
+        )
+        .unwrap();
+        let texts: Vec<String> = c.allow_domain.iter().map(DomainRule::text).collect();
+        assert_eq!(texts, ["allowed.test", "*.git.test:8443"]);
+        let names: Vec<&str> = c.allow_domains.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["github", "npm"]);
+        let e = err_of("allow-domain = 10.0.0.1");
+        assert!(
+            e.contains("/etc/claude-sandbox.conf:1: allow-domain:") && e.contains("allow-ip"),
+            "{e}"
+        );
+        let e = err_of("allow-domains = github, gitlab");
+        assert!(
+            e.contains("no preset `gitlab`")
+                && e.contains("github, npm, pypi, crates, debian, ubuntu, go"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_environment_may_only_tighten_egress() {
+        let open = Config::default();
+        let allow = parse("egress = allowlist\nallow-domain = a.test", "f").unwrap();
+        // Strengthening: always.
+        let l = apply(open.clone(), &[(ENV_EGRESS, "allowlist")]).unwrap();
+        assert_eq!(l.config.egress, Egress::Allowlist);
+        assert!(l.weakened.is_empty());
+        let l = apply(allow.clone(), &[(ENV_EGRESS_JAIL, "1")]).unwrap();
+        assert_eq!(l.config.egress, Egress::Allowlist, "=1 keeps the allowlist");
+        // Weakening: refused, naming the variable and the key.
+        for (file, var, val, key) in [
+            (allow.clone(), ENV_EGRESS, "open", "egress = open"),
+            (allow.clone(), ENV_EGRESS_JAIL, "0", "egress-jail = 0"),
+            (open.clone(), ENV_EGRESS, "off", "egress = off"),
+            (
+                allow.clone(),
+                ENV_ALLOW_DOMAIN,
+                "a.test, b.test",
+                "allow-domain = NAME",
+            ),
+        ] {
+            let e = apply(file, &[(var, val)]).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{var}={val}")) && e.contains(key),
+                "{e}"
+            );
+        }
+        let e = apply(open.clone(), &[(ENV_EGRESS, "sideways")]).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_BAD_INPUT);
+        // The file's own rules again, or fewer: not weakening.
+        let l = apply(allow.clone(), &[(ENV_ALLOW_DOMAIN, "")]).unwrap();
+        assert!(l.config.allow_domain.is_empty() && l.weakened.is_empty());
+        // With the opt-in: applied and reported.
+        let mut opted = allow;
+        opted.allow_env_overrides = true;
+        let l = apply(opted, &[(ENV_EGRESS, "open"), (ENV_ALLOW_DOMAIN, "b.test")]).unwrap();
+        assert_eq!(l.config.egress, Egress::Open);
+        assert_eq!(l.weakened.len(), 2);
+    }
+
+    #[test]
     fn default_file_parses_to_defaults() {
         assert_eq!(parse(DEFAULT_CONFIG, "default").unwrap(), Config::default());
         assert!(

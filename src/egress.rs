@@ -442,6 +442,7 @@ pub(crate) fn session_id(unix_secs: i64, pid: u32) -> String {
 }
 
 /// Whether `s` could be a session id (nothing that walks out of the log dir).
+#[allow(dead_code)] // used by `egress report` (next commits)
 pub(crate) fn is_session_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
@@ -653,6 +654,34 @@ mod tests {
         for bad in ["", "../x", "a/b", ".", "a b"] {
             assert!(!is_session_id(bad), "{bad}");
         }
+    }
+
+    /// The rows of docs/egress.md between `<!-- NAME` and `<!-- /NAME -->`:
+    /// first column, second column (backticks removed).
+    fn doc_rows(name: &str) -> Vec<(String, String)> {
+        let doc = include_str!("../docs/egress.md");
+        let start = doc.find(&format!("<!-- {name}")).expect("section start");
+        let end = doc.find(&format!("<!-- /{name} -->")).expect("section end");
+        doc[start..end]
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].replace('`', ""), cells[2].replace('`', ""))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn docs_list_every_preset_and_claude_code_domain() {
+        let presets: Vec<(String, String)> = PRESETS
+            .iter()
+            .map(|p| (p.name.to_string(), p.domains.join(", ")))
+            .collect();
+        assert_eq!(doc_rows("presets"), presets);
+        let claude: Vec<String> = doc_rows("claude-code").into_iter().map(|r| r.0).collect();
+        let ours: Vec<&str> = CLAUDE_CODE_DOMAINS.iter().map(|(d, _)| *d).collect();
+        assert_eq!(claude, ours);
     }
 
     #[test]

@@ -140,3 +140,52 @@ fn real_claude_code_answers_through_the_allowlist_proxy() {
     let _ = api.wait();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// docs/egress.md's list of Claude Code's own domains (which a unit test
+/// keeps equal to the code's) names hosts the pinned binary really uses:
+/// each appears in it (a `*.` entry by its suffix).
+#[test]
+fn claude_codes_domains_are_in_the_pinned_binary() {
+    let Some(real) = real_claude() else { return };
+    let pinned = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/etc/claude-code-version"
+    ))
+    .unwrap();
+    let version = Command::new(&real).arg("--version").output().unwrap();
+    assert!(
+        stdout(&version).starts_with(pinned.trim()),
+        "the binary at {} is not the pinned {}: {}",
+        real.display(),
+        pinned.trim(),
+        stdout(&version)
+    );
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/egress.md")).unwrap();
+    let section =
+        &doc[doc.find("<!-- claude-code").unwrap()..doc.find("<!-- /claude-code -->").unwrap()];
+    let domains: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            l.split('`')
+                .nth(1)
+                .unwrap()
+                .trim_start_matches("*.")
+                .to_string()
+        })
+        .collect();
+    assert!(domains.len() >= 4, "{domains:?}");
+    for d in &domains {
+        let found = Command::new("grep")
+            .args(["-qaF", d])
+            .arg(&real)
+            .status()
+            .unwrap();
+        assert!(
+            found.success(),
+            "{d} does not appear in Claude Code {}",
+            pinned.trim()
+        );
+    }
+}
