@@ -1073,7 +1073,12 @@ mod tests {
             lines.push(line(&at(s), "denied.test", 443, false, 0, 0));
         }
         let t = text(&report_of(&lines));
-        let expected = "\
+        assert_eq!(t, TEXT_SAMPLE);
+        assert!(t.lines().all(|l| l.chars().count() <= 100), "{t}");
+    }
+
+    /// What `text_layout` prints; docs/egress.md shows the same.
+    const TEXT_SAMPLE: &str = "\
 20261123T184501Z-4242: 6 requests, 3 allowed, 3 refused; 160 B up, 2.5 KiB down; 18:45:01→18:45:06
 
 host               ports   allowed  refused         up       down
@@ -1089,8 +1094,37 @@ refused:
 risk: 15/100
   denied.test refused 3 times
 ";
-        assert_eq!(t, expected);
-        assert!(t.lines().all(|l| l.chars().count() <= 100), "{t}");
+
+    #[test]
+    fn the_docs_show_this_output_and_these_weights() {
+        let doc = include_str!("../docs/egress.md");
+        assert!(
+            doc.contains(&format!("```\n{TEXT_SAMPLE}```")),
+            "docs/egress.md: text sample"
+        );
+        let rows = [
+            format!(
+                "| a host was refused {REPEATED_REFUSALS} times or more | \
+                 {REPEATED_POINTS} a host, at most {REPEATED_MAX} |"
+            ),
+            format!(
+                "| at least {RATIO_MIN_REQUESTS} requests, and at least {} % of them refused | \
+                 {}; {} from {} % |",
+                RATIO_STEPS[1].0, RATIO_STEPS[1].1, RATIO_STEPS[0].1, RATIO_STEPS[0].0
+            ),
+            format!("(allowed by `allow-ip` or not) | {IP_POINTS} |"),
+            format!(
+                "| {MANY_PORTS} or more distinct ports requested in the session | {PORTS_POINTS} |"
+            ),
+            format!(
+                "| {BURST_HOSTS} or more distinct hosts requested within one {} s window \
+                 (by each request's `time`) | {BURST_POINTS} |",
+                BURST_WINDOW_MS / 1000
+            ),
+        ];
+        for row in rows {
+            assert!(doc.contains(&row), "docs/egress.md lacks: {row}");
+        }
     }
 
     #[test]
