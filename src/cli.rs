@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::{Parser, Subcommand};
 
-use crate::{config, doctor, hooks, install, launch, paths, promote, tripwire, verify};
+use crate::{config, doctor, hooks, install, launch, paths, promote, report, tripwire, verify};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -17,7 +17,8 @@ use crate::{config, doctor, hooks, install, launch, paths, promote, tripwire, ve
         real Claude Code sandboxed. As `claude-sandbox` it offers the subcommands below.\n\n\
         Exit status: the real binary's own; 2 bad input; 125 sandbox could not be built; \
         126 integrity refusal; 127 not installed; 128+N killed by signal N. \
-        `review`: 0 nothing left, 1 something left (changes to review, or paths a revert refused)."
+        `review`: 0 nothing left, 1 something left (changes to review, or paths a revert refused). \
+        `egress report`: 0 printed."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -75,6 +76,37 @@ pub(crate) enum Cmd {
         #[arg(long)]
         revert: bool,
     },
+    /// The connection logs of `egress = allowlist` sessions.
+    Egress {
+        #[command(subcommand)]
+        command: EgressCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EgressCmd {
+    /// Summarise one session's connection log: requests per domain, every
+    /// refusal, and a risk score.
+    #[command(long_about = "Summarise one allowlist session's connection log \
+            (~/.local/state/claude-sandbox/egress/SESSION.jsonl, written by the proxy outside the \
+            sandbox): one header line, the requests per domain (ports, allowed, refused, bytes up \
+            and down), every refusal with its reason, and a risk score from 0 to 100 with the \
+            reasons for it. Lines of the log that cannot be read are counted and skipped.\n\n\
+            Without SESSION, or with --last, the newest session's log.\n\n\
+            Exit status: 0 the report was printed; 2 bad input (not a session id, no such log, \
+            a log that cannot be read).")]
+    Report {
+        /// The session id (the log's file name without `.jsonl`, e.g.
+        /// 20261123T184501Z-4242).
+        #[arg(conflicts_with = "last")]
+        session: Option<String>,
+        /// The newest session (the default).
+        #[arg(long)]
+        last: bool,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Entry point. `argv0` decides the personality.
@@ -122,6 +154,10 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         Cmd::Verify(a) => verify::main(&a),
         Cmd::Promote(a) => promote::main(&a),
         Cmd::Review { revert } => tripwire::review_main(revert),
+        // `--last` is the default: only its conflict with SESSION matters.
+        Cmd::Egress {
+            command: EgressCmd::Report { session, json, .. },
+        } => report::report_main(session.as_deref(), json),
     }
 }
 

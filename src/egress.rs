@@ -442,7 +442,6 @@ pub(crate) fn session_id(unix_secs: i64, pid: u32) -> String {
 }
 
 /// Whether `s` could be a session id (nothing that walks out of the log dir).
-#[allow(dead_code)] // used by `egress report` (next commits)
 pub(crate) fn is_session_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64

@@ -55,10 +55,11 @@ fn kind(ft: &std::fs::FileType) -> &'static str {
     }
 }
 
-/// Read `path` as UTF-8 text of at most [`LIMIT`] bytes. Opens without
-/// blocking (a FIFO is refused, never waited on) and checks the opened file,
-/// not the name, so a swap between check and read changes nothing.
-pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
+/// Open `path` for reading if it is a regular file, with its metadata.
+/// Opens without blocking (a FIFO is refused, never waited on) and checks
+/// the opened file, not the name, so a swap between check and read changes
+/// nothing. For files of any size read as a stream (the egress report).
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
@@ -71,6 +72,14 @@ pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
     if !meta.file_type().is_file() {
         return Err(ReadError::NotAFile(kind(&meta.file_type())));
     }
+    Ok((f, meta))
+}
+
+/// Read `path` as UTF-8 text of at most [`LIMIT`] bytes. Opens without
+/// blocking (a FIFO is refused, never waited on) and checks the opened file,
+/// not the name, so a swap between check and read changes nothing.
+pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
+    let (f, meta) = open_regular(path)?;
     if meta.len() > LIMIT {
         return Err(ReadError::TooLarge(meta.len()));
     }

@@ -29,6 +29,7 @@ mod promote;
 mod protect;
 mod proxy;
 mod record;
+mod report;
 mod rootview;
 mod sandbox;
 mod seccomp;
