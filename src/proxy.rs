@@ -790,7 +790,14 @@ fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<u64, (u64, bool)> {
     let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE;
     let splice = |src: RawFd, dst: RawFd, len: usize| loop {
         let r = unsafe {
-            libc::splice(src, std::ptr::null_mut(), dst, std::ptr::null_mut(), len, flags)
+            libc::splice(
+                src,
+                std::ptr::null_mut(),
+                dst,
+                std::ptr::null_mut(),
+                len,
+                flags,
+            )
         };
         if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
             continue;
