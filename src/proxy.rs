@@ -37,6 +37,12 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// At the end of a session: how long open connections get to close.
 const DRAIN: Duration = Duration::from_millis(500);
+/// Connections served at once; more are answered 503 at once (a session
+/// cannot make the shadow start threads without bound).
+const MAX_OPEN: usize = 256;
+/// The most one session's log may hold; later lines are dropped and the
+/// end of the session says so (the decisions do not change).
+const MAX_LOG: u64 = 128 << 20;
 
 // ------------------------------------------------------------- the holder
 
@@ -162,6 +168,7 @@ struct Shared {
 
 struct Log {
     file: std::fs::File,
+    written: u64,
     /// The first write that failed (reported once at the end); the gate
     /// does not depend on it.
     failed: Option<String>,
@@ -210,7 +217,11 @@ impl Proxy {
             shared: Arc::new(Shared {
                 policy: net.policy.clone(),
                 session: net.session.clone(),
-                log: Mutex::new(Log { file, failed: None }),
+                log: Mutex::new(Log {
+                    file,
+                    written: 0,
+                    failed: None,
+                }),
                 state: Mutex::new(State::default()),
                 idle: Condvar::new(),
             }),
@@ -353,7 +364,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     loop {
         match listener.accept() {
-            Ok((client, _)) => {
+            Ok((mut client, _)) => {
+                if lock(&shared.state).open.len() >= MAX_OPEN {
+                    respond(
+                        &mut client,
+                        "503 Service Unavailable",
+                        &format!("claude-sandbox: more than {MAX_OPEN} connections open at once through the egress proxy\n"),
+                    );
+                    continue;
+                }
                 let shared = shared.clone();
                 std::thread::spawn(move || connection(client, &shared));
             }
@@ -394,9 +413,16 @@ impl Shared {
         text.push('\n');
         {
             let mut log = lock(&self.log);
-            // One write per line, O_APPEND: lines never interleave.
-            if let Err(e) = log.file.write_all(text.as_bytes()) {
+            if log.written + text.len() as u64 > MAX_LOG {
+                log.failed.get_or_insert(format!(
+                    "it reached {} MiB; later requests were not logged",
+                    MAX_LOG >> 20
+                ));
+            } else if let Err(e) = log.file.write_all(text.as_bytes()) {
+                // One write per line, O_APPEND: lines never interleave.
                 log.failed.get_or_insert(e.to_string());
+            } else {
+                log.written += text.len() as u64;
             }
         }
         let mut st = lock(&self.state);
@@ -850,6 +876,203 @@ fn copy_all(from: &mut TcpStream, to: &mut TcpStream) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A proxy served in this process on 127.0.0.1:PORT, logging to a
+    /// file of its own; `allow_ip` lets it reach this process's servers.
+    struct Served {
+        addr: SocketAddr,
+        proxy: Proxy,
+        log: std::path::PathBuf,
+        _dir: TempDir,
+    }
+
+    struct TempDir(std::path::PathBuf);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn served(rules: &[&str], allow_ip: &[std::net::Ipv4Addr]) -> Served {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "csb-proxy-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ));
+        let log = dir.join("egress/s.jsonl");
+        let rules: Vec<_> = rules
+            .iter()
+            .map(|r| crate::egress::DomainRule::parse(r).unwrap())
+            .collect();
+        let net = ProxyNet {
+            listen: crate::egress::PROXY_ADDR,
+            policy: Policy::new(&rules, &[], Default::default(), allow_ip, Vec::new()),
+            session: "s".into(),
+            log: log.clone(),
+        };
+        let mut proxy = Proxy::prepare(&net).unwrap();
+        let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+        let addr = listener.local_addr().unwrap();
+        proxy.listener = Some(listener.clone());
+        let shared = proxy.shared.clone();
+        std::thread::spawn(move || accept_loop(&listener, &shared));
+        Served {
+            addr,
+            proxy,
+            log,
+            _dir: TempDir(dir),
+        }
+    }
+
+    /// A server on loopback that reads `expect` bytes, then sends `reply` and closes.
+    fn upstream(expect: usize, reply: &'static [u8]) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let mut got = vec![0u8; expect];
+                let _ = c.read_exact(&mut got);
+                let _ = c.write_all(reply);
+            }
+        });
+        port
+    }
+
+    fn ask(addr: SocketAddr, req: &str, body: &[u8]) -> String {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        c.write_all(body).unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn finish(s: Served) -> Vec<LogLine> {
+        let Served {
+            proxy, log, _dir, ..
+        } = s;
+        proxy.finish();
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_tunnel_counts_its_bytes_and_logs_one_line() {
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        let s = served(&[], &[lo]);
+        let port = upstream(5, b"world!");
+        let out = ask(
+            s.addr,
+            &format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n"),
+            b"hello",
+        );
+        assert_eq!(out, "HTTP/1.1 200 Connection established\r\n\r\nworld!");
+        let l = finish(s);
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert_eq!(
+            (l[0].decision, l[0].bytes_up, l[0].bytes_down),
+            (Decision::Allowed, 5, 6)
+        );
+        assert_eq!(l[0].reason, "allow-ip = 127.0.0.1");
+        assert_eq!(l[0].address.as_deref(), Some("127.0.0.1"));
+    }
+
+    #[test]
+    fn refusals_say_which_line_would_allow_them() {
+        let s = served(&["localhost"], &[]);
+        let out = ask(
+            s.addr,
+            "GET http://denied.test/x HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+            b"",
+        );
+        assert!(out.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{out}");
+        assert!(
+            out.contains(
+                "add this line to /etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"
+            ),
+            "{out}"
+        );
+        // On the list, but it resolves to loopback: refused, allow-ip named.
+        let out = ask(s.addr, "CONNECT localhost:443 HTTP/1.1\r\n\r\n", b"");
+        assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+        assert!(out.contains("allow-ip = 127.0.0.1"), "{out}");
+        let out = ask(s.addr, "GET /relative HTTP/1.1\r\nHost: x\r\n\r\n", b"");
+        assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+        let l = finish(s);
+        let got: Vec<(&str, Decision)> = l.iter().map(|x| (x.host.as_str(), x.decision)).collect();
+        assert_eq!(
+            got,
+            [
+                ("denied.test", Decision::Refused),
+                ("localhost", Decision::Refused),
+                ("-", Decision::Refused)
+            ]
+        );
+        assert!(
+            l[1].reason.contains("resolves to 127.0.0.1"),
+            "{}",
+            l[1].reason
+        );
+        assert!(l[2].reason.starts_with("bad request"), "{}", l[2].reason);
+    }
+
+    #[test]
+    fn plain_http_goes_out_in_origin_form_and_closes() {
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        let s = served(&[], &[lo]);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let (n, buf) = read_head(&mut c).unwrap().unwrap();
+            c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let out = ask(
+            s.addr,
+            &format!("GET http://127.0.0.1:{port}/p?q HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive\r\n\r\n"),
+            b"",
+        );
+        assert!(out.ends_with("\r\n\r\nok"), "{out}");
+        let head = seen.join().unwrap();
+        assert!(
+            head.starts_with("GET /p?q HTTP/1.1\r\n") && head.contains("Connection: close"),
+            "{head}"
+        );
+        assert!(!head.contains("Proxy-Connection"), "{head}");
+        let l = finish(s);
+        assert_eq!(l[0].method, "GET");
+        assert_eq!(l[0].bytes_up as usize, head.len());
+    }
+
+    #[test]
+    fn open_connections_are_capped_and_cut_at_the_end() {
+        let s = served(&[], &[]);
+        let held: Vec<TcpStream> = (0..MAX_OPEN)
+            .map(|_| TcpStream::connect(s.addr).unwrap())
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&s.proxy.shared.state).open.len() < MAX_OPEN && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = ask(s.addr, "CONNECT a.test:443 HTTP/1.1\r\n\r\n", b"");
+        assert!(out.starts_with("HTTP/1.1 503"), "{out}");
+        // The session ends with them all open (sending nothing): cut, fast.
+        let t = Instant::now();
+        let l = finish(s);
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert!(
+            l.is_empty(),
+            "connections that sent nothing log nothing: {l:?}"
+        );
+        drop(held);
+    }
 
     #[test]
     fn connect_and_absolute_form_parsed() {
