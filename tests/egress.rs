@@ -288,18 +288,21 @@ fn plain_http_to_an_allowed_name_goes_through_with_its_byte_counts() {
             &n,
             who,
             "curl -sS -m 10 http://allowed.test/; echo \"rc=$?\"; \
-             curl -sS -m 10 http://allowed.test/blob | sha256sum",
+             curl -sS -m 10 http://allowed.test/blob | sha256sum; \
+             curl -sS -m 10 -H 'Host: denied.test' http://allowed.test/host",
         );
         assert!(s.out.status.success(), "{who:?}: {}", s.shown());
+        // The server sees the name the proxy decided on, never the
+        // client's own Host (a server hosting both would serve the other).
         assert_eq!(
             s.stdout(),
-            format!("{INDEX}rc=0\n{}  -\n", sha256_hex(&blob())),
+            format!("{INDEX}rc=0\n{}  -\nallowed.test\n", sha256_hex(&blob())),
             "{who:?}: {}",
             s.shown()
         );
         assert_eq!(
             s.lines.len(),
-            2,
+            3,
             "{who:?}: one line per request: {}",
             s.shown()
         );

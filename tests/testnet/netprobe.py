@@ -18,7 +18,8 @@
   netprobe.py web ADDR:PORT DIR [SECONDS] [--tls CERT KEY]
                                                a static HTTP/1.0 server (one thread per
                                                connection) of the files under DIR, over TLS with
-                                               CERT and KEY (PEM files) when given; GET /trickle
+                                               CERT and KEY (PEM files) when given; GET /host
+                                               answers the Host header it got, GET /trickle
                                                answers 200 and then one byte every 0.1 s until the
                                                client goes (a download that stays open); stop
                                                after SECONDS (default 30)
@@ -268,8 +269,16 @@ def web(target, root, seconds, tls=None):
         timeout = WEB_IDLE
 
         def do_GET(self):
-            if self.path.split("?", 1)[0] == "/trickle":
+            path = self.path.split("?", 1)[0]
+            if path == "/trickle":
                 self.trickle()
+            elif path == "/host":
+                body = f"{self.headers.get('Host', '')}\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
             else:
                 super().do_GET()
 
