@@ -543,24 +543,22 @@ fn parse_request(head: &[u8]) -> Result<Request, String> {
     } else {
         path.to_string()
     };
-    let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
-    let mut has_host = false;
+    // The Host the server sees is the one decided on (RFC 9112 §3.2.2: a
+    // proxy replaces the client's with the request-target's), or a server
+    // hosting an allowed name would serve any other name it hosts.
+    let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
     for h in req.headers.iter() {
         let n = h.name.to_ascii_lowercase();
         if matches!(
             n.as_str(),
-            "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive"
+            "host" | "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive"
         ) {
             continue;
         }
-        has_host |= n == "host";
         out.extend_from_slice(h.name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(h.value);
         out.extend_from_slice(b"\r\n");
-    }
-    if !has_host {
-        out.extend_from_slice(format!("Host: {authority}\r\n").as_bytes());
     }
     out.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Request {
@@ -1104,6 +1102,29 @@ mod tests {
         );
         let r = parse_request(b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 443));
+    }
+
+    #[test]
+    fn the_host_sent_upstream_is_the_one_decided_on() {
+        let r = parse_request(
+            b"GET http://allowed.test/x HTTP/1.1\r\nHost: denied.test\r\nhost: other.test\r\nAccept: */*\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(r.host, "allowed.test");
+        let head = String::from_utf8(r.forward_head.unwrap()).unwrap();
+        assert_eq!(
+            head,
+            "GET /x HTTP/1.1\r\nHost: allowed.test\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        let r =
+            parse_request(b"GET http://u:p@allowed.test:8080/ HTTP/1.1\r\nHost: x.test\r\n\r\n")
+                .unwrap();
+        let head = String::from_utf8(r.forward_head.unwrap()).unwrap();
+        assert!(
+            head.starts_with("GET / HTTP/1.1\r\nHost: allowed.test:8080\r\n"),
+            "{head}"
+        );
+        assert_eq!(head.matches("Host:").count(), 1, "{head}");
     }
 
     #[test]

@@ -244,3 +244,226 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
         );
     }
 }
+
+/// Allowlist mode (issue #15): the proxy is served from the shadow's own
+/// threads, its listener lives in the sandbox's network namespace, and both
+/// go with the session.
+const ALLOWLIST: &str = "egress = allowlist\nallow-domain = allowed.test\n";
+
+/// How an allowlist session ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ProxyEnd {
+    /// A request through the proxy, then the real binary exits 0.
+    Normal,
+    /// SIGTERM to the shadow while a proxied download is open.
+    ShadowTerm,
+    /// `kill -9` of the shadow while a proxied download is open.
+    ShadowKill9,
+}
+
+/// Inside: the sandbox's network namespace, then a download through the
+/// proxy that stays open (the server trickles), `READY` once bytes arrived.
+const TRICKLE: &str = "readlink /proc/self/ns/net; \
+    curl -sS -N -m 60 http://allowed.test/trickle | { dd bs=1 count=3 2>/dev/null; echo; echo READY; cat >/dev/null; }";
+/// Inside: the namespace, then one request through the proxy.
+const ONE_REQUEST: &str = "readlink /proc/self/ns/net; \
+    curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' http://allowed.test/";
+
+/// Every process on the machine that is in, or holds a descriptor of, the
+/// network namespace `ns` (`net:[INODE]`).
+fn holders_of(ns: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().filter(|s| s.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        let is = |p: String| std::fs::read_link(&p).is_ok_and(|t| t.as_os_str() == ns);
+        if is(format!("/proc/{pid}/ns/net")) {
+            found.push(format!("{pid} is in it"));
+        }
+        if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+            for fd in fds.flatten() {
+                if is(fd.path().display().to_string()) {
+                    found.push(format!("{pid} holds it as {}", fd.path().display()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// `ss ARGS` in network namespace `ns` (the test's own when `None`): its lines.
+fn ss(ns: Option<&str>, args: &[&str]) -> Vec<String> {
+    let mut c = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "ss"]);
+            c
+        }
+        None => Command::new("ss"),
+    };
+    let o = c.arg("-Hn").args(args).output().unwrap();
+    assert!(o.status.success(), "ss {args:?}: {}", stderr(&o));
+    stdout(&o).lines().map(str::to_string).collect()
+}
+
+/// The proxy's upstream connections: established from the devcontainer
+/// namespace to the internet host.
+fn upstream(lan: &Lan) -> Vec<String> {
+    ss(
+        Some(&lan.host),
+        &["-t", "state", "established", "dst", "203.0.113.10"],
+    )
+}
+
+/// The lines of the one log file in `dir` not in `before`.
+fn new_log(dir: &std::path::Path, before: &[std::path::PathBuf]) -> Vec<serde_json::Value> {
+    let new: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(new.len(), 1, "new logs in {}: {new:?}", dir.display());
+    let text = std::fs::read_to_string(&new[0]).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?} in\n{text}")))
+        .collect()
+}
+
+#[test]
+fn allowlist_sessions_leave_no_proxy_behind() {
+    if !require("lifetime_allowlist") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let site = common::site::Site::new("lifeproxy");
+    site.start(&mut lan);
+    let w = jail_world("lifeproxy", ALLOWLIST);
+    let tmp_before = tmp_leftovers();
+    for who in BOTH {
+        let logs = w.home(who).join(".local/state/claude-sandbox/egress");
+        for end in [
+            ProxyEnd::Normal,
+            ProxyEnd::ShadowTerm,
+            ProxyEnd::ShadowKill9,
+        ] {
+            let what = format!("{who:?} {end:?}");
+            let before: Vec<_> = std::fs::read_dir(&logs)
+                .map(|d| d.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            let t = Tracked::new("proxy");
+            let script = if end == ProxyEnd::Normal {
+                ONE_REQUEST
+            } else {
+                TRICKLE
+            };
+            let mut child = launch(&w, &lan, &t, who, &["shell", script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            let ns = line.trim().to_string();
+            assert!(ns.starts_with("net:["), "{what}: no namespace: {line:?}");
+            let status = match end {
+                ProxyEnd::Normal => {
+                    let mut rest = String::new();
+                    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+                    assert_eq!(rest, "200\n", "{what}");
+                    child.wait_with_output().unwrap().status
+                }
+                ProxyEnd::ShadowTerm | ProxyEnd::ShadowKill9 => {
+                    let mut seen = String::new();
+                    while !seen.ends_with("READY\n") {
+                        line.clear();
+                        let n = out.read_line(&mut line).unwrap();
+                        assert!(n > 0, "{what}: the download never started: {seen:?}");
+                        seen.push_str(&line);
+                    }
+                    assert_eq!(
+                        upstream(&lan).len(),
+                        1,
+                        "{what}: the proxied download is not open"
+                    );
+                    // Meanwhile the proxy listens in the sandbox's namespace
+                    // (seen from a process in it).
+                    let inside = holders_of(&ns);
+                    let pid = inside
+                        .iter()
+                        .find_map(|h| h.strip_suffix(" is in it"))
+                        .unwrap_or_else(|| panic!("{what}: nothing in {ns}: {inside:?}"));
+                    let o = Command::new("nsenter")
+                        .arg(format!("--net=/proc/{pid}/ns/net"))
+                        .args(["ss", "-Hnlt", "src", "127.0.0.1:3128"])
+                        .output()
+                        .unwrap();
+                    assert_eq!(
+                        stdout(&o).lines().count(),
+                        1,
+                        "{what}: {}{}",
+                        stdout(&o),
+                        stderr(&o)
+                    );
+                    let sig = if end == ProxyEnd::ShadowTerm {
+                        libc::SIGTERM
+                    } else {
+                        libc::SIGKILL
+                    };
+                    unsafe { libc::kill(child.id() as i32, sig) };
+                    drop(out);
+                    child.wait_with_output().unwrap().status
+                }
+            };
+            use std::os::unix::process::ExitStatusExt;
+            let code = status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap());
+            let expected = match end {
+                ProxyEnd::Normal => 0,
+                ProxyEnd::ShadowTerm => 128 + libc::SIGTERM,
+                ProxyEnd::ShadowKill9 => 128 + libc::SIGKILL,
+            };
+            assert_eq!(code, expected, "{what}: exit status");
+            let left = t.leftovers_after(Duration::from_secs(1));
+            assert!(
+                left.is_empty(),
+                "{what}: still running 1 s after the session ended:\n{}",
+                left.join("\n")
+            );
+            // The proxy's listener lived in the sandbox's namespace: nothing
+            // keeps that namespace now, and no listener is on the proxy's
+            // address where the session ran or here.
+            let holders = holders_of(&ns);
+            assert!(
+                holders.is_empty(),
+                "{what}: {ns} still held:\n{}",
+                holders.join("\n")
+            );
+            for ns in [Some(lan.host.as_str()), None] {
+                let l = ss(ns, &["-lt", "src", "127.0.0.1:3128"]);
+                assert!(l.is_empty(), "{what}: listening in {ns:?}: {l:?}");
+            }
+            // The proxy's side of the download is closed too.
+            assert!(upstream(&lan).is_empty(), "{what}: {:?}", upstream(&lan));
+            assert_eq!(tmp_leftovers(), tmp_before, "{what}: temporary directory");
+            // However it ended, the log holds whole lines only; a proxy that
+            // ran its end (not kill -9) logged the request it cut.
+            let lines = new_log(&logs, &before);
+            if end != ProxyEnd::ShadowKill9 {
+                assert_eq!(lines.len(), 1, "{what}: {lines:?}");
+                let l = &lines[0];
+                assert_eq!(
+                    (&l["method"], &l["host"], &l["decision"]),
+                    (&"GET".into(), &"allowed.test".into(), &"allowed".into()),
+                    "{what}: {l}"
+                );
+                assert!(l["bytes_down"].as_u64().unwrap() > 0, "{what}: {l}");
+            }
+        }
+    }
+}

@@ -64,6 +64,39 @@ impl Lan {
             .unwrap();
         self.listeners.push(child);
     }
+
+    /// Wait (at most 10 s) until namespace `ns` has a listener on each TCP
+    /// `ADDR:PORT` of `tcp` and a bound socket on each UDP one of `udp`.
+    pub fn wait_listening(&self, ns: &str, tcp: &[&str], udp: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let seen = |flag: &str| {
+            let o = Command::new("ip")
+                .args(["netns", "exec", ns, "ss", "-Hn", flag])
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            // Local address is the fourth column ("UNCONN 0 0 10.77.0.1:53 …").
+            out.lines()
+                .filter_map(|l| l.split_whitespace().nth(3).map(str::to_string))
+                .collect::<Vec<_>>()
+        };
+        loop {
+            let (t, u) = (seen("-lt"), seen("-lu"));
+            let missing: Vec<&&str> = tcp
+                .iter()
+                .filter(|a| !t.iter().any(|x| x == **a))
+                .chain(udp.iter().filter(|a| !u.iter().any(|x| x == **a)))
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{ns}: nothing listening on {missing:?} after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Lan {

@@ -16,6 +16,7 @@
 pub mod debian;
 pub mod lan;
 pub mod pty;
+pub mod site;
 pub mod tracked;
 
 use std::os::unix::fs::PermissionsExt;

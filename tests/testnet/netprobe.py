@@ -3,8 +3,11 @@
 
   netprobe.py serve ADDR:PORT TOKEN [SECONDS]  accept TCP connections, send TOKEN to each and
                                                close; stop after SECONDS (default 30)
-  netprobe.py dns ADDR [SECONDS]               UDP DNS on ADDR:53: every A query answered with
-                                               203.0.113.10; stop after SECONDS (default 30)
+  netprobe.py dns ADDR [SECONDS] [NAME=IP ...]
+                                               UDP DNS on ADDR:53: an A query for a NAME given
+                                               answered with its IP (an address of the test
+                                               network), every other A query with 203.0.113.10;
+                                               stop after SECONDS (default 30)
   netprobe.py connect ADDR:PORT [...]          one line per target:
                                                "ADDR:PORT REACHED <what it sent>" or
                                                "ADDR:PORT BLOCKED <reason>"
@@ -12,9 +15,18 @@
   netprobe.py unix-serve PATH TOKEN [SECONDS]  a unix socket at PATH (mode 0777) sending TOKEN to
                                                each connection; stop after SECONDS (default 30) or
                                                as soon as the process that started it is gone
+  netprobe.py web ADDR:PORT DIR [SECONDS] [--tls CERT KEY]
+                                               a static HTTP/1.0 server (one thread per
+                                               connection) of the files under DIR, over TLS with
+                                               CERT and KEY (PEM files) when given; GET /host
+                                               answers the Host header it got, GET /trickle
+                                               answers 200 and then one byte every 0.1 s until the
+                                               client goes (a download that stays open); stop
+                                               after SECONDS (default 30)
 
 IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
-and a listener's lifetime is at most 600 s. It only ever talks to loopback and the
+10 s of silence on a web connection, and a listener's lifetime is at most 600 s.
+The web server binds a test address only (no wildcard). It only ever talks to loopback and the
 addresses of the namespaces tests/testnet/lan.sh creates (and the bridge of
 tests/docker.rs's private Docker engine); any other target is
 refused before anything is sent. So every packet stays in namespaces the test
@@ -172,8 +184,20 @@ def labels_end(msg, pos):
     return None
 
 
-def dns_reply(query):
-    """The reply to one DNS query, or None for anything that is not one."""
+def qname(msg, pos):
+    """The (uncompressed, already checked) name at `pos`, lower-case, dotted."""
+    labels = []
+    while msg[pos]:
+        n = msg[pos]
+        labels.append(msg[pos + 1 : pos + 1 + n].decode("ascii", "replace").lower())
+        pos += 1 + n
+    return ".".join(labels)
+
+
+def dns_reply(query, names=None):
+    """The reply to one DNS query, or None for anything that is not one.
+    `names` maps lower-case names (no trailing dot) to the IPv4 address
+    their A query gets; any other name gets ANSWER."""
     if len(query) < 12:
         return None
     qid, flags, qdcount = struct.unpack(">HHH", query[:6])
@@ -187,14 +211,29 @@ def dns_reply(query):
     answers = b""
     if qtype == 1 and qclass == 1:
         # Name as a pointer to the question (offset 12), A, IN, TTL 30, 4 bytes.
-        answers = struct.pack(">HHHIH", 0xC00C, 1, 1, 30, 4) + socket.inet_aton(ANSWER)
+        addr = (names or {}).get(qname(query, 12), ANSWER)
+        answers = struct.pack(">HHHIH", 0xC00C, 1, 1, 30, 4) + socket.inet_aton(addr)
     # QR, the query's RD, RA; NOERROR (no answer for other types: NODATA).
     rflags = 0x8000 | (flags & 0x0100) | 0x0080
     header = struct.pack(">HHHHHH", qid, rflags, 1, 1 if answers else 0, 0, 0)
     return header + question + answers
 
 
-def dns(addr, seconds):
+def dns_names(pairs):
+    """NAME=IP arguments -> {name: ip}; each IP an IPv4 address of the test network."""
+    names = {}
+    for pair in pairs:
+        name, sep, addr = pair.partition("=")
+        if not sep or not name:
+            fail(f"{pair!r} is not NAME=IP")
+        ip = parse_addr(addr, wildcard_ok=False)
+        if ip.version != 4:
+            fail(f"{pair!r}: A answers are IPv4 addresses")
+        names[name.lower().rstrip(".")] = str(ip)
+    return names
+
+
+def dns(addr, seconds, names=None):
     ip = parse_addr(addr, wildcard_ok=True)
     deadline = time.monotonic() + seconds
     with bound_socket(ip, 53, socket.SOCK_DGRAM) as srv:
@@ -204,9 +243,87 @@ def dns(addr, seconds):
                 query, peer = srv.recvfrom(512)
             except socket.timeout:
                 break
-            reply = dns_reply(query)
+            reply = dns_reply(query, names)
             if reply is not None:
                 srv.sendto(reply, peer)
+
+
+WEB_IDLE = 10.0
+TRICKLE_EVERY = 0.1
+
+
+def web(target, root, seconds, tls=None):
+    """Serve the files under `root` at `target` (a test address) for `seconds`."""
+    import functools
+    import http.server
+    import os
+    import socketserver
+    import threading
+
+    ip, port = parse_endpoint(target, wildcard_ok=False)
+    if not os.path.isdir(root):
+        fail(f"{root!r} is not a directory")
+    deadline = time.monotonic() + seconds
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        timeout = WEB_IDLE
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/trickle":
+                self.trickle()
+            elif path == "/host":
+                body = f"{self.headers.get('Host', '')}\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                super().do_GET()
+
+        def trickle(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            try:
+                while until(deadline) is not None:
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_EVERY)
+            except OSError:
+                pass  # the client went
+
+        def log_message(self, format, *args):
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        address_family = family(ip)
+        daemon_threads = True
+        request_queue_size = 16
+
+        def server_bind(self):
+            # HTTPServer's own asks DNS for the address's name (getfqdn),
+            # which in a test namespace waits for a resolver that is not there.
+            socketserver.TCPServer.server_bind(self)
+            self.server_name, self.server_port = str(ip), port
+
+    handler = functools.partial(Handler, directory=root)
+    with Server((str(ip), port), handler) as srv:
+        if tls:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            # The handshake happens in the connection's thread (on its first
+            # read), so a client that never speaks TLS blocks nobody else.
+            srv.socket = ctx.wrap_socket(
+                srv.socket, server_side=True, do_handshake_on_connect=False
+            )
+        stop = threading.Timer(seconds, srv.shutdown)
+        stop.daemon = True
+        stop.start()
+        srv.serve_forever(poll_interval=0.1)
 
 
 def connect(targets):
@@ -247,14 +364,25 @@ def main(args):
     cmd = args[0] if args else ""
     if cmd == "serve" and len(args) in (3, 4):
         serve(args[1], args[2], lifetime(args, 3))
-    elif cmd == "dns" and len(args) in (2, 3):
-        dns(args[1], lifetime(args, 2))
+    elif cmd == "dns" and len(args) >= 2:
+        # SECONDS is optional: the first NAME=IP ends the fixed arguments.
+        fixed = 3 if len(args) > 2 and "=" not in args[2] else 2
+        dns(args[1], lifetime(args[:fixed], 2), dns_names(args[fixed:]))
     elif cmd == "connect" and len(args) >= 2:
         connect(args[1:])
     elif cmd == "resolve" and len(args) == 2:
         resolve(args[1])
     elif cmd == "unix-serve" and len(args) in (3, 4):
         unix_serve(args[1], args[2], lifetime(args, 3))
+    elif cmd == "web" and len(args) >= 3:
+        rest = args[3:]
+        tls = None
+        if len(rest) >= 3 and rest[-3] == "--tls":
+            tls = (rest[-2], rest[-1])
+            rest = rest[:-3]
+        if len(rest) > 1:
+            sys.exit(__doc__)
+        web(args[1], args[2], lifetime(args[:3] + rest, 3), tls)
     else:
         sys.exit(__doc__)
 

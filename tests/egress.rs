@@ -1,0 +1,807 @@
+//! End-to-end: allowlist egress mode (issue #15, acceptance lines 1 and 3)
+//! in the private site network of `tests/testnet/lan.sh`, as root and as an
+//! unprivileged user. The test internet ([`common::site`]) serves
+//! `allowed.test`, `denied.test` (both 203.0.113.10, over HTTP and TLS with
+//! a CA made for the test) and `internal.test` (the LAN host 10.77.0.9);
+//! the gateway's resolver answers those names for the proxy. Every packet
+//! stays in namespaces the test created.
+//!
+//! Each session's connection log is read on the host, at
+//! `HOME/.local/state/claude-sandbox/egress/SESSION.jsonl` (the one file the
+//! session created).
+
+mod common;
+use common::lan::*;
+use common::site::{blob, Site, BLOB_LEN, INDEX, INTERNAL_INDEX, README};
+use common::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Both names on the list; `internal.test` resolves inside the site.
+const CONF: &str =
+    "egress = allowlist\nallow-domain = allowed.test\nallow-domain = internal.test\n";
+
+/// The log's directory under a home.
+const LOG_DIR: &str = ".local/state/claude-sandbox/egress";
+
+/// One line of the connection log, exactly as documented (unknown fields
+/// fail the parse).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogLine {
+    time: String,
+    session: String,
+    method: String,
+    host: String,
+    port: u16,
+    address: Option<String>,
+    decision: String,
+    reason: String,
+    #[serde(default)]
+    error: Option<String>,
+    bytes_up: u64,
+    bytes_down: u64,
+    #[allow(dead_code)]
+    duration_ms: u64,
+}
+
+/// A finished session and the log it created.
+struct Session {
+    out: Output,
+    id: String,
+    log: PathBuf,
+    lines: Vec<LogLine>,
+    /// The same lines as JSON.
+    raw: Vec<Value>,
+}
+
+impl Session {
+    fn stdout(&self) -> String {
+        stdout(&self.out)
+    }
+
+    /// Everything the session printed, for assertion messages.
+    fn shown(&self) -> String {
+        format!(
+            "status {:?}\n--- stdout\n{}--- stderr\n{}--- log {}\n{}",
+            self.out.status,
+            stdout(&self.out),
+            stderr(&self.out),
+            self.log.display(),
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        )
+    }
+}
+
+/// The site network, the test internet, and a world in allowlist mode with
+/// the CA in each workspace. Dropped in this order: listeners and
+/// namespaces first.
+struct Net {
+    lan: Lan,
+    _site: Site,
+    w: World,
+}
+
+fn net(name: &str) -> Net {
+    let mut lan = Lan::up();
+    let site = Site::new(name);
+    site.start(&mut lan);
+    let w = jail_world(name, CONF);
+    for who in BOTH {
+        site.ca_into(&w, who);
+    }
+    Net {
+        lan,
+        _site: site,
+        w,
+    }
+}
+
+fn log_files(dir: &Path) -> BTreeSet<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Parse a log: every line must be a log line of `session` (no garbage,
+/// nothing half-written).
+fn parse_log(text: &str, session: &str) -> (Vec<LogLine>, Vec<Value>) {
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "the log does not end with a newline:\n{text}"
+    );
+    let mut lines = Vec::new();
+    let mut raw = Vec::new();
+    for l in text.lines() {
+        let line: LogLine = serde_json::from_str(l)
+            .unwrap_or_else(|e| panic!("not a log line ({e}): {l:?}\nwhole log:\n{text}"));
+        assert_eq!(line.session, session, "{l}");
+        assert!(
+            line.time.ends_with('Z') && line.time.len() == "2026-11-23T18:45:01.123Z".len(),
+            "time {:?}",
+            line.time
+        );
+        lines.push(line);
+        raw.push(serde_json::from_str(l).unwrap());
+    }
+    (lines, raw)
+}
+
+/// Run `script` inside the sandbox (`claude shell`) as `who`, from the
+/// workspace, and read the log the session created.
+fn session(n: &Net, who: Who, script: &str) -> Session {
+    let dir = n.w.home(who).join(LOG_DIR);
+    let before = log_files(&dir);
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        "",
+        &[],
+        &["claude", "shell", script],
+    );
+    let out = in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let new: Vec<PathBuf> = log_files(&dir).difference(&before).cloned().collect();
+    assert_eq!(
+        new.len(),
+        1,
+        "{who:?}: the session created {} logs in {}: {new:?}\nstdout: {}\nstderr: {}",
+        new.len(),
+        dir.display(),
+        stdout(&out),
+        stderr(&out)
+    );
+    let log = new.into_iter().next().unwrap();
+    let id = log.file_stem().unwrap().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (lines, raw) = parse_log(&text, &id);
+    Session {
+        out,
+        id,
+        log,
+        lines,
+        raw,
+    }
+}
+
+/// The netprobe copy the sandbox can run.
+fn netprobe(w: &World) -> String {
+    format!("python3 {}/bin/netprobe.py", w.root.display())
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// curl inside: quiet, bounded, the test CA trusted.
+const CURL: &str = "curl -sS -m 10 --cacert ca.pem";
+
+/// What a line must say for an allowed request to `allowed.test`.
+fn assert_allowed(l: &LogLine, method: &str, port: u16, s: &Session, who: Who) {
+    assert_eq!(
+        (
+            l.method.as_str(),
+            l.host.as_str(),
+            l.port,
+            l.decision.as_str()
+        ),
+        (method, "allowed.test", port, "allowed"),
+        "{who:?}: {l:?}\n{}",
+        s.shown()
+    );
+    assert_eq!(l.reason, "allow-domain = allowed.test", "{who:?}: {l:?}");
+    assert_eq!(l.address.as_deref(), Some("203.0.113.10"), "{who:?}: {l:?}");
+    assert_eq!(l.error, None, "{who:?}: {l:?}");
+    assert!(l.bytes_up > 0, "{who:?}: nothing sent up: {l:?}");
+}
+
+/// What a line must say for a refused request.
+fn assert_refused(l: &LogLine, method: &str, host: &str, port: u16, s: &Session, who: Who) {
+    assert_eq!(
+        (
+            l.method.as_str(),
+            l.host.as_str(),
+            l.port,
+            l.decision.as_str()
+        ),
+        (method, host, port, "refused"),
+        "{who:?}: {l:?}\n{}",
+        s.shown()
+    );
+    assert_eq!(
+        (l.bytes_up, l.bytes_down),
+        (0, 0),
+        "{who:?}: a refused request moved bytes: {l:?}"
+    );
+    assert_eq!(l.error, None, "{who:?}: {l:?}");
+}
+
+#[test]
+fn https_to_an_allowed_name_goes_through_the_proxy() {
+    if !require("egress_https") {
+        return;
+    }
+    let n = net("eghttps");
+    for who in BOTH {
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "{CURL} https://allowed.test/; echo \"rc=$?\"; \
+                 {CURL} https://allowed.test/blob | sha256sum"
+            ),
+        );
+        assert!(s.out.status.success(), "{who:?}: {}", s.shown());
+        assert_eq!(
+            s.stdout(),
+            format!("{INDEX}rc=0\n{}  -\n", sha256_hex(&blob())),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(
+            s.lines.len(),
+            2,
+            "{who:?}: one line per request: {}",
+            s.shown()
+        );
+        for l in &s.lines {
+            assert_allowed(l, "CONNECT", 443, &s, who);
+        }
+        // TLS wraps the payload: at least the file itself came down.
+        assert!(
+            s.lines[0].bytes_down >= INDEX.len() as u64,
+            "{who:?}: {:?}",
+            s.lines[0]
+        );
+        assert!(
+            s.lines[1].bytes_down >= BLOB_LEN as u64,
+            "{who:?}: {BLOB_LEN} bytes downloaded, {:?} logged",
+            s.lines[1]
+        );
+    }
+}
+
+#[test]
+fn plain_http_to_an_allowed_name_goes_through_with_its_byte_counts() {
+    if !require("egress_http") {
+        return;
+    }
+    let n = net("eghttp");
+    for who in BOTH {
+        let s = session(
+            &n,
+            who,
+            "curl -sS -m 10 http://allowed.test/; echo \"rc=$?\"; \
+             curl -sS -m 10 http://allowed.test/blob | sha256sum; \
+             curl -sS -m 10 -H 'Host: denied.test' http://allowed.test/host",
+        );
+        assert!(s.out.status.success(), "{who:?}: {}", s.shown());
+        // The server sees the name the proxy decided on, never the
+        // client's own Host (a server hosting both would serve the other).
+        assert_eq!(
+            s.stdout(),
+            format!("{INDEX}rc=0\n{}  -\nallowed.test\n", sha256_hex(&blob())),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(
+            s.lines.len(),
+            3,
+            "{who:?}: one line per request: {}",
+            s.shown()
+        );
+        for l in &s.lines {
+            assert_allowed(l, "GET", 80, &s, who);
+            // The request head the proxy forwarded, and nothing else.
+            assert!(l.bytes_up < 2048, "{who:?}: {l:?}");
+        }
+        let down = s.lines[1].bytes_down;
+        assert!(
+            (BLOB_LEN as u64..BLOB_LEN as u64 + 2048).contains(&down),
+            "{who:?}: a {BLOB_LEN}-byte file and its response head, {down} logged"
+        );
+    }
+}
+
+#[test]
+fn a_name_not_on_the_list_is_refused_with_the_line_that_allows_it() {
+    if !require("egress_denied") {
+        return;
+    }
+    let n = net("egdenied");
+    for who in BOTH {
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "curl -sS -m 10 -D - http://denied.test/; echo \"rc=$?\"; \
+                 {CURL} -v https://denied.test/ 2>&1; echo \"rc=$?\""
+            ),
+        );
+        let out = s.stdout();
+        // Plain HTTP: the proxy's 403 and its body, shown by curl.
+        assert!(
+            out.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            out.contains(
+                "claude-sandbox: denied.test:80 refused: denied.test is not on the allowlist.\n\
+                 To allow it, add this line to /etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"
+            ),
+            "{who:?}: {}",
+            s.shown()
+        );
+        // HTTPS: curl does not show a refused CONNECT's body; the status is.
+        assert!(
+            out.contains("< HTTP/1.1 403 Forbidden"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            out.contains("CONNECT tunnel failed, response 403") && out.ends_with("rc=56\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            !out.contains(INDEX),
+            "{who:?}: denied.test was served: {out}"
+        );
+        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
+        for (l, (method, port)) in s.lines.iter().zip([("GET", 80), ("CONNECT", 443)]) {
+            assert_refused(l, method, "denied.test", port, &s, who);
+            assert_eq!(
+                l.reason, "denied.test is not on the allowlist",
+                "{who:?}: {l:?}"
+            );
+            assert_eq!(
+                l.address, None,
+                "{who:?}: a refused name was looked up: {l:?}"
+            );
+        }
+        // The session's end names what was refused.
+        assert!(
+            stderr(&s.out).contains("the egress allowlist refused 2 requests (denied.test ×2)"),
+            "{who:?}: {}",
+            s.shown()
+        );
+    }
+}
+
+#[test]
+fn a_listed_name_that_resolves_to_an_internal_address_is_refused() {
+    if !require("egress_internal") {
+        return;
+    }
+    let n = net("eginternal");
+    for who in BOTH {
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "curl -sS -m 10 -D - http://internal.test/; echo \"rc=$?\"; \
+                 {CURL} -v https://internal.test/ 2>&1; echo \"rc=$?\""
+            ),
+        );
+        let out = s.stdout();
+        assert!(
+            !out.contains(INTERNAL_INDEX),
+            "{who:?}: the LAN host was reached: {}",
+            s.shown()
+        );
+        assert!(
+            out.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            out.contains(
+                "claude-sandbox: internal.test:80 refused: internal.test resolves to 10.77.0.9, an address the sandbox does not reach.\n\
+                 To allow it, add this line to /etc/claude-sandbox.conf:\n    allow-ip = 10.77.0.9\n"
+            ),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            out.contains("< HTTP/1.1 403 Forbidden"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(out.ends_with("rc=56\n"), "{who:?}: {}", s.shown());
+        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
+        for (l, (method, port)) in s.lines.iter().zip([("GET", 80), ("CONNECT", 443)]) {
+            assert_refused(l, method, "internal.test", port, &s, who);
+            assert_eq!(l.address.as_deref(), Some("10.77.0.9"), "{who:?}: {l:?}");
+            assert_eq!(
+                l.reason,
+                "internal.test resolves to 10.77.0.9, an address the sandbox does not reach",
+                "{who:?}: {l:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_direct_connection_has_no_route() {
+    if !require("egress_direct") {
+        return;
+    }
+    let n = net("egdirect");
+    // Control: outside the sandbox, in the same namespace, the internet host answers.
+    let control = Command::new("ip")
+        .args(["netns", "exec", &n.lan.host])
+        .args([
+            "curl",
+            "-sS",
+            "-m",
+            "5",
+            "--noproxy",
+            "*",
+            "http://203.0.113.10/",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&control), INDEX, "control: {}", stderr(&control));
+    for who in BOTH {
+        // netprobe ignores the proxy variables; curl is told to.
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "{} connect 203.0.113.10:80 203.0.113.10:443 10.77.0.1:53; \
+                 curl -sS -m 5 --noproxy '*' http://203.0.113.10/ 2>&1; echo \"rc=$?\"",
+                netprobe(&n.w)
+            ),
+        );
+        let out = s.stdout();
+        for t in ["203.0.113.10:80", "203.0.113.10:443", "10.77.0.1:53"] {
+            assert!(
+                out.contains(&format!(
+                    "{t} BLOCKED OSError: [Errno 101] Network is unreachable"
+                )),
+                "{who:?}: {t} not refused for lack of a route: {}",
+                s.shown()
+            );
+        }
+        assert!(
+            out.ends_with("rc=7\n"),
+            "{who:?}: curl --noproxy: {}",
+            s.shown()
+        );
+        assert!(!out.contains(INDEX), "{who:?}: {}", s.shown());
+        // The proxy never saw them.
+        assert!(s.lines.is_empty(), "{who:?}: {}", s.shown());
+    }
+}
+
+#[test]
+fn git_clones_over_https_through_the_proxy() {
+    if !require("egress_git") {
+        return;
+    }
+    let n = net("eggit");
+    for who in BOTH {
+        let s = session(
+            &n,
+            who,
+            "git -c http.sslCAInfo=\"$PWD/ca.pem\" clone -q https://allowed.test/repo.git clone 2>&1 \
+             && cat clone/README && git -C clone log --format=%s",
+        );
+        assert_eq!(
+            s.stdout(),
+            format!("{README}the only commit\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        // Dumb HTTP: a request per file (refs, HEAD, objects), each a CONNECT.
+        assert!(s.lines.len() >= 2, "{who:?}: {}", s.shown());
+        for l in &s.lines {
+            assert_allowed(l, "CONNECT", 443, &s, who);
+            assert!(l.bytes_down > 0, "{who:?}: {l:?}");
+        }
+    }
+}
+
+/// Every kind of attempt of acceptance line 1, one after the other.
+fn attempts(w: &World) -> String {
+    format!(
+        "{CURL} -o /dev/null https://allowed.test/blob\n\
+         curl -sS -m 10 -o /dev/null http://allowed.test/blob\n\
+         curl -sS -m 10 -o /dev/null http://denied.test/\n\
+         {CURL} -o /dev/null https://denied.test/ 2>/dev/null\n\
+         curl -sS -m 10 -o /dev/null http://internal.test/\n\
+         {CURL} -o /dev/null https://internal.test/ 2>/dev/null\n\
+         {} connect 203.0.113.10:443 >/dev/null\n",
+        netprobe(w)
+    )
+}
+
+/// The log lines [`attempts`] makes, in order: (method, host, port, decision).
+const ATTEMPT_LINES: &[(&str, &str, u16, &str)] = &[
+    ("CONNECT", "allowed.test", 443, "allowed"),
+    ("GET", "allowed.test", 80, "allowed"),
+    ("GET", "denied.test", 80, "refused"),
+    ("CONNECT", "denied.test", 443, "refused"),
+    ("GET", "internal.test", 80, "refused"),
+    ("CONNECT", "internal.test", 443, "refused"),
+];
+
+fn check_attempt_lines(s: &Session, lines: &[LogLine], who: Who) {
+    let got: Vec<(&str, &str, u16, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l.method.as_str(),
+                l.host.as_str(),
+                l.port,
+                l.decision.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(got, ATTEMPT_LINES, "{who:?}: {}", s.shown());
+    assert_allowed(&lines[0], "CONNECT", 443, s, who);
+    assert!(
+        lines[0].bytes_down >= BLOB_LEN as u64,
+        "{who:?}: {:?}",
+        lines[0]
+    );
+    assert_allowed(&lines[1], "GET", 80, s, who);
+    assert!(
+        (BLOB_LEN as u64..BLOB_LEN as u64 + 2048).contains(&lines[1].bytes_down),
+        "{who:?}: {:?}",
+        lines[1]
+    );
+    for l in &lines[2..4] {
+        assert_eq!(
+            l.reason, "denied.test is not on the allowlist",
+            "{who:?}: {l:?}"
+        );
+    }
+    for l in &lines[4..6] {
+        assert!(
+            l.reason.contains("resolves to 10.77.0.9") && l.address.as_deref() == Some("10.77.0.9"),
+            "{who:?}: {l:?}"
+        );
+    }
+    for l in &lines[2..6] {
+        assert_eq!((l.bytes_up, l.bytes_down), (0, 0), "{who:?}: {l:?}");
+    }
+}
+
+/// Everything the session tries against its own log (acceptance line 3):
+/// find it (under `$HOME` as on the host, anywhere on the filesystem, as an
+/// open file of any process it sees), then append, truncate, delete and
+/// rename each; forge lines through the proxy itself; and plant a log at
+/// the host's path inside. Prints `FOUND` per file found and a line for
+/// any step that worked.
+const TAMPER: &str = r#"
+found=$( {
+  ls -d "$HOME"/.local/state/claude-sandbox/egress/*.jsonl
+  find / -path '*/claude-sandbox/egress/*.jsonl'
+  for fd in /proc/[0-9]*/fd/*; do
+    case "$(readlink "$fd")" in */claude-sandbox/egress/*) echo "$fd" ;; esac
+  done
+} 2>/dev/null | sort -u )
+for f in $found; do
+  echo "FOUND $f $(stat -L -c %d:%i "$f")"
+  { echo '{"garbage":true}' >> "$f"; } 2>/dev/null && echo "APPENDED $f"
+  { : > "$f"; } 2>/dev/null && echo "TRUNCATED $f"
+  truncate -s 0 "$f" 2>/dev/null && echo "TRUNCATED $f"
+  rm -f "$f" 2>/dev/null && [ ! -e "$f" ] && echo "DELETED $f"
+  mv "$f" "$f.moved" 2>/dev/null && echo "RENAMED $f"
+done
+python3 - <<'PY'
+import socket
+for head in (b'GET http://forged.test/\n{"decision":"allowed","host":"forged.test"}\n HTTP/1.1\r\n\r\n',
+             b'GET http://forged.test"},{"decision":"allowed/ HTTP/1.1\r\n\r\n'):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(head)
+    print("FORGED", s.recv(4096).split(b"\r\n")[0].decode())
+    s.close()
+PY
+mkdir -p "$HOME/.local/state/claude-sandbox/egress" \
+  && echo '{"garbage":true}' > "$HOME/.local/state/claude-sandbox/egress/planted.jsonl" \
+  && echo PLANTED
+"#;
+
+#[test]
+fn the_log_has_a_line_per_attempt_and_the_session_cannot_change_it() {
+    if !require("egress_log") {
+        return;
+    }
+    let n = net("eglog");
+    for who in BOTH {
+        let s = session(&n, who, &format!("{}{TAMPER}", attempts(&n.w)));
+        let out = s.stdout();
+        eprintln!("{who:?}: what the session found and tried:\n{out}");
+        // Not even visible inside (the tmpfs over $HOME, root's home masked,
+        // no process inside holds it open); other worlds' logs, read-only,
+        // may be.
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(&s.log).unwrap();
+        let own = format!(" {}:{}", m.dev(), m.ino());
+        assert!(
+            !out.lines()
+                .any(|l| l.starts_with("FOUND ") && l.ends_with(&own)),
+            "{who:?}: the session found its own log: {}",
+            s.shown()
+        );
+        for worked in ["APPENDED", "TRUNCATED", "DELETED", "RENAMED"] {
+            assert!(!out.contains(worked), "{who:?}: {worked}: {}", s.shown());
+        }
+        // The forged heads were refused as bad requests (400) or bad names (403).
+        assert_eq!(
+            out.matches("FORGED HTTP/1.1 4").count(),
+            2,
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(out.contains("PLANTED\n"), "{who:?}: {}", s.shown());
+        // Exactly the attempts' lines, then one refused line per forged head.
+        assert_eq!(
+            s.lines.len(),
+            ATTEMPT_LINES.len() + 2,
+            "{who:?}: {}",
+            s.shown()
+        );
+        check_attempt_lines(&s, &s.lines[..ATTEMPT_LINES.len()], who);
+        for l in &s.lines[ATTEMPT_LINES.len()..] {
+            assert_eq!(l.decision, "refused", "{who:?}: {l:?}");
+            assert!(
+                l.reason.starts_with("bad request") || l.reason.contains("not a host name"),
+                "{who:?}: {l:?}"
+            );
+            assert_eq!((l.bytes_up, l.bytes_down), (0, 0), "{who:?}: {l:?}");
+        }
+        // Still the session's own private file, and nothing planted beside it.
+        let uid = if who == Who::Root { 0 } else { TEST_UID };
+        assert_eq!((m.mode() & 0o777, m.uid()), (0o600, uid), "{who:?}");
+        let dir = s.log.parent().unwrap();
+        assert!(
+            !dir.join("planted.jsonl").exists(),
+            "{who:?}: planted on the host"
+        );
+        assert!(
+            std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .all(|e| e.path().extension().is_some_and(|x| x == "jsonl")),
+            "{who:?}: {:?}",
+            std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// `egress report SESSION --json` as `who`, after the session.
+fn report_json(n: &Net, who: Who, id: &str) -> Value {
+    let o = n.w.run(
+        who,
+        &[],
+        &[
+            "/usr/libexec/claude-sandbox/claude-sandbox",
+            "egress",
+            "report",
+            id,
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{who:?}: egress report: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o))
+        .unwrap_or_else(|e| panic!("{who:?}: report is not JSON ({e}): {}", stdout(&o)))
+}
+
+#[test]
+#[ignore = "needs the egress report command (branch report)"]
+fn egress_report_json_matches_the_log() {
+    if !require("egress_report") {
+        return;
+    }
+    let n = net("egreport");
+    for who in BOTH {
+        let s = session(&n, who, &attempts(&n.w));
+        check_attempt_lines(&s, &s.lines, who);
+        let r = report_json(&n, who, &s.id);
+        let num = |k: &str| {
+            r[k].as_u64()
+                .unwrap_or_else(|| panic!("{who:?}: `{k}` is not a count: {r:#}"))
+        };
+        let count = |d: &str| s.lines.iter().filter(|l| l.decision == d).count() as u64;
+        assert_eq!(r["session"], s.id.as_str(), "{who:?}: {r:#}");
+        assert_eq!(r["log"], s.log.to_str().unwrap(), "{who:?}: {r:#}");
+        assert_eq!(num("requests"), s.lines.len() as u64, "{who:?}: {r:#}");
+        assert_eq!(num("allowed"), count("allowed"), "{who:?}: {r:#}");
+        assert_eq!(num("refused"), count("refused"), "{who:?}: {r:#}");
+        assert_eq!(num("unreadable_lines"), 0, "{who:?}: {r:#}");
+        assert_eq!(
+            num("bytes_up"),
+            s.lines.iter().map(|l| l.bytes_up).sum::<u64>(),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(
+            num("bytes_down"),
+            s.lines.iter().map(|l| l.bytes_down).sum::<u64>(),
+            "{who:?}: {r:#}"
+        );
+        // Per domain: the sums of its lines, in whatever order the report lists them.
+        #[derive(Debug, Default, PartialEq)]
+        struct Domain {
+            ports: BTreeSet<u64>,
+            allowed: u64,
+            refused: u64,
+            bytes_up: u64,
+            bytes_down: u64,
+        }
+        let mut want: BTreeMap<String, Domain> = BTreeMap::new();
+        for l in &s.lines {
+            let d = want.entry(l.host.clone()).or_default();
+            d.ports.insert(l.port.into());
+            if l.decision == "allowed" {
+                d.allowed += 1;
+            } else {
+                d.refused += 1;
+            }
+            d.bytes_up += l.bytes_up;
+            d.bytes_down += l.bytes_down;
+        }
+        let mut got: BTreeMap<String, Domain> = BTreeMap::new();
+        for d in r["domains"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{who:?}: no domains: {r:#}"))
+        {
+            let c = |k: &str| {
+                d[k].as_u64()
+                    .unwrap_or_else(|| panic!("{who:?}: {k} in {d}"))
+            };
+            let host = d["host"].as_str().unwrap().to_string();
+            let ports = d["ports"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{who:?}: ports in {d}"))
+                .iter()
+                .map(|p| p.as_u64().unwrap())
+                .collect();
+            let dom = Domain {
+                ports,
+                allowed: c("allowed"),
+                refused: c("refused"),
+                bytes_up: c("bytes_up"),
+                bytes_down: c("bytes_down"),
+            };
+            assert!(
+                got.insert(host, dom).is_none(),
+                "{who:?}: a domain twice: {r:#}"
+            );
+        }
+        assert_eq!(got, want, "{who:?}: {r:#}");
+        // The refusals are the refused lines, as logged.
+        let refused: Vec<&Value> = s
+            .raw
+            .iter()
+            .filter(|v| v["decision"] == "refused")
+            .collect();
+        let listed: Vec<&Value> = r["refusals"].as_array().unwrap().iter().collect();
+        assert_eq!(listed, refused, "{who:?}: {r:#}");
+        assert!(r["risk"]["score"].is_number(), "{who:?}: {r:#}");
+        assert!(r["risk"]["reasons"].is_array(), "{who:?}: {r:#}");
+    }
+}
