@@ -442,8 +442,6 @@ pub(crate) fn session_id(unix_secs: i64, pid: u32) -> String {
 }
 
 /// Whether `s` could be a session id (nothing that walks out of the log dir).
-// Only `egress report` (branch report) calls it: drop this after the merge.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn is_session_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64

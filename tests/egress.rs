@@ -712,7 +712,6 @@ fn report_json(n: &Net, who: Who, id: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs the egress report command (branch report)"]
 fn egress_report_json_matches_the_log() {
     if !require("egress_report") {
         return;
