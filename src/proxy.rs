@@ -294,27 +294,13 @@ impl Proxy {
     /// stderr when anything was refused or the log could not be written.
     pub(crate) fn finish(mut self) {
         self.stop_accepting();
-        let deadline = Instant::now() + DRAIN;
         let mut st = lock(&self.shared.state);
         st.stopping = true;
-        while !st.open.is_empty() && Instant::now() < deadline {
-            st = self
-                .shared
-                .idle
-                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
-                .map_or_else(|e| e.into_inner().0, |r| r.0);
-        }
+        st = self.shared.until_idle(st);
         for s in st.open.values().flatten() {
             let _ = s.shutdown(Shutdown::Both);
         }
-        let deadline = Instant::now() + DRAIN;
-        while !st.open.is_empty() && Instant::now() < deadline {
-            st = self
-                .shared
-                .idle
-                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
-                .map_or_else(|e| e.into_inner().0, |r| r.0);
-        }
+        st = self.shared.until_idle(st);
         if let Some(line) = summary(&st.refused) {
             eprintln!("{line}");
         }
@@ -385,6 +371,21 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 }
 
 impl Shared {
+    /// Wait until no connection is open, for at most [`DRAIN`].
+    fn until_idle<'a>(
+        &self,
+        mut st: std::sync::MutexGuard<'a, State>,
+    ) -> std::sync::MutexGuard<'a, State> {
+        let deadline = Instant::now() + DRAIN;
+        while !st.open.is_empty() && Instant::now() < deadline {
+            st = self
+                .idle
+                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        st
+    }
+
     /// Register the sockets of an open connection; `None` once stopping.
     fn open(&self, socks: Vec<TcpStream>) -> Option<u64> {
         let mut st = lock(&self.state);

@@ -612,8 +612,8 @@ fn plan_prints_the_launch_and_its_typed_description() {
         assert!(o.status.success(), "{who:?}: {}", stderr(&o));
         let sb: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(
-            sb["network"]["mode"], "open",
-            "egress-jail = 0 in the world"
+            sb["network"]["mode"], "host",
+            "egress-jail = 0 in the world: the host's network"
         );
         assert_eq!(
             sb["command"]["args"],

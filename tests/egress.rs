@@ -319,6 +319,52 @@ fn plain_http_to_an_allowed_name_goes_through_with_its_byte_counts() {
     }
 }
 
+/// `host` over plain http and over https, refused: the 403's body with
+/// `reason` and the line `fix` (shown by curl for http; for https curl shows
+/// only the status), and one refused line each in the log, with `address`.
+fn refused_both_ways(
+    n: &Net,
+    who: Who,
+    host: &str,
+    reason: &str,
+    fix: &str,
+    address: Option<&str>,
+) -> Session {
+    let s = session(
+        n,
+        who,
+        &format!(
+            "curl -sS -m 10 -D - http://{host}/; echo \"rc=$?\"; \
+             {CURL} -v https://{host}/ 2>&1; echo \"rc=$?\""
+        ),
+    );
+    let out = s.stdout();
+    assert!(
+        out.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+        "{who:?}: {}",
+        s.shown()
+    );
+    let body = format!(
+        "claude-sandbox: {host}:80 refused: {reason}.\n\
+         To allow it, add this line to /etc/claude-sandbox.conf:\n    {fix}\n"
+    );
+    assert!(out.contains(&body), "{who:?}: no {body:?} in {}", s.shown());
+    assert!(
+        out.contains("< HTTP/1.1 403 Forbidden")
+            && out.contains("CONNECT tunnel failed, response 403")
+            && out.ends_with("rc=56\n"),
+        "{who:?}: {}",
+        s.shown()
+    );
+    assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
+    for (l, (method, port)) in s.lines.iter().zip([("GET", 80), ("CONNECT", 443)]) {
+        assert_refused(l, method, host, port, &s, who);
+        assert_eq!(l.reason, reason, "{who:?}: {l:?}");
+        assert_eq!(l.address.as_deref(), address, "{who:?}: {l:?}");
+    }
+    s
+}
+
 #[test]
 fn a_name_not_on_the_list_is_refused_with_the_line_that_allows_it() {
     if !require("egress_denied") {
@@ -326,56 +372,20 @@ fn a_name_not_on_the_list_is_refused_with_the_line_that_allows_it() {
     }
     let n = net("egdenied");
     for who in BOTH {
-        let s = session(
+        // Refused before any lookup: no address.
+        let s = refused_both_ways(
             &n,
             who,
-            &format!(
-                "curl -sS -m 10 -D - http://denied.test/; echo \"rc=$?\"; \
-                 {CURL} -v https://denied.test/ 2>&1; echo \"rc=$?\""
-            ),
+            "denied.test",
+            "denied.test is not on the allowlist",
+            "allow-domain = denied.test",
+            None,
         );
-        let out = s.stdout();
-        // Plain HTTP: the proxy's 403 and its body, shown by curl.
         assert!(
-            out.starts_with("HTTP/1.1 403 Forbidden\r\n"),
-            "{who:?}: {}",
+            !s.stdout().contains(INDEX),
+            "{who:?}: denied.test was served: {}",
             s.shown()
         );
-        assert!(
-            out.contains(
-                "claude-sandbox: denied.test:80 refused: denied.test is not on the allowlist.\n\
-                 To allow it, add this line to /etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"
-            ),
-            "{who:?}: {}",
-            s.shown()
-        );
-        // HTTPS: curl does not show a refused CONNECT's body; the status is.
-        assert!(
-            out.contains("< HTTP/1.1 403 Forbidden"),
-            "{who:?}: {}",
-            s.shown()
-        );
-        assert!(
-            out.contains("CONNECT tunnel failed, response 403") && out.ends_with("rc=56\n"),
-            "{who:?}: {}",
-            s.shown()
-        );
-        assert!(
-            !out.contains(INDEX),
-            "{who:?}: denied.test was served: {out}"
-        );
-        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
-        for (l, (method, port)) in s.lines.iter().zip([("GET", 80), ("CONNECT", 443)]) {
-            assert_refused(l, method, "denied.test", port, &s, who);
-            assert_eq!(
-                l.reason, "denied.test is not on the allowlist",
-                "{who:?}: {l:?}"
-            );
-            assert_eq!(
-                l.address, None,
-                "{who:?}: a refused name was looked up: {l:?}"
-            );
-        }
         // The session's end names what was refused.
         assert!(
             stderr(&s.out).contains("the egress allowlist refused 2 requests (denied.test ×2)"),
@@ -392,49 +402,19 @@ fn a_listed_name_that_resolves_to_an_internal_address_is_refused() {
     }
     let n = net("eginternal");
     for who in BOTH {
-        let s = session(
+        let s = refused_both_ways(
             &n,
             who,
-            &format!(
-                "curl -sS -m 10 -D - http://internal.test/; echo \"rc=$?\"; \
-                 {CURL} -v https://internal.test/ 2>&1; echo \"rc=$?\""
-            ),
+            "internal.test",
+            "internal.test resolves to 10.77.0.9, an address the sandbox does not reach",
+            "allow-ip = 10.77.0.9",
+            Some("10.77.0.9"),
         );
-        let out = s.stdout();
         assert!(
-            !out.contains(INTERNAL_INDEX),
+            !s.stdout().contains(INTERNAL_INDEX),
             "{who:?}: the LAN host was reached: {}",
             s.shown()
         );
-        assert!(
-            out.starts_with("HTTP/1.1 403 Forbidden\r\n"),
-            "{who:?}: {}",
-            s.shown()
-        );
-        assert!(
-            out.contains(
-                "claude-sandbox: internal.test:80 refused: internal.test resolves to 10.77.0.9, an address the sandbox does not reach.\n\
-                 To allow it, add this line to /etc/claude-sandbox.conf:\n    allow-ip = 10.77.0.9\n"
-            ),
-            "{who:?}: {}",
-            s.shown()
-        );
-        assert!(
-            out.contains("< HTTP/1.1 403 Forbidden"),
-            "{who:?}: {}",
-            s.shown()
-        );
-        assert!(out.ends_with("rc=56\n"), "{who:?}: {}", s.shown());
-        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
-        for (l, (method, port)) in s.lines.iter().zip([("GET", 80), ("CONNECT", 443)]) {
-            assert_refused(l, method, "internal.test", port, &s, who);
-            assert_eq!(l.address.as_deref(), Some("10.77.0.9"), "{who:?}: {l:?}");
-            assert_eq!(
-                l.reason,
-                "internal.test resolves to 10.77.0.9, an address the sandbox does not reach",
-                "{who:?}: {l:?}"
-            );
-        }
     }
 }
 
