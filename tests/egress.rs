@@ -23,8 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// Both names on the list; `internal.test` resolves inside the site.
-const CONF: &str =
-    "egress = allowlist\nallow-domain = allowed.test\nallow-domain = internal.test\n";
+const CONF: &str = "egress = allowlist\nallow-domain = allowed.test\nallow-domain = internal.test\nallow-domains = github\n";
 
 /// The log's directory under a home.
 const LOG_DIR: &str = ".local/state/claude-sandbox/egress";
@@ -496,6 +495,35 @@ fn git_clones_over_https_through_the_proxy() {
             assert_allowed(l, "CONNECT", 443, &s, who);
             assert!(l.bytes_down > 0, "{who:?}: {l:?}");
         }
+        // An ssh-style remote: the sandbox's git config rewrites it to
+        // https, which the proxy lets through by the github preset.
+        let s = session(
+            &n,
+            who,
+            "git -c http.sslCAInfo=\"$PWD/ca.pem\" clone -q git@github.com:org/repo.git ssh-style 2>&1 \
+             && cat ssh-style/README",
+        );
+        assert_eq!(s.stdout(), README, "{who:?}: {}", s.shown());
+        assert!(!s.lines.is_empty(), "{who:?}: {}", s.shown());
+        for l in &s.lines {
+            assert_eq!(
+                (
+                    l.method.as_str(),
+                    l.host.as_str(),
+                    l.port,
+                    l.decision.as_str(),
+                    l.reason.as_str()
+                ),
+                (
+                    "CONNECT",
+                    "github.com",
+                    443,
+                    "allowed",
+                    "allow-domains = github"
+                ),
+                "{who:?}: {l:?}"
+            );
+        }
     }
 }
 
@@ -582,7 +610,9 @@ found=$( {
 for f in $found; do
   echo "FOUND $f $(stat -L -c %d:%i "$f")"
   { echo '{"garbage":true}' >> "$f"; } 2>/dev/null && echo "APPENDED $f"
-  { : > "$f"; } 2>/dev/null && echo "TRUNCATED $f"
+  # In a subshell: a failed redirection of `:` (a special built-in) would
+  # end the whole script.
+  ( : > "$f" ) 2>/dev/null && echo "TRUNCATED $f"
   truncate -s 0 "$f" 2>/dev/null && echo "TRUNCATED $f"
   rm -f "$f" 2>/dev/null && [ ! -e "$f" ] && echo "DELETED $f"
   mv "$f" "$f.moved" 2>/dev/null && echo "RENAMED $f"

@@ -118,7 +118,7 @@ impl Site {
         openssl(&d, &csr);
         std::fs::write(
             d.join("server.ext"),
-            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test\n\
+            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test, DNS:github.com\n\
              basicConstraints = CA:FALSE\n\
              keyUsage = critical, digitalSignature\n\
              extendedKeyUsage = serverAuth\n",
@@ -195,6 +195,17 @@ impl Site {
                 .arg("-C")
                 .arg(&bare)
                 .arg("update-server-info"),
+        );
+        // The same repository where an ssh-style GitHub remote leads once
+        // the sandbox's git config rewrites it to https (github.com, too,
+        // resolves to the test internet host).
+        std::fs::create_dir_all(www.join("org")).unwrap();
+        run(
+            "cp -r",
+            Command::new("cp")
+                .arg("-r")
+                .arg(&bare)
+                .arg(www.join("org/repo.git")),
         );
         site
     }
