@@ -157,6 +157,7 @@ fn attempts(
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
+    let mut replans = 0;
     let mut next = Some(first);
     loop {
         let mut sb = match next.take() {
@@ -175,6 +176,12 @@ fn attempts(
         }
         match execute(bwrap, &sb, net.as_mut(), git)? {
             Outcome::Exited(code) => return Ok(code),
+            // A root launch masks what its walk found; one of those removed
+            // since (a rotated log, another program's temporary file) fails
+            // the build. Plan again from a fresh walk, a few times.
+            Outcome::SetupFailed(_) if replans < 3 && a_root_mask_vanished(&sb) => {
+                replans += 1;
+            }
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
             Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("mount proc") => {
@@ -209,6 +216,21 @@ fn attempts(
             }
         }
     }
+}
+
+/// Whether a mask of the root view ([`crate::rootview`]) covers a path
+/// that no longer exists: bubblewrap cannot mount over it on the read-only
+/// root.
+fn a_root_mask_vanished(sb: &Sandbox) -> bool {
+    sb.mounts.iter().any(|m| match m {
+        crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
+            crate::rootview::ROOTS
+                .iter()
+                .any(|(root, _)| dst.starts_with(root))
+                && dst.symlink_metadata().is_err()
+        }
+        _ => false,
+    })
 }
 
 /// Reap every child left (orphans adopted as subreaper), for at most 2 s:
@@ -764,6 +786,24 @@ mod tests {
             assert_eq!(back.len(), len);
             assert!(back == bytes, "{len} bytes came back altered");
         }
+    }
+
+    #[test]
+    fn a_vanished_root_mask_is_noticed() {
+        // Under /var, one of the root view's walked directories.
+        let dir = PathBuf::from(format!("/var/tmp/csb-vanish-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sb =
+            crate::plan::build(&Config::default(), &crate::plan::tests::facts(), &[]).unwrap();
+        let file = dir.join("root-only");
+        std::fs::write(&file, "x").unwrap();
+        sb.mounts
+            .push(crate::sandbox::Mount::Empty { dst: file.clone() });
+        assert!(!a_root_mask_vanished(&sb), "it exists");
+        std::fs::remove_file(&file).unwrap();
+        assert!(a_root_mask_vanished(&sb), "{} is gone", file.display());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
