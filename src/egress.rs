@@ -434,6 +434,32 @@ pub(crate) fn log_path(home: &Path, id: &str) -> PathBuf {
     log_dir(home).join(format!("{id}.jsonl"))
 }
 
+/// How many sessions' logs are kept (the oldest go when a session ends).
+pub(crate) const KEEP_LOGS: usize = 200;
+
+/// The sessions that have a log under `home`, newest first (ids sort by
+/// time). Names that are not session ids are left out.
+pub(crate) fn sessions(home: &Path) -> Vec<String> {
+    sessions_in(&log_dir(home))
+}
+
+/// [`sessions`] of the log directory `dir`.
+pub(crate) fn sessions_in(dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_suffix(".jsonl")?;
+            is_session_id(id).then(|| id.to_string())
+        })
+        .collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    ids
+}
+
 /// A session id: the launch's UTC time and the shadow's PID
 /// (`20261123T184501Z-4242`), sortable and unique per launch.
 pub(crate) fn session_id(unix_secs: i64, pid: u32) -> String {

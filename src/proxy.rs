@@ -161,6 +161,8 @@ pub(crate) struct Proxy {
 struct Shared {
     policy: Policy,
     session: String,
+    /// The log's path (an empty log is removed at the end).
+    log_path: std::path::PathBuf,
     log: Mutex<Log>,
     state: Mutex<State>,
     idle: Condvar,
@@ -217,6 +219,7 @@ impl Proxy {
             shared: Arc::new(Shared {
                 policy: net.policy.clone(),
                 session: net.session.clone(),
+                log_path: net.log.clone(),
                 log: Mutex::new(Log {
                     file,
                     written: 0,
@@ -305,9 +308,27 @@ impl Proxy {
             eprintln!("{line}");
         }
         drop(st);
-        if let Some(e) = &lock(&self.shared.log).failed {
+        let log = lock(&self.shared.log);
+        if let Some(e) = &log.failed {
             eprintln!("claude-sandbox: the egress log could not be written ({e}); requests were still decided by the allowlist");
+        } else if log.written == 0 {
+            // A session that made no request (`claude --version`, an IDE's
+            // probe) leaves no log behind.
+            let _ = std::fs::remove_file(&self.shared.log_path);
         }
+        if let Some(dir) = self.shared.log_path.parent() {
+            prune(dir);
+        }
+    }
+}
+
+/// Keep the newest [`crate::egress::KEEP_LOGS`] logs in `dir`.
+fn prune(dir: &Path) {
+    for old in crate::egress::sessions_in(dir)
+        .iter()
+        .skip(crate::egress::KEEP_LOGS)
+    {
+        let _ = std::fs::remove_file(dir.join(format!("{old}.jsonl")));
     }
 }
 
@@ -953,11 +974,38 @@ mod tests {
             proxy, log, _dir, ..
         } = s;
         proxy.finish();
+        // A session without requests leaves no log.
         std::fs::read_to_string(&log)
-            .unwrap()
+            .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_session_without_requests_leaves_no_log_and_old_logs_go() {
+        let s = served(&[], &[]);
+        let dir = s.log.parent().unwrap().to_path_buf();
+        for i in 0..crate::egress::KEEP_LOGS + 3 {
+            std::fs::write(
+                dir.join(format!("20200101T0000{:02}Z-{i}.jsonl", i % 60)),
+                "",
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.join("notes.txt"), "").unwrap();
+        let Served {
+            proxy,
+            log,
+            _dir: keep,
+            ..
+        } = s;
+        proxy.finish();
+        assert!(!log.exists(), "an empty log stays");
+        let left = crate::egress::sessions_in(&dir);
+        assert_eq!(left.len(), crate::egress::KEEP_LOGS);
+        assert!(dir.join("notes.txt").exists(), "only logs are pruned");
+        drop(keep);
     }
 
     #[test]

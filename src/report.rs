@@ -437,25 +437,8 @@ fn read_line_bounded(
     }
 }
 
-/// The sessions that have a log under `home`, newest first (ids sort by
-/// time). Names that are not session ids are left out.
-pub(crate) fn sessions(home: &Path) -> Vec<String> {
-    let Ok(rd) = std::fs::read_dir(log_dir(home)) else {
-        return Vec::new();
-    };
-    let mut ids: Vec<String> = rd
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let id = name.strip_suffix(".jsonl")?;
-            is_session_id(id).then(|| id.to_string())
-        })
-        .collect();
-    ids.sort_unstable_by(|a, b| b.cmp(a));
-    ids
-}
-
-const ONLY_ALLOWLIST: &str = "only sessions launched with `egress = allowlist` have one";
+const ONLY_ALLOWLIST: &str =
+    "only sessions launched with `egress = allowlist` that made a request have one, and the newest 200 are kept";
 
 /// The session to report on and its log: `session`, else the newest.
 fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf)> {
@@ -466,7 +449,7 @@ fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf
              `egress report --last` shows the newest session",
             id.escape_debug()
         ))),
-        None => match sessions(home).into_iter().next() {
+        None => match crate::egress::sessions(home).into_iter().next() {
             Some(id) => {
                 let path = log_path(home, &id);
                 Ok((id, path))
@@ -490,7 +473,7 @@ pub(crate) fn report(
     let (id, path) = choose(home, session)?;
     let tally = read_log(&path).map_err(|e| match e {
         ReadError::Missing => {
-            let known = sessions(home);
+            let known = crate::egress::sessions(home);
             let have = if known.is_empty() {
                 format!("there are none ({ONLY_ALLOWLIST})")
             } else {

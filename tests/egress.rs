@@ -153,16 +153,24 @@ fn session(n: &Net, who: Who, script: &str) -> Session {
         .output()
         .unwrap();
     let new: Vec<PathBuf> = log_files(&dir).difference(&before).cloned().collect();
-    assert_eq!(
-        new.len(),
-        1,
+    // One log, or none for a session that made no request through the proxy.
+    assert!(
+        new.len() <= 1,
         "{who:?}: the session created {} logs in {}: {new:?}\nstdout: {}\nstderr: {}",
         new.len(),
         dir.display(),
         stdout(&out),
         stderr(&out)
     );
-    let log = new.into_iter().next().unwrap();
+    let Some(log) = new.into_iter().next() else {
+        return Session {
+            out,
+            id: String::new(),
+            log: PathBuf::new(),
+            lines: Vec::new(),
+            raw: Vec::new(),
+        };
+    };
     let id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&log).unwrap();
     let (lines, raw) = parse_log(&text, &id);
@@ -465,8 +473,12 @@ fn a_direct_connection_has_no_route() {
             s.shown()
         );
         assert!(!out.contains(INDEX), "{who:?}: {}", s.shown());
-        // The proxy never saw them.
-        assert!(s.lines.is_empty(), "{who:?}: {}", s.shown());
+        // The proxy never saw them: a session without requests leaves no log.
+        assert!(
+            s.lines.is_empty() && s.log.as_os_str().is_empty(),
+            "{who:?}: {}",
+            s.shown()
+        );
     }
 }
 
