@@ -282,3 +282,58 @@ fn refused_fresh_proc_falls_back_with_the_jail_on() {
         );
     }
 }
+
+/// Allowlist mode promises a log: where it cannot be created (a read-only
+/// `$HOME`, a file where its directory belongs), the launch stops with one
+/// line naming the log, and nothing runs — never a session without its log.
+#[test]
+fn allowlist_mode_without_a_writable_log_refuses() {
+    if !require("faults_allowlist_log") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = jail_world("faultallow", "egress = allowlist\n");
+    for who in BOTH {
+        let home = w.home(who);
+        // One session first: the private state and the log directory exist.
+        let o = claude(
+            &w,
+            &lan,
+            who,
+            "",
+            &["shell", "curl -s -m 5 http://denied.test/ >/dev/null"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        let blocked = home.join(".local/state/claude-sandbox/egress");
+        let cases = [
+            (
+                "read-only $HOME",
+                format!(
+                    "mount --bind {h} {h} && mount -o remount,bind,ro {h}\n",
+                    h = home.display()
+                ),
+            ),
+            (
+                "a file where the log directory belongs",
+                format!("rm -rf {e} && touch {e}\n", e = blocked.display()),
+            ),
+        ];
+        for (what, setup) in cases {
+            let _ = std::fs::remove_file(w.workspace(who).join("RAN"));
+            let o = claude(&w, &lan, who, &setup, RUN);
+            assert_refused(
+                &w,
+                who,
+                &o,
+                125,
+                &[
+                    "egress = allowlist",
+                    &blocked.display().to_string(),
+                    "connection log",
+                ],
+                what,
+            );
+            let _ = std::fs::remove_file(&blocked);
+        }
+    }
+}
