@@ -62,4 +62,40 @@ pub mod fuzz_targets {
     pub mod promote {
         pub use crate::promote::{edit, FEATURE_REF};
     }
+    /// The two parsers of allowlist mode that read what a session sends:
+    /// the proxy's request heads and, through the log, the report.
+    pub mod egress {
+        /// The proxy's reading of a request head: (method, host, port, the
+        /// head it would forward for plain http), or the 400's text.
+        #[allow(clippy::type_complexity)]
+        pub fn parse_head(head: &[u8]) -> Result<(String, String, u16, Option<Vec<u8>>), String> {
+            crate::proxy::parse_request(head).map(|r| (r.method, r.host, r.port, r.forward_head))
+        }
+
+        /// The allowlist's verdict on a request for `host:port` with these
+        /// `allow-domain` rules (invalid ones skipped): `Ok(reason)` when
+        /// allowed by name or address, `Err(fix)` when refused.
+        pub fn verdict(rules: &[&str], host: &str, port: u16) -> Result<String, String> {
+            let rules: Vec<_> = rules
+                .iter()
+                .filter_map(|r| crate::egress::DomainRule::parse(r).ok())
+                .collect();
+            let p = crate::egress::Policy::new(&rules, &[], Default::default(), &[], Vec::new());
+            match p.check_name(host, port) {
+                crate::egress::NameVerdict::Name(origin) => Ok(origin),
+                crate::egress::NameVerdict::AllowedIp(ip) => Ok(ip.to_string()),
+                crate::egress::NameVerdict::Refused { fix, .. } => Err(fix),
+            }
+        }
+
+        /// The report's JSON over these log lines (what `egress report --json` prints).
+        pub fn report_json(lines: &[Vec<u8>]) -> String {
+            let mut t = crate::report::Tally::default();
+            for l in lines {
+                t.add_line(l);
+            }
+            let r = t.finish("fuzz", std::path::Path::new("/fuzz.jsonl"));
+            serde_json::to_string(&r).expect("a report serializes")
+        }
+    }
 }

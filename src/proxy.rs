@@ -458,12 +458,12 @@ impl Shared {
 
 /// A request as the proxy understood it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Request {
-    method: String,
-    host: String,
-    port: u16,
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) host: String,
+    pub(crate) port: u16,
     /// Plain HTTP: the head to send upstream (origin-form, `Connection: close`).
-    forward_head: Option<Vec<u8>>,
+    pub(crate) forward_head: Option<Vec<u8>>,
 }
 
 /// Read the request head; `Ok(None)` when the client sent nothing at all.
@@ -517,7 +517,7 @@ fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// Parse a request head into what to decide on. `Err` is the 400's text.
-fn parse_request(head: &[u8]) -> Result<Request, String> {
+pub(crate) fn parse_request(head: &[u8]) -> Result<Request, String> {
     let mut headers = [httparse::EMPTY_HEADER; 96];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
@@ -571,10 +571,13 @@ fn parse_request(head: &[u8]) -> Result<Request, String> {
     let mut out = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
     for h in req.headers.iter() {
         let n = h.name.to_ascii_lowercase();
-        if matches!(
-            n.as_str(),
-            "host" | "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive"
-        ) {
+        // Hop-by-hop and proxy headers stay here; the Host is the decided one.
+        if n.starts_with("proxy-")
+            || matches!(
+                n.as_str(),
+                "host" | "connection" | "keep-alive" | "upgrade" | "te" | "trailer"
+            )
+        {
             continue;
         }
         out.extend_from_slice(h.name.as_bytes());

@@ -341,3 +341,156 @@ fn promote_jsonc_editor_never_panics_and_is_idempotent() {
         Ok(false)
     });
 }
+
+/// Hosts as clients write them, and some they should not.
+fn host_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z0-9-]{1,8}(\\.[a-z0-9-]{1,8}){0,3}\\.?",
+        "(allowed|denied)\\.test",
+        "[A-Za-z]{1,5}\\.(ALLOWED|allowed)\\.test",
+        "\\[[0-9a-f:]{2,12}\\]",
+        "[0-9]{1,3}(\\.[0-9]{1,3}){3}",
+        ".{0,12}",
+    ]
+}
+
+/// Request heads as tools send them to a proxy: CONNECT, absolute-form with
+/// headers (Host among them, proxy headers too), some odd.
+fn request_head() -> impl Strategy<Value = Vec<u8>> {
+    let port = prop_oneof![
+        Just(String::new()),
+        (0u32..70000).prop_map(|p| format!(":{p}"))
+    ];
+    let header = prop_oneof![
+        host_text().prop_map(|h| format!("Host: {h}")),
+        Just("Proxy-Connection: keep-alive".to_string()),
+        Just("Proxy-Authorization: Basic eDp5".to_string()),
+        Just("Connection: Upgrade".to_string()),
+        "[A-Za-z-]{1,10}: [ -~]{0,20}",
+    ];
+    (
+        prop_oneof![
+            Just("CONNECT".to_string()),
+            Just("GET".to_string()),
+            Just("POST".to_string()),
+            "[A-Z]{1,8}"
+        ],
+        host_text(),
+        port,
+        "(/[a-z0-9._~%?=&-]{0,10}){0,3}",
+        prop::collection::vec(header, 0..5),
+        prop_oneof![
+            Just("http://".to_string()),
+            Just("HTTP://".to_string()),
+            Just("https://".to_string()),
+            Just(String::new())
+        ],
+    )
+        .prop_map(|(method, host, port, path, headers, scheme)| {
+            let target = if method == "CONNECT" {
+                format!("{host}{port}")
+            } else {
+                format!("{scheme}{host}{port}{path}")
+            };
+            let mut s = format!("{method} {target} HTTP/1.1\r\n");
+            for h in headers {
+                s.push_str(&h);
+                s.push_str("\r\n");
+            }
+            s.push_str("\r\n");
+            s.into_bytes()
+        })
+}
+
+#[test]
+fn proxy_request_parser_never_panics_and_forwards_one_clean_head() {
+    use claude_sandbox::fuzz_targets::egress::{parse_head, verdict};
+    let strategy = prop_oneof![
+        3 => request_head(),
+        2 => mutated(request_head().prop_map(|b| String::from_utf8_lossy(&b).into_owned()))
+            .prop_map(String::into_bytes),
+        1 => prop::collection::vec(any::<u8>(), 0..200),
+    ];
+    const RULES: &[&str] = &["allowed.test", "*.wild.test", "git.test:8443"];
+    run_for("proxy-request", strategy, |head| {
+        let Ok((method, host, port, forward)) = parse_head(&head) else {
+            return Ok(false);
+        };
+        prop_assert!(port != 0);
+        if let Some(f) = forward {
+            let f = String::from_utf8_lossy(&f).into_owned();
+            prop_assert!(f.starts_with(&format!("{method} /")), "{f:?}");
+            prop_assert!(f.ends_with("\r\n\r\n"), "{f:?}");
+            let lines: Vec<String> = f.split("\r\n").map(|l| l.to_ascii_lowercase()).collect();
+            // Exactly one Host, and it is the host the proxy decided on.
+            let hosts: Vec<&String> = lines.iter().filter(|l| l.starts_with("host:")).collect();
+            prop_assert_eq!(hosts.len(), 1, "{:?}", f);
+            prop_assert!(
+                !lines
+                    .iter()
+                    .any(|l| l.starts_with("proxy-") || l.starts_with("connection: upgrade")),
+                "{:?}",
+                f
+            );
+            prop_assert!(lines.iter().any(|l| l == "connection: close"), "{:?}", f);
+        }
+        // The verdict, against a plain model of the rules.
+        let h = host.to_ascii_lowercase();
+        let h = h.strip_suffix('.').unwrap_or(&h);
+        let under = |name: &str| h.len() > name.len() && h.ends_with(&format!(".{name}"));
+        // Only a DNS name is ever allowed by name.
+        let dns = h.len() <= 253
+            && h.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
+        let web = port == 443 || port == 80;
+        let model = dns
+            && ((web && (h == "allowed.test" || under("allowed.test") || under("wild.test")))
+                || ((h == "git.test" || under("git.test")) && port == 8443));
+        let got = verdict(RULES, &host, port);
+        prop_assert_eq!(got.is_ok(), model, "{}:{} -> {:?}", host, port, got);
+        Ok(true)
+    });
+}
+
+#[test]
+fn egress_report_never_panics_on_any_log() {
+    use claude_sandbox::fuzz_targets::egress::report_json;
+    let line = prop_oneof![
+        3 => (
+            host_text(),
+            any::<u16>(),
+            prop_oneof![Just("allowed".to_string()), Just("refused".to_string()), Just("maybe".to_string())],
+            0u64..u64::MAX,
+            0u32..100_000,
+            "2026-11-2[0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}Z|garbage",
+        )
+            .prop_map(|(host, port, decision, bytes, ms, time)| {
+                serde_json::json!({
+                    "time": time, "session": "s", "method": "CONNECT", "host": host,
+                    "port": port, "address": null, "decision": decision, "reason": "r",
+                    "bytes_up": bytes, "bytes_down": bytes, "duration_ms": ms
+                })
+                .to_string()
+                .into_bytes()
+            }),
+        1 => prop::collection::vec(any::<u8>(), 0..120),
+    ];
+    let strategy = prop::collection::vec(line, 0..40);
+    run_for("egress-report", strategy, |lines| {
+        let out: serde_json::Value = serde_json::from_str(&report_json(&lines)).unwrap();
+        let n = |k: &str| out[k].as_u64().unwrap();
+        prop_assert_eq!(n("requests"), n("allowed") + n("refused"));
+        prop_assert_eq!(n("requests") + n("unreadable_lines"), lines.len() as u64);
+        prop_assert_eq!(
+            out["refusals"].as_array().unwrap().len() as u64,
+            n("refused")
+        );
+        prop_assert!(out["risk"]["score"].as_u64().unwrap() <= 100);
+        Ok(true)
+    });
+}
