@@ -337,7 +337,7 @@ fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: boo
 /// When the config turns the egress jail on, its tools must be usable, or every launch refuses.
 fn check_egress_jail(r: &mut Report, c: &config::Config) {
     if crate::plan::egress(c) == crate::egress::Egress::Allowlist {
-        match jail::host_facts() {
+        match jail::host_facts(false) {
             Ok(_) => r.line(
                 true,
                 "egress allowlist",
@@ -346,7 +346,7 @@ fn check_egress_jail(r: &mut Report, c: &config::Config) {
             Err(e) => r.line(false, "egress allowlist", e),
         }
     } else if crate::plan::jailed(c) {
-        match jail::Jail::prepare().and_then(|_| jail::host_facts()) {
+        match jail::Jail::prepare().and_then(|_| jail::host_facts(true)) {
             Ok(_) => r.line(
                 true,
                 "egress jail prerequisites",

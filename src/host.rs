@@ -157,7 +157,9 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         protected,
         discovered,
         jail: if jailed {
-            Some(crate::jail::host_facts()?)
+            Some(crate::jail::host_facts(
+                plan::egress(cfg) == crate::egress::Egress::Open,
+            )?)
         } else {
             None
         },

@@ -101,6 +101,21 @@ pub(crate) fn parse_routes(text: &str) -> Result<HostRoutes, String> {
     })
 }
 
+/// [`parse_routes`] for allowlist mode, which needs no default route (the
+/// proxy reaches what the host reaches): without one, no interface and no
+/// gateway, the connected subnets still.
+pub(crate) fn parse_routes_any(text: &str) -> HostRoutes {
+    parse_routes(text).unwrap_or_else(|_| HostRoutes {
+        iface: String::new(),
+        gateway: Ipv4Addr::UNSPECIFIED,
+        connected: crate::kernel::parse_routes(text)
+            .into_iter()
+            .filter(|r| r.iface != "lo" && !r.reject && !r.via_gateway && r.len > 0)
+            .map(|r| (r.dst, r.len))
+            .collect(),
+    })
+}
+
 /// The host's resolv.conf, split into IPv4 nameservers and the other lines.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Resolv {
@@ -262,11 +277,18 @@ pub(crate) struct JailFacts {
     pub resolv_missing: bool,
 }
 
-/// The host's routes and resolv.conf, for the plan ([`JailFacts`]).
-pub(crate) fn host_facts() -> anyhow::Result<JailFacts> {
+/// The host's routes and resolv.conf, for the plan ([`JailFacts`]). The open
+/// jail needs a default route (`need_default`); allowlist mode does not.
+pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
     let routes = std::fs::read_to_string("/proc/net/route")
         .map_err(|e| e.to_string())
-        .and_then(|t| parse_routes(&t))
+        .and_then(|t| {
+            if need_default {
+                parse_routes(&t)
+            } else {
+                Ok(parse_routes_any(&t))
+            }
+        })
         .map_err(|e| {
             missing(
                 &format!("cannot read the host's routes ({e})"),
@@ -899,6 +921,16 @@ mod tests {
         assert!(parse_routes("Iface\tDestination\n")
             .unwrap_err()
             .contains("no IPv4 default route"));
+        // Allowlist mode: no default route is fine, the subnets still count.
+        let no_default: String = LAN_ROUTES
+            .lines()
+            .filter(|l| !l.contains("\t00000000\t01004D0A"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let any = parse_routes_any(&no_default);
+        assert_eq!(any.connected, r.connected);
+        assert!(any.gateway.is_unspecified() && any.iface.is_empty());
+        assert_eq!(parse_routes_any(LAN_ROUTES), r);
     }
 
     #[test]

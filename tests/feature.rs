@@ -96,6 +96,9 @@ fn feature_packages_with_the_official_cli_and_static_binaries_for_both_arches() 
     .unwrap();
     for o in [
         "egressJail",
+        "egress",
+        "allowDomain",
+        "allowDomains",
         "allowIp",
         "allowWrite",
         "passEnv",
@@ -697,6 +700,31 @@ fn fresh_container_non_root_user_native_install_jail_on() {
             ("CLAUDEVERSION", "2.1.330"),
         ],
         expect_conf: "no-forge\npass-env = FOO,BAR\nallow-ip = 10.77.0.9\nallow-ip = 10.77.0.10\nallow-write = /workspaces/shared\n",
+    });
+}
+
+/// Allowlist mode from the feature's options (issue #15): the config the
+/// build writes, and every launch of the scenario (doctor, the feature's
+/// own test, `claude --version`, the VS Code wrapper) in that mode.
+#[test]
+fn fresh_container_root_user_allowlist() {
+    if !require_tools(
+        "feature_fresh_container_allowlist",
+        &["debootstrap", "ip", "unshare", "flock", "mknod"],
+    ) {
+        return;
+    }
+    fresh_container(&Scenario {
+        name: "allowlist",
+        user: "root",
+        native_layout: false,
+        options: &[
+            ("CLAUDESOURCE", "existing"),
+            ("EGRESS", "allowlist"),
+            ("ALLOWDOMAIN", "allowed.test:8443, *.pkg.test"),
+            ("ALLOWDOMAINS", "github, npm"),
+        ],
+        expect_conf: "egress = allowlist\nallow-domain = allowed.test:8443\nallow-domain = *.pkg.test\nallow-domains = github, npm\n",
     });
 }
 

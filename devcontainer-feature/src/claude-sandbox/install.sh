@@ -24,6 +24,9 @@ esac
 [ -x "$bin" ] || die "$bin is missing from the feature; it was packaged without its binary (just feature)"
 
 EGRESSJAIL="${EGRESSJAIL:-true}"
+EGRESS="${EGRESS:-}"
+ALLOWDOMAIN="${ALLOWDOMAIN:-}"
+ALLOWDOMAINS="${ALLOWDOMAINS:-}"
 ALLOWIP="${ALLOWIP:-}"
 ALLOWWRITE="${ALLOWWRITE:-}"
 PASSENV="${PASSENV:-}"
@@ -66,6 +69,9 @@ trap 'rm -f "$conf"' EXIT
 {
     echo "# /etc/claude-sandbox.conf, written by the claude-sandbox devcontainer feature"
     [ "$EGRESSJAIL" = false ] && echo "egress-jail = 0"
+    [ -n "$EGRESS" ] && echo "egress = $EGRESS"
+    for d in $(printf '%s' "$ALLOWDOMAIN" | tr ',' ' '); do echo "allow-domain = $d"; done
+    [ -n "$ALLOWDOMAINS" ] && echo "allow-domains = $ALLOWDOMAINS"
     [ "$NOFORGE" = true ] && echo "no-forge"
     [ -n "$WORKSPACEROOT" ] && echo "workspace-root = $WORKSPACEROOT"
     [ -n "$PASSENV" ] && echo "pass-env = $PASSENV"
