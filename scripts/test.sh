@@ -19,7 +19,7 @@ step "Debian packages"
 need_pkgs=()
 # package:command pairs; a command already present (from any source) is enough.
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
-          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc \
+          file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc openssl:openssl \
           gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
