@@ -691,10 +691,12 @@ pub(crate) fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- -- PROGRAM ARGS…`: the
-/// first program inside the sandbox. With the egress jail, waits on GATE_FD
-/// until the jail's routes are locked (EOF: they never were; nothing runs).
-/// Then restores the caller's stderr, tells the shadow the sandbox is built,
+/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- -- PROGRAM ARGS…`:
+/// the first program inside the sandbox. With the egress jail, waits on
+/// GATE_FD until the jail's routes are locked (EOF: they never were; nothing
+/// runs). With GUARD_FD (the protected paths), forks the creation guard's
+/// supervisor (src/supervisor.rs) and runs PROGRAM under its filter. Then
+/// restores the caller's stderr, tells the shadow the sandbox is built,
 /// closes every other inherited fd and execs PROGRAM.
 pub(crate) fn shim_main(args: &[OsString]) -> i32 {
     let num = |i: usize| {
@@ -702,18 +704,20 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
             .and_then(|a| a.to_str())
             .and_then(|s| s.parse::<RawFd>().ok())
     };
-    let gate = match args.get(2).and_then(|a| a.to_str()) {
+    let optional = |i: usize| match args.get(i).and_then(|a| a.to_str()) {
         Some("-") => Some(None),
         Some(s) => s.parse::<RawFd>().ok().map(Some),
         None => None,
     };
-    let (Some(err_fd), Some(ready_fd), Some(gate)) = (num(0), num(1), gate) else {
+    let (Some(err_fd), Some(ready_fd), Some(gate), Some(guard)) =
+        (num(0), num(1), optional(2), optional(3))
+    else {
         eprintln!(
-            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD GATE_FD|- -- PROGRAM ARGS)"
+            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- -- PROGRAM ARGS)"
         );
         return 2;
     };
-    if args.get(3).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 5 {
+    if args.get(4).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 6 {
         eprintln!("claude-sandbox: __shim: missing `-- PROGRAM`");
         return 2;
     }
@@ -725,10 +729,54 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         }
         unsafe { libc::close(gate) };
     }
+    if let Some(guard) = guard {
+        // Still on the shadow's error pipe: a failure here is the launch's
+        // (exit 125, nothing ran), never a session without the guard.
+        let table = match crate::supervisor::read_table(guard) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{e}");
+                return crate::error::EXIT_SETUP;
+            }
+        };
+        match crate::supervisor::fork_guarded() {
+            Err(e) => {
+                eprintln!("{e}");
+                return crate::error::EXIT_SETUP;
+            }
+            Ok(crate::supervisor::Role::Guarded) => {}
+            Ok(crate::supervisor::Role::Supervisor {
+                listener,
+                child,
+                go,
+            }) => {
+                let sup = crate::supervisor::Supervisor::new(table);
+                unsafe {
+                    libc::dup2(err_fd, 2);
+                    libc::close(err_fd);
+                    libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+                    libc::close(ready_fd);
+                }
+                // The caller's terminal and pipes are the real binary's.
+                if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
+                    unsafe {
+                        libc::dup2(null.as_raw_fd(), 0);
+                        libc::dup2(null.as_raw_fd(), 1);
+                    }
+                }
+                crate::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+                unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+                drop(go);
+                return crate::supervisor::supervise(sup, listener, child);
+            }
+        }
+    }
     unsafe {
         libc::dup2(err_fd, 2);
         libc::close(err_fd);
-        libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+        if guard.is_none() {
+            libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+        }
         libc::close(ready_fd);
     }
     crate::kernel::close_fds_except(3, &[]);
@@ -736,10 +784,10 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGQUIT, libc::SIG_DFL);
     }
-    let err = Command::new(&args[4]).args(&args[5..]).exec();
+    let err = Command::new(&args[5]).args(&args[6..]).exec();
     eprintln!(
         "claude-sandbox: cannot run {}: {err}",
-        args[4].to_string_lossy()
+        args[5].to_string_lossy()
     );
     127
 }

@@ -33,6 +33,7 @@ mod report;
 mod rootview;
 mod sandbox;
 mod seccomp;
+mod supervisor;
 mod testhooks;
 mod tripwire;
 mod verify;

@@ -437,6 +437,9 @@ pub(crate) fn build(
             program: crate::seccomp::program_bytes(),
         },
         network,
+        // §4.8: what is protected and does not exist cannot be created
+        // either (what exists is bound read-only above).
+        guard: facts.discovered.paths.clone(),
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),
@@ -1315,6 +1318,8 @@ pub(crate) mod tests {
                 } else {
                     "-"
                 },
+                // No protected path in these facts: no creation guard.
+                "-",
                 "--",
                 "/home/dev/.local/bin/claude",
                 "--no-chrome",

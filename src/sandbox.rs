@@ -38,6 +38,10 @@ pub(crate) struct Sandbox {
     pub env: Vec<(OsString, OsString)>,
     pub seccomp: Seccomp,
     pub network: Network,
+    /// The protected paths no call inside may create, existing or not
+    /// (§4.8): the shim's supervisor refuses them (src/supervisor.rs). Empty:
+    /// no supervisor.
+    pub guard: Vec<PathBuf>,
     /// What runs inside, after our shim.
     pub command: Program,
 }
@@ -259,6 +263,7 @@ const FD_JAIL_GATE: i32 = 209;
 const FD_DYNAMIC_BASE: i32 = 210;
 const FD_HOLDER_GATE: i32 = 199;
 const FD_PROXY_CHANNEL: i32 = 198;
+const FD_SHIM_GUARD: i32 = 197;
 
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
@@ -480,6 +485,15 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
     } else {
         OsString::from("-")
     };
+    let guard = if sb.guard.is_empty() {
+        OsString::from("-")
+    } else {
+        o.fds.push((
+            FD_SHIM_GUARD,
+            FdContent::Bytes(crate::supervisor::Table::encode(&sb.guard)),
+        ));
+        OsString::from(FD_SHIM_GUARD.to_string())
+    };
     o.push([
         OsString::from("--"),
         paths::SELF_BIN.into(),
@@ -487,6 +501,7 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
         FD_SHIM_STDERR.to_string().into(),
         FD_SHIM_READY.to_string().into(),
         gate,
+        guard,
         "--".into(),
         sb.command.path.clone().into_os_string(),
     ]);
@@ -534,6 +549,7 @@ mod tests {
                 program: vec![1, 2, 3],
             },
             network,
+            guard: vec!["/w/.envrc".into()],
             command: Program {
                 path: "/bin/true".into(),
                 args: vec!["-x".into()],

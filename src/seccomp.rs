@@ -28,6 +28,8 @@
 //! on any other, has one match action per filter (no EPERM beside ENOSYS) and
 //! knows nothing of x32 or the 32-bit compat ABIs (decision 0007).
 
+use nix::libc;
+
 // Classic BPF opcodes (linux/bpf_common.h).
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JEQ_K: u16 = 0x15;
@@ -36,6 +38,7 @@ const BPF_RET_K: u16 = 0x06;
 
 const RET_ALLOW: u32 = 0x7fff_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
+const RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const EPERM: u32 = 1;
 const ENOSYS: u32 = 38;
 
@@ -111,9 +114,24 @@ impl Abi {
 
     /// The number the filter sees for `name` through this ABI.
     pub(crate) fn nr(self, name: &str) -> Option<u32> {
-        let row = SYSCALLS.iter().find(|(n, _)| *n == name)?;
+        self.nr_in(SYSCALLS, name)
+    }
+
+    /// The number the filter sees for `name` of `table` through this ABI.
+    fn nr_in(self, table: &[(&str, [i32; 5])], name: &str) -> Option<u32> {
+        let row = table.iter().find(|(n, _)| *n == name)?;
         let n = u32::try_from(row.1[self.column()]).ok()?;
         Some(if self == Abi::X32 { n | X32_BIT } else { n })
+    }
+
+    /// The ABI a `struct seccomp_data` {nr, arch} came through, among `set`.
+    fn of(set: &[(u32, &[Abi])], arch: u32, nr: u32) -> Option<Abi> {
+        let (_, abis) = set.iter().find(|(a, _)| *a == arch)?;
+        if abis.contains(&Abi::X32) && nr & X32_BIT != 0 {
+            Some(Abi::X32)
+        } else {
+            abis.first().copied()
+        }
     }
 }
 
@@ -478,6 +496,174 @@ pub(crate) fn program_bytes() -> Vec<u8> {
 /// The filter of `profile`, as bubblewrap reads it.
 pub(crate) fn program_bytes_for(profile: Profile) -> Vec<u8> {
     encode(&program(profile))
+}
+
+/// The syscalls that give a name to something in the file system, or take
+/// a directory away: the creation guard (src/supervisor.rs, issue #12)
+/// hands them to its supervisor, which refuses the protected names and
+/// performs the rest itself. Numbers per ABI as in [`SYSCALLS`].
+#[rustfmt::skip]
+pub(crate) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
+    //                 x86_64  x32  i386 aarch64 arm
+    ("open",          [  2,    2,    5,   N,    5]),
+    ("openat",        [257,  257,  295,  56,  322]),
+    ("creat",         [ 85,   85,    8,   N,    8]),
+    ("openat2",       [437,  437,  437, 437,  437]),
+    ("mkdir",         [ 83,   83,   39,   N,   39]),
+    ("mkdirat",       [258,  258,  296,  34,  323]),
+    ("mknod",         [133,  133,   14,   N,   14]),
+    ("mknodat",       [259,  259,  297,  33,  324]),
+    ("symlink",       [ 88,   88,   83,   N,   83]),
+    ("symlinkat",     [266,  266,  304,  36,  331]),
+    ("link",          [ 86,   86,    9,   N,    9]),
+    ("linkat",        [265,  265,  303,  37,  330]),
+    ("rename",        [ 82,   82,   38,   N,   38]),
+    ("renameat",      [264,  264,  302,  38,  329]),
+    ("renameat2",     [316,  316,  353, 276,  382]),
+    ("rmdir",         [ 84,   84,   40,   N,   40]),
+    ("unlinkat",      [263,  263,  301,  35,  328]),
+];
+
+/// `O_CREAT` (the same on every ABI here).
+pub(crate) const O_CREAT: u32 = 0o100;
+/// `unlinkat`'s flag that makes it `rmdir`.
+pub(crate) const AT_REMOVEDIR: u32 = 0x200;
+
+/// What the guard filter does with one syscall of [`CREATE_SYSCALLS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GuardRule {
+    /// Always to the supervisor.
+    Notify,
+    /// To the supervisor when the low 32 bits of args\[i\] have any of these
+    /// bits (an `open` without `O_CREAT` creates nothing).
+    NotifyIfAny(u32, u32),
+    /// Refused with this errno.
+    Errno(u32),
+}
+
+fn guard_rule(name: &str) -> GuardRule {
+    match name {
+        "open" => GuardRule::NotifyIfAny(1, O_CREAT),
+        "openat" => GuardRule::NotifyIfAny(2, O_CREAT),
+        "unlinkat" => GuardRule::NotifyIfAny(2, AT_REMOVEDIR),
+        // Its flags are in memory, out of the filter's reach, and the
+        // supervisor would have to honour its RESOLVE_* rules: libcs never
+        // use it for open(3), and callers fall back to openat on ENOSYS.
+        "openat2" => GuardRule::Errno(ENOSYS),
+        _ => GuardRule::Notify,
+    }
+}
+
+/// The syscall of [`CREATE_SYSCALLS`] a notification is about, by name.
+pub(crate) fn create_syscall(arch: u32, nr: u32) -> Option<&'static str> {
+    create_syscall_in(arches(), arch, nr)
+}
+
+fn create_syscall_in(set: &[(u32, &[Abi])], arch: u32, nr: u32) -> Option<&'static str> {
+    let abi = Abi::of(set, arch, nr)?;
+    CREATE_SYSCALLS
+        .iter()
+        .find(|(name, _)| abi.nr_in(CREATE_SYSCALLS, name) == Some(nr))
+        .map(|(name, _)| *name)
+}
+
+/// The creation guard's filter for this machine's ABIs: every creating
+/// syscall goes to the supervisor (`SECCOMP_RET_USER_NOTIF`), the rest is
+/// allowed. Loaded by the shim on top of the sandbox's filter, so a refusal
+/// of that one still wins.
+pub(crate) fn guard_program() -> Vec<Insn> {
+    guard_program_for(arches())
+}
+
+fn guard_program_for(arches: &[(u32, &[Abi])]) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.load(OFF_ARCH);
+    let blocks: Vec<Label> = arches.iter().map(|_| a.label()).collect();
+    for ((arch, _), l) in arches.iter().zip(&blocks) {
+        a.jump(BPF_JEQ_K, *arch, Some(*l), None);
+    }
+    a.ret(RET_ERRNO | ENOSYS);
+    for ((_, abis), l) in arches.iter().zip(blocks) {
+        a.bind(l);
+        a.load(OFF_NR);
+        let chains: Vec<Label> = abis.iter().map(|_| a.label()).collect();
+        for c in chains.iter().skip(1) {
+            a.jump(BPF_JSET_K, X32_BIT, Some(*c), None);
+        }
+        for (abi, c) in abis.iter().zip(chains) {
+            a.bind(c);
+            guard_chain(&mut a, *abi);
+        }
+    }
+    a.finish()
+}
+
+fn guard_chain(a: &mut Asm, abi: Abi) {
+    let (notify, enosys) = (a.label(), a.label());
+    let mut checks = Vec::new();
+    for (name, _) in CREATE_SYSCALLS {
+        let Some(nr) = abi.nr_in(CREATE_SYSCALLS, name) else {
+            continue;
+        };
+        let to = match guard_rule(name) {
+            GuardRule::Notify => notify,
+            GuardRule::Errno(ENOSYS) => enosys,
+            GuardRule::Errno(e) => panic!("errno {e} has no return in the guard filter"),
+            GuardRule::NotifyIfAny(i, mask) => {
+                let l = a.label();
+                checks.push((l, i, mask));
+                l
+            }
+        };
+        a.jump(BPF_JEQ_K, nr, Some(to), None);
+    }
+    a.ret(RET_ALLOW);
+    a.bind(notify);
+    a.ret(RET_USER_NOTIF);
+    a.bind(enosys);
+    a.ret(RET_ERRNO | ENOSYS);
+    for (l, i, mask) in checks {
+        a.bind(l);
+        a.load(off_arg(i));
+        let yes = a.label();
+        a.jump(BPF_JSET_K, mask, Some(yes), None);
+        a.ret(RET_ALLOW);
+        a.bind(yes);
+        a.ret(RET_USER_NOTIF);
+    }
+}
+
+/// Load `insns` on the calling thread (no-new-privileges must be set, as it
+/// is inside the sandbox) and return the listener its notifications arrive on.
+pub(crate) fn load_with_listener(insns: &[Insn]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut filter: Vec<libc::sock_filter> = insns
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    let prog = libc::sock_fprog {
+        len: u16::try_from(filter.len()).map_err(|_| std::io::ErrorKind::InvalidInput)?,
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: prog points at `filter`, alive for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this new descriptor to us.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// The sandbox's filter as an x86_64 machine's binary builds it, whatever
@@ -893,6 +1079,100 @@ mod tests {
             for profile in PROFILES {
                 // finish() panics on a jump longer than 255.
                 let _ = program_for(set, profile);
+            }
+        }
+    }
+
+    const NOTIFY: u32 = RET_USER_NOTIF;
+
+    #[test]
+    fn guard_sends_every_creation_to_the_supervisor_on_every_abi() {
+        for set in ALL_ARCHES {
+            let p = guard_program_for(set);
+            for (arch, abis) in set {
+                for abi in *abis {
+                    let nr = |n: &str| abi.nr_in(CREATE_SYSCALLS, n);
+                    let run1 = |n: &str, args| nr(n).map(|nr| run(&p, *arch, nr, args));
+                    for name in [
+                        "creat",
+                        "mkdir",
+                        "mkdirat",
+                        "mknod",
+                        "mknodat",
+                        "symlink",
+                        "symlinkat",
+                        "link",
+                        "linkat",
+                        "rename",
+                        "renameat",
+                        "renameat2",
+                        "rmdir",
+                    ] {
+                        if let Some(v) = run1(name, [0; 6]) {
+                            assert_eq!(v, NOTIFY, "{abi:?} {name}");
+                            assert_eq!(
+                                create_syscall_in(set, *arch, nr(name).unwrap()),
+                                Some(name)
+                            );
+                        }
+                    }
+                    let creat = u64::from(O_CREAT) | 0xffff_ffff_0000_0000;
+                    assert_eq!(
+                        run1("openat", [0, 0, creat, 0, 0, 0]),
+                        Some(NOTIFY),
+                        "{abi:?}"
+                    );
+                    assert_eq!(
+                        run1("openat", [0, 0, 2, 0, 0, 0]),
+                        Some(RET_ALLOW),
+                        "{abi:?}"
+                    );
+                    if let Some(v) = run1("open", [0, u64::from(O_CREAT) | 1, 0, 0, 0, 0]) {
+                        assert_eq!(v, NOTIFY, "{abi:?}");
+                        assert_eq!(run1("open", [0, 0, 0, 0, 0, 0]), Some(RET_ALLOW));
+                    }
+                    assert_eq!(
+                        run1("unlinkat", [0, 0, 0, 0, 0, 0]),
+                        Some(RET_ALLOW),
+                        "{abi:?}"
+                    );
+                    assert_eq!(
+                        run1("unlinkat", [0, 0, u64::from(AT_REMOVEDIR), 0, 0, 0]),
+                        Some(NOTIFY)
+                    );
+                    assert_eq!(run1("openat2", [0; 6]), Some(RET_ERRNO | ENOSYS), "{abi:?}");
+                    // Everything else passes (read, write, close: 0..3 on x86_64).
+                    let read = abi.nr("ioctl").unwrap();
+                    assert_eq!(run(&p, *arch, read, [0; 6]), RET_ALLOW);
+                }
+            }
+            assert_eq!(
+                run(&p, 0x1234, 2, [0; 6]),
+                RET_ERRNO | ENOSYS,
+                "unknown arch"
+            );
+        }
+    }
+
+    #[test]
+    fn guard_numbers_match_the_kernel_headers_installed_here() {
+        let headers = [
+            ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", Abi::X86_64),
+            ("/usr/include/x86_64-linux-gnu/asm/unistd_32.h", Abi::I386),
+            ("/usr/include/asm-generic/unistd.h", Abi::Aarch64),
+        ];
+        for (path, abi) in headers {
+            let Ok(text) = std::fs::read_to_string(path) else {
+                eprintln!("{path} absent: its column is not checked");
+                continue;
+            };
+            let h = header_numbers(&text);
+            for (name, cols) in CREATE_SYSCALLS {
+                let ours = cols[abi.column()];
+                match h.get(*name) {
+                    Some(n) => assert_eq!(ours, *n, "{path}: {name}"),
+                    None => assert_eq!(ours, N, "{path}: {name}"),
+                }
             }
         }
     }

@@ -39,6 +39,9 @@ pub(crate) enum Mutation {
     /// The protected workspace paths left writable.
     #[cfg(feature = "test-mutations")]
     Unprotect,
+    /// No creation guard: missing protected paths can be created inside.
+    #[cfg(feature = "test-mutations")]
+    Unguarded,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -87,6 +90,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::PastaAttachFails => "pasta-attach-fails",
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
+        Mutation::Unguarded => "unguarded",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -137,6 +141,9 @@ pub(crate) fn apply(
     if active(Mutation::Unprotect) {
         sb.mounts
             .retain(|m| !matches!(m, Mount::CheckedReadOnly(_)));
+    }
+    if active(Mutation::Unguarded) {
+        sb.guard.clear();
     }
     if active(Mutation::HostState) {
         for m in &mut sb.mounts {

@@ -179,3 +179,127 @@ fn a_workspace_symlinked_into_a_hidden_home_entry_is_refused() {
         assert!(stdout(&o).is_empty(), "{who:?}: the probe ran");
     }
 }
+
+/// Every way a process inside could give a missing protected path a name,
+/// hostile ones included. Each prints `MADE name` if it succeeded.
+const CREATIONS: &str = r##"
+t() { if sh -c "$2" 2>/dev/null; then echo "MADE $1"; else echo "refused $1"; fi; }
+t envrc-open 'echo "touch MARK" > .envrc'
+t envrc-append 'echo "touch MARK" >> .envrc'
+t vscode-mkdir 'mkdir .vscode'
+t devcontainer-mkdir-p 'mkdir -p .devcontainer/x'
+t idea-touch 'touch .idea'
+t mcp-symlink 'ln -s /etc/hostname .mcp.json'
+t head-hardlink 'echo "ref: refs/heads/main" > f1 && ln f1 HEAD'
+t gitmodules-rename 'echo x > f2 && mv f2 .gitmodules'
+t vscode-rename-dir 'mkdir -p d/x && echo {} > d/tasks.json && mv d .vscode'
+t hooks-mkdir 'mkdir .git/hooks'
+t info-mkdir 'mkdir -p .git/info && echo "* filter=x" > .git/info/attributes'
+t nested-envrc 'echo x > sub/.envrc'
+t nested-hooks 'mkdir sub/.git/hooks'
+t via-symlink 'ln -s .envrc alias && echo x > alias'
+t via-dotdot 'mkdir -p deep/er && echo x > deep/er/../../.envrc'
+t via-proc-self 'echo x > /proc/self/cwd/.envrc'
+t via-dev-fd 'exec 3<. && echo x > /dev/fd/3/.envrc'
+t via-absolute "echo x > $PWD/.envrc"
+t mknod 'python3 -c "import os; os.mknod(\".envrc\")"'
+t rename-repo-away 'mv sub sub2'
+t openat2 'python3 -c "
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+how = (ctypes.c_uint64 * 3)(os.O_CREAT | os.O_WRONLY, 0o644, 0)
+fd = libc.syscall(437, -100, b\".envrc\", how, 24)
+raise SystemExit(0 if fd >= 0 else 1)"'
+# A second thread rewrites the path between the check and the kernel's
+# read of it: the supervisor performs the call on its own copy.
+t race 'python3 -c "
+import ctypes, os, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(64)
+safe, bad = b\"race-ok\x00\", b\".envrc\x00\"
+stop = False
+def flip():
+    while not stop:
+        ctypes.memmove(buf, bad, len(bad)); ctypes.memmove(buf, safe, len(safe))
+threading.Thread(target=flip, daemon=True).start()
+end = time.time() + 1.5
+while time.time() < end:
+    fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)
+    if fd >= 0: os.close(fd)
+    if os.path.lexists(\".envrc\"): raise SystemExit(0)
+stop = True
+raise SystemExit(1)"'
+# Ordinary work goes on, through the supervisor.
+echo one > plain.txt && mkdir -p newdir/a && echo two > newdir/a/b && ln -s plain.txt lnk \
+  && cat lnk >/dev/null && mv plain.txt renamed.txt && rm newdir/a/b && rmdir newdir/a newdir \
+  && (umask 077 && touch private && test "$(stat -c %a private)" = 600) \
+  && echo x > /tmp/scratch && (echo to-stdout > /dev/stdout) | cat && echo WORK-OK
+"##;
+
+#[test]
+fn missing_protected_paths_cannot_be_created() {
+    if !require("protected_creation") {
+        return;
+    }
+    let w = World::with_probe("guard");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let setup = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git init -q -b main . && rm -rf .git/hooks .git/info \
+                 && git init -q sub && rm -rf sub/.git/hooks && echo ok",
+            ],
+        );
+        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
+        let o = w.run(who, &[], &["claude", "shell", CREATIONS]);
+        let out = stdout(&o);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{who:?}: {err}\n{out}");
+        assert!(
+            !out.contains("MADE"),
+            "{who:?}: a protected path was created:\n{out}"
+        );
+        assert_eq!(out.matches("refused ").count(), 22, "{who:?}:\n{out}");
+        assert!(
+            out.contains("WORK-OK"),
+            "{who:?}: ordinary work failed:\n{out}\n{err}"
+        );
+        // (Through a pipe of its own: reopening a pipe the harness made as
+        // root is refused to the unprivileged user by the kernel anyway.)
+        assert!(
+            out.contains("to-stdout"),
+            "{who:?}: /dev/stdout is the caller's:\n{out}"
+        );
+        // One line at exit names what was refused.
+        assert!(
+            err.contains("claude-sandbox: refused to create")
+                && err.contains(&ws.join(".envrc").display().to_string()),
+            "{who:?}: {err}"
+        );
+        // Nothing of it is on the host, and no placeholder either.
+        for p in [
+            ".envrc",
+            ".vscode",
+            ".devcontainer",
+            ".idea",
+            ".mcp.json",
+            "HEAD",
+            ".gitmodules",
+            ".git/hooks",
+            ".git/info",
+            "sub/.envrc",
+            "sub/.git/hooks",
+            "sub2",
+        ] {
+            assert!(
+                ws.join(p).symlink_metadata().is_err(),
+                "{who:?}: {p} exists on the host"
+            );
+        }
+        assert!(ws.join("renamed.txt").is_file() && ws.join("sub/.git").is_dir());
+    }
+}
