@@ -745,6 +745,8 @@ pub(crate) struct ProtectedPath {
     pub(crate) path: PathBuf,
     pub(crate) exists: bool,
     pub(crate) writable: bool,
+    /// Absent, and this process could create it (it was removed at once).
+    pub(crate) creatable: bool,
 }
 
 fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
@@ -754,12 +756,30 @@ fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
     crate::protect::discover(&rec.workspace)
         .paths
         .into_iter()
-        .map(|path| ProtectedPath {
-            exists: path.symlink_metadata().is_ok(),
-            writable: writable(&path),
-            path,
+        .map(|path| {
+            let exists = path.symlink_metadata().is_ok();
+            ProtectedPath {
+                exists,
+                writable: writable(&path),
+                creatable: !exists && created_and_removed(&path),
+                path,
+            }
         })
         .collect()
+}
+
+/// Try to create the missing `path` as a file; if that worked (the creation
+/// guard is missing), remove it again at once and say so.
+fn created_and_removed(path: &Path) -> bool {
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .is_ok();
+    if made {
+        let _ = std::fs::remove_file(path);
+    }
+    made
 }
 
 /// How this process may touch `/etc/claude-sandbox.conf`.
@@ -828,6 +848,7 @@ const BATTERY: &[Def] = &[
     def("managed-settings-inside", "the user's own hooks and MCP servers run inside: the managed settings' lockdown for unsandboxed sessions is not in effect here, the guard hooks are (§6)", check_managed_settings),
     def("syscalls-refused", "kernel interfaces a session does not need are refused: namespaces, mounts, bpf, perf, userfaultfd, io_uring (§4.4, issue #13)", check_syscalls),
     def("egress-allowlist", "allowlist mode: no route at all, tools pointed at the proxy, a name on no list refused (§4.9)", check_egress_allowlist),
+    def("protected-creation", "a protected path that does not exist cannot be created either: the creation guard refuses it (§4.8)", check_protected_creation),
 ];
 
 #[cfg(test)]
@@ -1307,10 +1328,28 @@ fn check_protected(o: &Observed) -> Outcome {
     }
     let (present, absent) = o.protected.iter().partition::<Vec<_>, _>(|p| p.exists);
     Ok(format!(
-        "{} read-only; {} absent, watched by the tripwire at exit",
+        "{} read-only; {} absent (protected-creation checks those)",
         present.len(),
         absent.len()
     ))
+}
+
+fn check_protected_creation(o: &Observed) -> Outcome {
+    record(o)?;
+    let made: Vec<String> = o
+        .protected
+        .iter()
+        .filter(|p| p.creatable)
+        .map(|p| p.path.display().to_string())
+        .collect();
+    if !made.is_empty() {
+        return Err(format!(
+            "created from inside (and removed again), and run by host tools: {}",
+            made.join(", ")
+        ));
+    }
+    let absent = o.protected.iter().filter(|p| !p.exists).count();
+    Ok(format!("{absent} absent, each refused when created"))
 }
 
 fn check_private_state(o: &Observed) -> Outcome {
@@ -2228,6 +2267,18 @@ mod tests {
                         path: "/workspaces/app/.git/config".into(),
                         exists: true,
                         writable: true,
+                        creatable: false,
+                    })
+                }),
+            ),
+            (
+                "protected-creation",
+                Box::new(|o| {
+                    o.protected.push(ProtectedPath {
+                        path: "/workspaces/app/.envrc".into(),
+                        exists: false,
+                        writable: false,
+                        creatable: true,
                     })
                 }),
             ),

@@ -22,6 +22,7 @@ const NAMES: &[&str] = &[
     "route-step-fails",
     "drop-mount=",
     "unprotect",
+    "unguarded",
     "host-state",
     "allow-userns",
     "seccomp-minimal",

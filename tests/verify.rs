@@ -353,6 +353,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("drop-mount=~/.local/share/claude", &["strict-home"]),
         ("drop-mount=/etc/csb-root-only", &["root-view"]),
         ("unprotect", &["protected-paths"]),
+        ("unguarded", &["protected-creation"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         // The filter before issue #13: TIOCSTI and keyrings still refused.
