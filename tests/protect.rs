@@ -303,3 +303,57 @@ fn missing_protected_paths_cannot_be_created() {
         assert!(ws.join("renamed.txt").is_file() && ws.join("sub/.git").is_dir());
     }
 }
+
+/// The supervisor is the real binary's parent, inside the sandbox, same
+/// uid: a hostile session can find it. It can neither read nor trace it,
+/// and killing it makes every later creation fail (and ends the session).
+const AT_THE_SUPERVISOR: &str = r##"
+sup=$(awk '/^PPid:/{print $2}' /proc/$PPID/status)
+grep -q '^Name:.*claude-sandbo' /proc/$sup/status && echo SUP-FOUND
+cat /proc/$sup/environ >/dev/null 2>&1 && echo READ-ENV
+for f in /proc/$sup/fd/* /proc/$sup/cwd /proc/$sup/root; do readlink "$f" >/dev/null 2>&1 && echo "READ-FDS $f"; done
+python3 -c "
+import os, sys
+for n in range(12):
+    try: os.close(os.open('/proc/$sup/fd/%d' % n, os.O_RDONLY)); sys.exit(0)
+    except OSError: pass
+sys.exit(1)" && echo OPENED-FD
+head -c1 /proc/$sup/mem >/dev/null 2>&1 && echo READ-MEM
+python3 -c "
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.ptrace(16, $sup, 0, 0) == 0 else 1)" && echo TRACED
+kill -9 $sup
+echo x > .envrc && echo CREATED-AFTER
+sleep 2
+echo STILL-RUNNING
+"##;
+
+#[test]
+fn the_guards_supervisor_cannot_be_driven_from_inside() {
+    if !require("guard_supervisor") {
+        return;
+    }
+    let w = World::with_probe("guardsup");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(who, &[], &["claude", "shell", AT_THE_SUPERVISOR]);
+        let out = stdout(&o);
+        assert!(out.contains("SUP-FOUND"), "{who:?}: {out}\n{}", stderr(&o));
+        for leak in [
+            "READ-ENV",
+            "READ-FDS",
+            "READ-MEM",
+            "TRACED",
+            "CREATED-AFTER",
+            "STILL-RUNNING",
+        ] {
+            assert!(!out.contains(leak), "{who:?}: {leak}:\n{out}");
+        }
+        assert!(
+            !o.status.success(),
+            "{who:?}: the session ended with its supervisor"
+        );
+        assert!(ws.join(".envrc").symlink_metadata().is_err(), "{who:?}");
+    }
+}
