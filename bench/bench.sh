@@ -110,10 +110,11 @@ hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
 bash $repo/bench/leftovers-and-rss.sh $work
 bash $repo/bench/egress-throughput.sh $work $work/probe
+bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" <<'PY'
 import json, sys, platform, os
 r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
@@ -149,5 +150,7 @@ d_allow = med("allowlist") - med("direct")
 print(f"median added, allowlist:  {d_allow:8.1f} ms   ({d_allow / d_on:.2f}x jail on; target <= 1.00x: {'OK' if d_allow <= d_on else 'OVER'})")
 import statistics
 tp = {k: statistics.median(float(x) for x in open(f).read().split()) for k, f in (("open", sys.argv[7]), ("allowlist", sys.argv[8]))}
+hf, sf, hd, sd_ = (float(x) for x in open(sys.argv[9]).read().split())
+print(f"creation guard: a file made with O_CREAT {hf:.1f} µs on the host, {sf:.1f} µs inside ({sf - hf:+.1f} µs); mkdir {hd:.1f} µs host, {sd_:.1f} µs inside ({sd_ - hd:+.1f} µs)")
 print(f"200 MB download (median of 5): open jail {tp['open']:.3f} s ({200 / tp['open']:.0f} MB/s), allowlist proxy {tp['allowlist']:.3f} s ({200 / tp['allowlist']:.0f} MB/s): {tp['allowlist'] / tp['open']:.2f}x; target 1.50x: {'OK' if tp['allowlist'] <= 1.5 * tp['open'] else 'OVER'}")
 PY

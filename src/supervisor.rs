@@ -295,9 +295,32 @@ fn read_path(pid: u32, addr: u64) -> Result<Vec<u8>, Errno> {
 struct Caller {
     pid: u32,
     proc_pid: u32,
+    /// The listener and the notification's id, to check the caller is
+    /// still the one that made the call (its pid may have been reused).
+    listener: RawFd,
+    id: u64,
 }
 
 impl Caller {
+    /// After reading the caller's memory and `/proc` entries and before
+    /// acting on them: the call is still pending, so the pid was not reused.
+    fn still_valid(&self) -> Result<(), Errno> {
+        let mut id = self.id;
+        // SAFETY: id is a u64 the ioctl reads.
+        let r = unsafe {
+            libc::ioctl(
+                self.listener,
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+                &mut id,
+            )
+        };
+        if r < 0 {
+            Err(libc::ESRCH)
+        } else {
+            Ok(())
+        }
+    }
+
     /// `path` with the caller's self-references spelled out: `/proc/self`,
     /// `/dev/fd` and `/dev/stdout` mean the caller, not the supervisor.
     fn translate(&self, path: &[u8]) -> Vec<u8> {
@@ -344,6 +367,7 @@ impl Caller {
     fn locate(&self, dirfd: i32, path: &[u8]) -> Result<Loc, Errno> {
         let path = self.translate(path);
         let start = self.start(dirfd, &path)?;
+        self.still_valid()?;
         locate_from(start, &path)
     }
 
@@ -609,23 +633,18 @@ impl Supervisor {
         let Some(call) = name.and_then(|n| decode(n, req.data.args)) else {
             return Reply::Err(libc::ENOSYS);
         };
-        let caller = match self.proc_view.pid(req.pid) {
-            Ok(p) => Caller {
-                pid: req.pid,
-                proc_pid: p,
-            },
-            Err(e) => return Reply::Err(e),
-        };
-        let r = self.perform(&caller, &call);
-        // The caller may have died and its pid been reused while we read.
-        let mut id = req.id;
-        // SAFETY: id is a u64 the ioctl reads.
-        let valid =
-            unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) };
-        if valid < 0 {
-            return Reply::Err(libc::ESRCH);
+        match self.proc_view.pid(req.pid) {
+            Ok(p) => self.perform(
+                &Caller {
+                    pid: req.pid,
+                    proc_pid: p,
+                    listener,
+                    id: req.id,
+                },
+                &call,
+            ),
+            Err(e) => Reply::Err(e),
         }
-        r
     }
 
     fn perform(&self, c: &Caller, call: &Call) -> Reply {
@@ -707,12 +726,13 @@ impl Supervisor {
         op: impl FnOnce(&Loc) -> Result<i64, Errno>,
     ) -> Result<i64, Reply> {
         let path = read_path(c.pid, path).map_err(Reply::Err)?;
+        let umask = c.umask();
         let loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
         if self.table.protects(&loc.dir, &loc.name) {
             return Err(self.refuse(&loc));
         }
         // SAFETY: umask only sets this thread's (unshared) mask.
-        unsafe { libc::umask(c.umask()) };
+        unsafe { libc::umask(umask) };
         op(&loc).map_err(Reply::Err)
     }
 
@@ -721,6 +741,9 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return Reply::Err(e),
         };
+        // Read before the caller is checked still valid (in locate).
+        // SAFETY: umask only sets this thread's (unshared) mask.
+        unsafe { libc::umask(c.umask()) };
         let mut loc = match c.locate(dirfd, &path) {
             Ok(l) => l,
             Err(e) => return Reply::Err(e),
@@ -730,8 +753,6 @@ impl Supervisor {
             Ok(fd) => Reply::Fd { fd, cloexec },
             Err(e) => Reply::Err(e),
         };
-        // SAFETY: umask only sets this thread's (unshared) mask.
-        unsafe { libc::umask(c.umask()) };
         // The last component is followed by hand (at most 40 links, as the
         // kernel does), so every name a link leads to is checked too.
         for _ in 0..40 {
@@ -811,7 +832,9 @@ impl Supervisor {
             (None, p, libc::AT_SYMLINK_FOLLOW)
         } else {
             let old = c.translate(&old);
-            (c.start(olddirfd, &old).map_err(Reply::Err)?, old, flags)
+            let start = c.start(olddirfd, &old).map_err(Reply::Err)?;
+            c.still_valid().map_err(Reply::Err)?;
+            (start, old, flags)
         };
         let from = cstr(&from).map_err(Reply::Err)?;
         let base = from_dir.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd());
@@ -1030,13 +1053,17 @@ pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) 
         for s in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGPIPE] {
             libc::signal(s, libc::SIG_IGN);
         }
+        // Blocked first, then default: taken by the forwarding thread,
+        // never acted on here.
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         for s in FORWARDED {
-            libc::signal(s, libc::SIG_DFL);
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        for s in FORWARDED {
+            libc::signal(s, libc::SIG_DFL);
+        }
     }
     let sup: &'static Supervisor = Box::leak(Box::new(sup));
     let raw = listener.as_raw_fd();
@@ -1183,6 +1210,8 @@ mod tests {
         let c = Caller {
             pid: 7,
             proc_pid: 42,
+            listener: -1,
+            id: 0,
         };
         assert_eq!(c.translate(b"/proc/self/cwd/x"), b"/proc/42/cwd/x");
         assert_eq!(c.translate(b"/dev/stdout"), b"/proc/42/fd/1");
