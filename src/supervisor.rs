@@ -257,6 +257,25 @@ const PATH_MAX: usize = 4096;
 
 /// A NUL-terminated string at `addr` in process `pid`, copied once.
 fn read_path(pid: u32, addr: u64) -> Result<Vec<u8>, Errno> {
+    read_cstr(addr, |at, buf| {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: at as usize as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: local is `buf`; remote is the caller's, read by the kernel.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        usize::try_from(n).unwrap_or(0)
+    })
+}
+
+/// The string at `addr`, read with `read(at, buf)` (bytes read, 0 on a
+/// fault) one page at a time: the next page may be unmapped, and a string
+/// ending before it must still be read.
+fn read_cstr(addr: u64, mut read: impl FnMut(u64, &mut [u8]) -> usize) -> Result<Vec<u8>, Errno> {
     if addr == 0 {
         return Err(libc::EFAULT);
     }
@@ -264,22 +283,11 @@ fn read_path(pid: u32, addr: u64) -> Result<Vec<u8>, Errno> {
     let mut at = addr;
     let mut buf = [0u8; 4096];
     while out.len() < PATH_MAX {
-        // Never across a page boundary: the next page may be unmapped.
         let room = (4096 - (at % 4096) as usize).min(PATH_MAX - out.len());
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: room,
-        };
-        let remote = libc::iovec {
-            iov_base: at as usize as *mut libc::c_void,
-            iov_len: room,
-        };
-        // SAFETY: local points at buf (room <= its length); remote is the caller's.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n <= 0 {
+        let n = read(at, &mut buf[..room]).min(room);
+        if n == 0 {
             return Err(libc::EFAULT);
         }
-        let n = n as usize;
         if let Some(z) = buf[..n].iter().position(|b| *b == 0) {
             out.extend_from_slice(&buf[..z]);
             return Ok(out);
@@ -1282,15 +1290,44 @@ mod tests {
     }
 
     #[test]
-    fn read_path_copies_up_to_the_nul_and_refuses_overlong() {
-        let me = std::process::id();
-        let s = b"/w/.envrc\0junk";
-        assert_eq!(read_path(me, s.as_ptr() as u64).unwrap(), b"/w/.envrc");
-        let long = vec![b'a'; PATH_MAX + 10];
+    fn strings_are_read_a_page_at_a_time_up_to_the_nul() {
+        // A fake address space: `mem` mapped at 0x10_0000 - 10, so the
+        // string crosses a page boundary; nothing mapped after it.
+        let base = 0x10_0000 - 10;
+        let mem = |text: &'static [u8]| {
+            move |at: u64, buf: &mut [u8]| -> usize {
+                assert!(at % 4096 + buf.len() as u64 <= 4096, "a read across a page");
+                let Some(off) = at.checked_sub(base) else {
+                    return 0;
+                };
+                let src = text.get(off as usize..).unwrap_or(&[]);
+                let n = src.len().min(buf.len());
+                buf[..n].copy_from_slice(&src[..n]);
+                n
+            }
+        };
         assert_eq!(
-            read_path(me, long.as_ptr() as u64).err(),
-            Some(libc::ENAMETOOLONG)
+            read_cstr(base, mem(b"/w/sub/.envrc\0junk")).unwrap(),
+            b"/w/sub/.envrc"
         );
-        assert_eq!(read_path(me, 0).err(), Some(libc::EFAULT));
+        // No NUL before the end of what is mapped: a fault, as the kernel says.
+        assert_eq!(
+            read_cstr(base, mem(b"/w/unterminated")).err(),
+            Some(libc::EFAULT)
+        );
+        let long: &'static [u8] = Box::leak(vec![b'a'; PATH_MAX + 10].into_boxed_slice());
+        assert_eq!(read_cstr(base, mem(long)).err(), Some(libc::ENAMETOOLONG));
+        assert_eq!(read_cstr(0, mem(b"x\0")).err(), Some(libc::EFAULT));
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn read_path_reads_a_process_memory() {
+        // (Not under qemu-user, which does not translate the addresses.)
+        let s = b"/w/.envrc\0junk";
+        assert_eq!(
+            read_path(std::process::id(), s.as_ptr() as u64).unwrap(),
+            b"/w/.envrc"
+        );
     }
 }
