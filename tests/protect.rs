@@ -236,6 +236,73 @@ echo one > plain.txt && mkdir -p newdir/a && echo two > newdir/a/b && ln -s plai
   && echo x > /tmp/scratch && (echo to-stdout > /dev/stdout) | cat && echo WORK-OK
 "##;
 
+/// A workspace repository without hooks or info, and a nested one without
+/// hooks: protected paths that do not exist.
+fn guarded_workspace(w: &World, who: Who) {
+    let setup = w.run(
+        who,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "git init -q -b main . && rm -rf .git/hooks .git/info \
+             && git init -q sub && rm -rf sub/.git/hooks && echo ok",
+        ],
+    );
+    assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
+}
+
+/// Every attempt of [`CREATIONS`] refused, ordinary work done, one line at
+/// exit, nothing on the host.
+fn assert_creations_refused(w: &World, who: Who, o: &std::process::Output) {
+    let ws = w.workspace(who);
+    let out = stdout(o);
+    let err = stderr(o);
+    assert!(o.status.success(), "{who:?}: {err}\n{out}");
+    assert!(
+        !out.contains("MADE"),
+        "{who:?}: a protected path was created:\n{out}"
+    );
+    assert_eq!(out.matches("refused ").count(), 22, "{who:?}:\n{out}");
+    assert!(
+        out.contains("WORK-OK"),
+        "{who:?}: ordinary work failed:\n{out}\n{err}"
+    );
+    // (Through a pipe of its own: reopening a pipe the harness made as
+    // root is refused to the unprivileged user by the kernel anyway.)
+    assert!(
+        out.contains("to-stdout"),
+        "{who:?}: /dev/stdout is the caller's:\n{out}"
+    );
+    // One line at exit names what was refused.
+    assert!(
+        err.contains("claude-sandbox: refused to create")
+            && err.contains(&ws.join(".envrc").display().to_string()),
+        "{who:?}: {err}"
+    );
+    // Nothing of it is on the host, and no placeholder either.
+    for p in [
+        ".envrc",
+        ".vscode",
+        ".devcontainer",
+        ".idea",
+        ".mcp.json",
+        "HEAD",
+        ".gitmodules",
+        ".git/hooks",
+        ".git/info",
+        "sub/.envrc",
+        "sub/.git/hooks",
+        "sub2",
+    ] {
+        assert!(
+            ws.join(p).symlink_metadata().is_err(),
+            "{who:?}: {p} exists on the host"
+        );
+    }
+    assert!(ws.join("renamed.txt").is_file() && ws.join("sub/.git").is_dir());
+}
+
 #[test]
 fn missing_protected_paths_cannot_be_created() {
     if !require("protected_creation") {
@@ -243,64 +310,38 @@ fn missing_protected_paths_cannot_be_created() {
     }
     let w = World::with_probe("guard");
     for who in BOTH {
-        let ws = w.workspace(who);
-        let setup = w.run(
-            who,
-            &[],
-            &[
-                "sh",
-                "-c",
-                "git init -q -b main . && rm -rf .git/hooks .git/info \
-                 && git init -q sub && rm -rf sub/.git/hooks && echo ok",
-            ],
-        );
-        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
+        guarded_workspace(&w, who);
         let o = w.run(who, &[], &["claude", "shell", CREATIONS]);
-        let out = stdout(&o);
-        let err = stderr(&o);
-        assert!(o.status.success(), "{who:?}: {err}\n{out}");
-        assert!(
-            !out.contains("MADE"),
-            "{who:?}: a protected path was created:\n{out}"
-        );
-        assert_eq!(out.matches("refused ").count(), 22, "{who:?}:\n{out}");
-        assert!(
-            out.contains("WORK-OK"),
-            "{who:?}: ordinary work failed:\n{out}\n{err}"
-        );
-        // (Through a pipe of its own: reopening a pipe the harness made as
-        // root is refused to the unprivileged user by the kernel anyway.)
-        assert!(
-            out.contains("to-stdout"),
-            "{who:?}: /dev/stdout is the caller's:\n{out}"
-        );
-        // One line at exit names what was refused.
-        assert!(
-            err.contains("claude-sandbox: refused to create")
-                && err.contains(&ws.join(".envrc").display().to_string()),
-            "{who:?}: {err}"
-        );
-        // Nothing of it is on the host, and no placeholder either.
-        for p in [
-            ".envrc",
-            ".vscode",
-            ".devcontainer",
-            ".idea",
-            ".mcp.json",
-            "HEAD",
-            ".gitmodules",
-            ".git/hooks",
-            ".git/info",
-            "sub/.envrc",
-            "sub/.git/hooks",
-            "sub2",
-        ] {
-            assert!(
-                ws.join(p).symlink_metadata().is_err(),
-                "{who:?}: {p} exists on the host"
-            );
-        }
-        assert!(ws.join("renamed.txt").is_file() && ws.join("sub/.git").is_dir());
+        assert_creations_refused(&w, who, &o);
+    }
+}
+
+#[test]
+fn the_guard_holds_where_only_the_hosts_proc_can_be_had() {
+    if !require("protected_creation_host_proc") {
+        return;
+    }
+    // Containers over-mount parts of /proc, so the kernel refuses a fresh
+    // one (decision 0003): the sandbox sees the host's PIDs and the
+    // supervisor names its callers through pidfds instead.
+    let w = World::with_probe("guardproc");
+    let script = format!(
+        "test $(awk '/^NSpid:/{{print NF - 1}}' /proc/self/status) = 2 && echo HOST-PROC\n{CREATIONS}"
+    );
+    for who in BOTH {
+        guarded_workspace(&w, who);
+        let o = w
+            .command_with_setup(
+                who,
+                &w.workspace(who),
+                "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys",
+                &[],
+                &["claude", "shell", &script],
+            )
+            .output()
+            .unwrap();
+        assert!(stdout(&o).contains("HOST-PROC"), "{who:?}: {}", stdout(&o));
+        assert_creations_refused(&w, who, &o);
     }
 }
 
