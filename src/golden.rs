@@ -78,7 +78,9 @@ fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String
                 sha2::Sha256::digest(bytes)
             ));
         } else {
-            out.push_str(&format!("=== fd {fd}\n{}", String::from_utf8_lossy(bytes)));
+            // NUL-separated lists (the creation guard's paths) one per line.
+            let text = String::from_utf8_lossy(bytes).replace('\0', "\\0\n");
+            out.push_str(&format!("=== fd {fd}\n{text}"));
         }
     }
     if let crate::sandbox::Network::Allowlist(p) = &sb.network {
@@ -205,7 +207,10 @@ fn more_cases(
             requested: p.into(),
             resolved: p.into(),
         });
+        f.discovered.paths.push(p.into());
     }
+    // A missing one: for the creation guard only (issue #12).
+    f.discovered.paths.push("/workspaces/app/.envrc".into());
     let cfg = Config {
         no_forge: true,
         allow_write: vec![extra],
