@@ -50,6 +50,9 @@ pub(crate) struct Table {
     /// (a directory moved into their place would carry a planted name).
     dir_inodes: HashSet<(u64, u64)>,
     dir_paths: HashSet<Vec<u8>>,
+    /// Whether to match by path too: some parent is on overlayfs (whose
+    /// directory inode numbers may change on copy-up) or was missing.
+    match_paths: bool,
 }
 
 impl Table {
@@ -67,6 +70,10 @@ impl Table {
                 let key = (st.st_dev, st.st_ino);
                 push_unique(t.by_inode.entry(key).or_default(), &name);
                 t.dir_inodes.insert(key);
+                t.match_paths |= nix::sys::statfs::statfs(parent)
+                    .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC);
+            } else {
+                t.match_paths = true;
             }
             push_unique(t.by_path.entry(ppath.clone()).or_default(), &name);
             t.dir_paths.insert(ppath);
@@ -98,7 +105,8 @@ impl Table {
             return false;
         }
         let has = |v: Option<&Vec<Vec<u8>>>| v.is_some_and(|v| v.iter().any(|n| n == name));
-        has(parent.key.and_then(|k| self.by_inode.get(&k))) || has(self.by_path.get(&parent.path))
+        has(parent.key.and_then(|k| self.by_inode.get(&k)))
+            || (self.match_paths && has(self.by_path.get(&parent.path())))
     }
 
     /// Whether `name` in `parent` is one of the protected parents.
@@ -118,7 +126,7 @@ impl Table {
                 return true;
             }
         }
-        self.dir_paths.contains(&join(&parent.path, name))
+        self.match_paths && self.dir_paths.contains(&join(&parent.path(), name))
     }
 }
 
@@ -141,7 +149,6 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 struct Dir {
     fd: OwnedFd,
     key: Option<(u64, u64)>,
-    path: Vec<u8>,
 }
 
 impl Dir {
@@ -149,10 +156,15 @@ impl Dir {
         let key = nix::sys::stat::fstat(fd.as_raw_fd())
             .ok()
             .map(|s| (s.st_dev, s.st_ino));
-        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        Dir { fd, key }
+    }
+
+    /// Its path as this process sees it (asked only when needed: a
+    /// readlink per call is measurable).
+    fn path(&self) -> Vec<u8> {
+        std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
             .map(|p| p.into_os_string().into_vec())
-            .unwrap_or_default();
-        Dir { fd, key, path }
+            .unwrap_or_default()
     }
 
     fn on_procfs(&self) -> bool {
@@ -181,7 +193,7 @@ impl Loc {
     }
 
     fn display(&self) -> String {
-        String::from_utf8_lossy(&join(&self.dir.path, &self.name)).into_owned()
+        String::from_utf8_lossy(&join(&self.dir.path(), &self.name)).into_owned()
     }
 }
 
@@ -749,9 +761,6 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return Reply::Err(e),
         };
-        // Read before the caller is checked still valid (in locate).
-        // SAFETY: umask only sets this thread's (unshared) mask.
-        unsafe { libc::umask(c.umask()) };
         let mut loc = match c.locate(dirfd, &path) {
             Ok(l) => l,
             Err(e) => return Reply::Err(e),
@@ -794,7 +803,26 @@ impl Supervisor {
             } else {
                 flags
             };
-            match openat(dir, cname.as_bytes(), f, mode) {
+            // Most of these name a file that exists (a shell's `>` onto
+            // it): opened without creating, it needs no umask.
+            let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
+                openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode)
+            } else {
+                Err(libc::ENOENT)
+            };
+            let r = match existing {
+                Err(libc::ENOENT) => {
+                    let umask = c.umask();
+                    if let Err(e) = c.still_valid() {
+                        return Reply::Err(e);
+                    }
+                    // SAFETY: umask only sets this thread's (unshared) mask.
+                    unsafe { libc::umask(umask) };
+                    openat(dir, cname.as_bytes(), f, mode)
+                }
+                other => other,
+            };
+            match r {
                 Err(libc::ELOOP) if follow => {
                     let target =
                         match nix::fcntl::readlinkat(Some(dir), OsStr::from_bytes(&loc.name)) {
@@ -1075,6 +1103,17 @@ pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) 
     }
     let sup: &'static Supervisor = Box::leak(Box::new(sup));
     let raw = listener.as_raw_fd();
+    // Wake the supervisor on the caller's CPU (Linux 6.6+; older kernels
+    // refuse the flag and wake it as usual): a round trip costs less.
+    const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the ioctl reads a u64 of flags.
+    unsafe {
+        libc::ioctl(
+            raw,
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS as _,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        )
+    };
     std::mem::forget(listener);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     for _ in 0..threads {
@@ -1279,9 +1318,9 @@ mod tests {
         let l = locate_from(start(), b"a/b/c/").unwrap();
         assert_eq!(l.name, b"c");
         assert!(l.slash);
-        assert_eq!(l.dir.path, ws.join("a/b").as_os_str().as_bytes());
+        assert_eq!(l.dir.path(), ws.join("a/b").as_os_str().as_bytes());
         let l = locate_from(start(), b"x").unwrap();
-        assert_eq!(l.dir.path, ws.as_os_str().as_bytes());
+        assert_eq!(l.dir.path(), ws.as_os_str().as_bytes());
         let l = locate_from(None, b"/").unwrap();
         assert_eq!(l.name, b".");
         assert_eq!(locate_from(start(), b"nope/x").err(), Some(libc::ENOENT));
