@@ -398,3 +398,41 @@ fn the_guards_supervisor_cannot_be_driven_from_inside() {
         assert!(ws.join(".envrc").symlink_metadata().is_err(), "{who:?}");
     }
 }
+
+/// A 64-bit process can enter the kernel through the i386 entry
+/// (`int 0x80`), with i386 syscall numbers: the guard's filter sees those
+/// too, and the supervisor serves them.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn the_i386_entry_is_guarded_too() {
+    if !require("guard_i386") {
+        return;
+    }
+    let w = World::with_probe("guard32");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/open_i386.c");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let bin = ws.join("open32");
+        let cc = std::process::Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .output()
+            .expect("cc (scripts/test.sh installs gcc)");
+        assert!(cc.status.success(), "{}", stderr(&cc));
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "./open32 .envrc; echo \"rc=$?\"; ./open32 plain32 && echo OK32",
+            ],
+        );
+        let out = stdout(&o);
+        assert!(out.contains("rc=1"), "{who:?}: {out}\n{}", stderr(&o));
+        assert!(out.contains("OK32"), "{who:?}: {out}\n{}", stderr(&o));
+        assert!(ws.join(".envrc").symlink_metadata().is_err(), "{who:?}");
+        assert!(ws.join("plain32").is_file(), "{who:?}");
+    }
+}
