@@ -730,45 +730,8 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         unsafe { libc::close(gate) };
     }
     if let Some(guard) = guard {
-        // Still on the shadow's error pipe: a failure here is the launch's
-        // (exit 125, nothing ran), never a session without the guard.
-        let table = match crate::supervisor::read_table(guard) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{e}");
-                return crate::error::EXIT_SETUP;
-            }
-        };
-        match crate::supervisor::fork_guarded() {
-            Err(e) => {
-                eprintln!("{e}");
-                return crate::error::EXIT_SETUP;
-            }
-            Ok(crate::supervisor::Role::Guarded) => {}
-            Ok(crate::supervisor::Role::Supervisor {
-                listener,
-                child,
-                go,
-            }) => {
-                let sup = crate::supervisor::Supervisor::new(table);
-                unsafe {
-                    libc::dup2(err_fd, 2);
-                    libc::close(err_fd);
-                    libc::write(ready_fd, b"1".as_ptr().cast(), 1);
-                    libc::close(ready_fd);
-                }
-                // The caller's terminal and pipes are the real binary's.
-                if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
-                    unsafe {
-                        libc::dup2(null.as_raw_fd(), 0);
-                        libc::dup2(null.as_raw_fd(), 1);
-                    }
-                }
-                crate::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
-                unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
-                drop(go);
-                return crate::supervisor::supervise(sup, listener, child);
-            }
+        if let Some(status) = guarded(guard, err_fd, ready_fd) {
+            return status;
         }
     }
     unsafe {
@@ -790,6 +753,48 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         args[5].to_string_lossy()
     );
     127
+}
+
+/// The shim's creation guard (src/supervisor.rs): fork, the child going on
+/// under the guard's filter (`None`), the parent becoming its supervisor
+/// and ending with the real binary's status (`Some`). A failure is still
+/// on the shadow's error pipe: the launch's (exit 125, nothing ran), never
+/// a session without the guard.
+fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
+    use crate::supervisor::{fork_guarded, read_table, supervise, Role, Supervisor};
+    let role = read_table(table_fd).and_then(|t| Ok((t, fork_guarded()?)));
+    let (table, listener, child, go) = match role {
+        Err(e) => {
+            eprintln!("{e}");
+            return Some(crate::error::EXIT_SETUP);
+        }
+        Ok((_, Role::Guarded)) => return None,
+        Ok((
+            table,
+            Role::Supervisor {
+                listener,
+                child,
+                go,
+            },
+        )) => (table, listener, child, go),
+    };
+    unsafe {
+        libc::dup2(err_fd, 2);
+        libc::close(err_fd);
+        libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+        libc::close(ready_fd);
+    }
+    // The caller's terminal and pipes are the real binary's.
+    if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            libc::dup2(null.as_raw_fd(), 1);
+        }
+    }
+    crate::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+    unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+    drop(go);
+    Some(supervise(Supervisor::new(table), listener, child))
 }
 
 #[cfg(test)]

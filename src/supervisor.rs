@@ -803,25 +803,7 @@ impl Supervisor {
             } else {
                 flags
             };
-            // Most of these name a file that exists (a shell's `>` onto
-            // it): opened without creating, it needs no umask.
-            let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
-                openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode)
-            } else {
-                Err(libc::ENOENT)
-            };
-            let r = match existing {
-                Err(libc::ENOENT) => {
-                    let umask = c.umask();
-                    if let Err(e) = c.still_valid() {
-                        return Reply::Err(e);
-                    }
-                    // SAFETY: umask only sets this thread's (unshared) mask.
-                    unsafe { libc::umask(umask) };
-                    openat(dir, cname.as_bytes(), f, mode)
-                }
-                other => other,
-            };
+            let r = open_or_create(c, dir, &cname, f, mode);
             match r {
                 Err(libc::ELOOP) if follow => {
                     let target =
@@ -936,6 +918,33 @@ impl Supervisor {
         // SAFETY: valid fd and C string.
         check(unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), flags) })
             .map_err(Reply::Err)
+    }
+}
+
+/// `openat(dir, name, flags)` for the caller. Most of these name a file
+/// that exists (a shell's `>` onto it): tried without `O_CREAT` first, it
+/// needs no read of the caller's umask.
+fn open_or_create(
+    c: &Caller,
+    dir: RawFd,
+    name: &CString,
+    flags: i32,
+    mode: u32,
+) -> Result<OwnedFd, Errno> {
+    let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
+        openat(dir, name.as_bytes(), flags & !libc::O_CREAT, mode)
+    } else {
+        Err(libc::ENOENT)
+    };
+    match existing {
+        Err(libc::ENOENT) => {
+            let umask = c.umask();
+            c.still_valid()?;
+            // SAFETY: umask only sets this thread's (unshared) mask.
+            unsafe { libc::umask(umask) };
+            openat(dir, name.as_bytes(), flags, mode)
+        }
+        other => other,
     }
 }
 
