@@ -262,7 +262,7 @@ fn refused_fresh_proc_falls_back_to_host_proc_read_only() {
             .command_with_setup(
                 who,
                 &w.workspace(who),
-                "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys",
+                REFUSE_FRESH_PROC,
                 &[],
                 &["claude", "report"],
             )

@@ -268,7 +268,7 @@ fn refused_fresh_proc_falls_back_with_the_jail_on() {
             &w,
             &lan,
             who,
-            "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys\n",
+            &format!("{REFUSE_FRESH_PROC}\n"),
             &["report"],
         );
         no_panic(&o, "fresh /proc refused");

@@ -334,7 +334,7 @@ fn the_guard_holds_where_only_the_hosts_proc_can_be_had() {
             .command_with_setup(
                 who,
                 &w.workspace(who),
-                "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys",
+                REFUSE_FRESH_PROC,
                 &[],
                 &["claude", "shell", &script],
             )

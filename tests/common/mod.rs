@@ -451,6 +451,12 @@ pub fn in_netns(ns: &str, cmd: &Command) -> Command {
 }
 
 /// Quote for a POSIX shell.
+/// World set-up that makes the kernel refuse a fresh procfs to a user
+/// namespace, as container runtimes' over-mounts inside /proc do: the
+/// launch then falls back to the host's /proc, read-only (decision 0003).
+pub const REFUSE_FRESH_PROC: &str =
+    "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys";
+
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
