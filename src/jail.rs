@@ -454,6 +454,11 @@ impl Jail {
                 // afterwards (no syslog noise, no log file to clean up).
                 "-l",
                 "/dev/null",
+                // No watch for the namespace's end (an inotify watch on
+                // /proc/PID/ns here): its keeper ends pasta, and closing
+                // that watch at exit waits for the kernel's fsnotify reaper
+                // (an SRCU grace period), ~5-15 ms at every jail-on exit.
+                "--no-netns-quit",
             ]
             .map(OsString::from),
         );
@@ -972,6 +977,27 @@ mod tests {
 
     fn lan() -> HostRoutes {
         parse_routes(LAN_ROUTES).unwrap()
+    }
+
+    #[test]
+    fn pasta_attaches_to_the_holders_tap_and_watches_nothing() {
+        let j = Jail {
+            pasta: "/usr/bin/pasta.avx2".into(),
+            ip: "/usr/sbin/ip".into(),
+            dns_forward: None,
+            iface: "csb-h0".into(),
+            go: None,
+            keeper: None,
+        };
+        let args = j.pasta_args();
+        // The tap the holder made, by name (pasta would otherwise make its
+        // own, whose end at exit costs ~25 ms)...
+        assert!(
+            args.windows(2).any(|w| w[0] == "-I" && w[1] == "csb-h0"),
+            "{args:?}"
+        );
+        // ...and no watch of the namespace, whose end costs ~5-15 ms more.
+        assert!(args.iter().any(|a| a == "--no-netns-quit"), "{args:?}");
     }
 
     #[test]
