@@ -905,10 +905,11 @@ fn make_tap(name: &str) -> Result<(), String> {
     Ok(()) // closing `tun` detaches; the device stays
 }
 
-/// The holder's forked child, in the jail's namespaces: waits for "go"
-/// (pasta attached), locks the routes, opens the shim's gate. Returns the
-/// exit status; a failure says why in one line on stderr (the executor's
-/// error pipe) and leaves the gate shut, so nothing runs in the sandbox.
+/// The holder's forked child, in the jail's namespaces: starts `ip` at
+/// once, waits for "go" (pasta attached), then has `ip` lock the routes and
+/// opens the shim's gate. Returns the exit status; a failure says why in one
+/// line on stderr (the executor's error pipe) and leaves the gate shut, so
+/// nothing runs in the sandbox.
 fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     use nix::libc;
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
@@ -916,12 +917,25 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
         return 1;
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
-    // sandbox's other fds must not stay open here.
+    // sandbox's other fds must not stay open here; and `ip` gets none of them.
     crate::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    for fd in [fds.go, fds.gate, fds.routes] {
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // `ip` starts while pasta attaches (loading it costs ~1.5 ms): it reads
+    // the batch only once pasta is attached, and nothing if it never is.
+    let step = match RouteStep::start(ip, fds.routes) {
+        Ok(step) => step,
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            return 1;
+        }
+    };
     if crate::kernel::read_byte(fds.go).is_none() {
+        step.abandon();
         return 1; // pasta did not attach; the shadow reports why.
     }
-    match lock_routes(ip, fds.routes) {
+    match step.run() {
         Ok(()) => match fd_file(fds.gate).write_all(b"g") {
             Ok(()) => 0,
             Err(_) => 1,
@@ -933,36 +947,57 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     }
 }
 
-/// Apply the route plan read from fd `routes` with `ip -batch -`.
-fn lock_routes(ip: &OsString, routes: RawFd) -> Result<(), String> {
-    let mut batch = String::new();
-    fd_file(routes)
-        .read_to_string(&mut batch)
-        .map_err(|e| format!("cannot read the route plan: {e}"))?;
-    let mut child = Command::new(ip)
-        .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", Path::new(ip).display()))?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(batch.as_bytes())
-        .map_err(|e| format!("route step failed: {e}"))?;
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("route step failed: {e}"))?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "route step failed: {}",
-            said.lines().next().unwrap_or("ip exited non-zero").trim()
-        ));
+/// `ip -batch -`, started ahead, and the route plan it is to apply.
+struct RouteStep {
+    child: Child,
+    batch: String,
+}
+
+impl RouteStep {
+    /// Read the route plan from fd `routes` and start `ip`, which waits on
+    /// its stdin.
+    fn start(ip: &OsString, routes: RawFd) -> Result<RouteStep, String> {
+        let mut batch = String::new();
+        fd_file(routes)
+            .read_to_string(&mut batch)
+            .map_err(|e| format!("cannot read the route plan: {e}"))?;
+        let child = Command::new(ip)
+            .args(["-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", Path::new(ip).display()))?;
+        Ok(RouteStep { child, batch })
     }
-    Ok(())
+
+    /// No routes after all: `ip` reads EOF, does nothing and is reaped.
+    fn abandon(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+
+    /// Lock the routes: the batch to `ip`, then its verdict.
+    fn run(mut self) -> Result<(), String> {
+        let written = self
+            .child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(self.batch.as_bytes());
+        let out = self
+            .child
+            .wait_with_output()
+            .map_err(|e| format!("route step failed: {e}"))?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "route step failed: {}",
+                said.lines().next().unwrap_or("ip exited non-zero").trim()
+            ));
+        }
+        written.map_err(|e| format!("route step failed: {e}"))
+    }
 }
 
 #[cfg(test)]
