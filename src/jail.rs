@@ -18,7 +18,8 @@
 //!    `--config-net` to configure it and every forwarding of host loopback turned off
 //!    (`-T none -U none`, `--no-map-gw`), IPv4 only. pasta's foreground
 //!    process exits once attached; then the shadow writes "go".
-//! 3. The route keeper locks the routes (one `ip -batch` run) and opens the
+//! 3. The route keeper locks the routes (one `ip -batch` run, started while
+//!    pasta attaches and fed the batch on "go") and opens the
 //!    shim's gate. bubblewrap's user namespace is the holder's child, so
 //!    nothing inside can change the routes (EPERM).
 //!
