@@ -5,18 +5,21 @@
 //! Processes, in order (docs/decisions/0002 and 0004):
 //! 1. The shadow spawns the **holder** (`claude-sandbox __holder`), which
 //!    unshares a user + network namespace, maps itself to the launching user,
-//!    forks the **route keeper** (which stays in those namespaces), reports
+//!    makes the jail's interface there (a persistent tap, named as the
+//!    host's default-route interface), forks the **route keeper** (which
+//!    stays in those namespaces), reports
 //!    the route keeper's PID to pasta's keeper (started before the holder)
 //!    and execs bubblewrap at once.
 //!    bubblewrap builds the sandbox while the jail is wired; the shim inside
 //!    waits on a gate and runs nothing until the routes are locked.
 //! 2. Meanwhile the shadow runs pasta (`passt` package) against the route
 //!    keeper's PID from outside, under **pasta's keeper**
-//!    (`claude-sandbox __pasta-keeper`), with `--config-net` to set up the
-//!    tap interface and every forwarding of host loopback turned off
+//!    (`claude-sandbox __pasta-keeper`), attached to that tap (`-I`), with
+//!    `--config-net` to configure it and every forwarding of host loopback turned off
 //!    (`-T none -U none`, `--no-map-gw`), IPv4 only. pasta's foreground
 //!    process exits once attached; then the shadow writes "go".
-//! 3. The route keeper locks the routes (one `ip -batch` run) and opens the
+//! 3. The route keeper locks the routes (one `ip -batch` run, started while
+//!    pasta attaches and fed the batch on "go") and opens the
 //!    shim's gate. bubblewrap's user namespace is the holder's child, so
 //!    nothing inside can change the routes (EPERM).
 //!
@@ -312,6 +315,8 @@ pub(crate) struct Jail {
     ip: PathBuf,
     /// pasta's `--dns-forward` address for the current attempt.
     dns_forward: Option<Ipv4Addr>,
+    /// The jail's interface (the holder's tap) for the current attempt.
+    iface: String,
     /// Our end of the route keeper's "go" pipe for the current attempt.
     go: Option<OwnedFd>,
     /// pasta's keeper for the current attempt; dropping it ends pasta.
@@ -371,6 +376,7 @@ impl Jail {
             pasta,
             ip,
             dns_forward: None,
+            iface: String::new(),
             go: None,
             keeper: None,
         })
@@ -389,6 +395,7 @@ impl Jail {
     ) -> anyhow::Result<(Command, Ends)> {
         self.keeper = None;
         self.dns_forward = net.dns_forward;
+        self.iface = net.iface.clone();
         // The holder reports the route keeper's PID straight to pasta's
         // keeper, started first: so the keeper knows the jail even when the
         // shadow dies right after spawning the holder.
@@ -403,6 +410,13 @@ impl Jail {
         c.arg0("claude-sandbox-jail")
             .arg("__holder")
             .arg(&self.ip)
+            .arg(
+                if crate::testhooks::active(crate::testhooks::Mutation::TapFails) {
+                    "no/such-tap" // a name the kernel refuses
+                } else {
+                    &self.iface
+                },
+            )
             .arg(nix::unistd::getuid().as_raw().to_string())
             .arg(nix::unistd::getgid().as_raw().to_string())
             .args(holder.args())
@@ -441,9 +455,18 @@ impl Jail {
                 // afterwards (no syslog noise, no log file to clean up).
                 "-l",
                 "/dev/null",
+                // No watch for the namespace's end (an inotify watch on
+                // /proc/PID/ns here): its keeper ends pasta, and closing
+                // that watch at exit waits for the kernel's fsnotify reaper
+                // (an SRCU grace period), ~5-15 ms at every jail-on exit.
+                "--no-netns-quit",
             ]
             .map(OsString::from),
         );
+        // The holder's persistent tap: pasta attaches to it instead of
+        // making its own, so its exit does not unregister the device (which
+        // cost ~25 ms at every exit; docs/decisions/0004).
+        pasta.extend(["-I".into(), self.iface.clone().into()]);
         if let Some(fwd) = self.dns_forward {
             pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
         }
@@ -569,9 +592,10 @@ impl Drop for Keeper {
         // "x", then closing the lifeline: an orderly end (the sandbox is gone
         // already), so the keeper only kills pasta; its exit says pasta is
         // gone. Without the "x" (the shadow was killed) the keeper also
-        // sweeps the jail. This waits for the kernel to tear pasta's tap
-        // device down (~30 ms): otherwise pasta or its keeper would be left
-        // for the container's init to reap (docs/decisions/0004).
+        // sweeps the jail. This waits until pasta is reaped: otherwise pasta
+        // or its keeper would be left for the container's init to reap. Its
+        // tap is persistent, so its exit does not wait for the kernel to
+        // unregister the device (docs/decisions/0004).
         if let Some(l) = self.lifeline.take() {
             let _ = File::from(l).write_all(b"x");
         }
@@ -740,7 +764,7 @@ fn reap_all_children() {
     }
 }
 
-/// `claude-sandbox __holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS…`
+/// `claude-sandbox __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS…`
 /// (the four fd numbers as [`crate::sandbox::render`] assigned them): owns
 /// the jail's namespaces. Returns only on failure (exit status), after one
 /// line on stderr.
@@ -755,15 +779,16 @@ pub(crate) fn holder_main(args: &[OsString]) -> i32 {
 }
 
 const HOLDER_USAGE: &str =
-    "__holder is internal (usage: __holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS)";
+    "__holder is internal (usage: __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS)";
 
-/// The holder: unshares the user and network namespaces, forks the route
-/// keeper (which stays in them, for pasta to attach to and to lock the
-/// routes), reports the route keeper's PID and execs bubblewrap at once:
+/// The holder: unshares the user and network namespaces, makes the jail's
+/// interface (a persistent tap named IFACE) in them, forks the route keeper
+/// (which stays in them, for pasta to attach to and to lock the routes),
+/// reports the route keeper's PID and execs bubblewrap at once:
 /// bubblewrap builds the sandbox while pasta attaches, and the shim inside
 /// runs nothing until the route keeper opens the gate.
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
-    let [ip, uid, gid, routes, ready, go, gate, sep, bwrap, rest @ ..] = args else {
+    let [ip, iface, uid, gid, routes, ready, go, gate, sep, bwrap, rest @ ..] = args else {
         return Err(HOLDER_USAGE.into());
     };
     let num = |a: &OsString| a.to_str().and_then(|s| s.parse::<RawFd>().ok());
@@ -782,6 +807,8 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
         gate,
     };
     enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    // Before the route keeper's PID is reported: pasta attaches to it.
+    make_tap(&iface.to_string_lossy())?;
     let me = nix::unistd::getpid();
     // Single-threaded here (a fresh exec), so the child may run any code.
     match unsafe { nix::unistd::fork() } {
@@ -824,7 +851,7 @@ pub(crate) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     if parent.as_raw() == 1 {
         return Err("the launching shadow is gone".into());
     }
-    // New interfaces (pasta's tap) get no IPv6 at all; best effort where
+    // New interfaces (the jail's tap) get no IPv6 at all; best effort where
     // /proc/sys is read-only (the route batch flushes IPv6 addresses anyway).
     for k in ["all", "default"] {
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
@@ -832,10 +859,58 @@ pub(crate) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The holder's forked child, in the jail's namespaces: waits for "go"
-/// (pasta attached), locks the routes, opens the shim's gate. Returns the
-/// exit status; a failure says why in one line on stderr (the executor's
-/// error pipe) and leaves the gate shut, so nothing runs in the sandbox.
+/// Make the jail's interface in this (the jail's fresh) network namespace:
+/// a tap named `name`, persistent, so it outlives this descriptor. pasta
+/// attaches to it by name (`-I`) and configures it. Because the device is
+/// persistent, pasta's exit only detaches from it, and the kernel removes
+/// it with the namespace, in its own cleanup worker, once the last process
+/// and pasta are gone: nobody waits for that (docs/decisions/0004). Nothing
+/// in the sandbox can attach to it: bubblewrap's `/dev` has no `net/tun`.
+fn make_tap(name: &str) -> Result<(), String> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; libc::IFNAMSIZ],
+        flags: libc::c_short,
+        _rest: [u8; 22],
+    }
+    const _: () = assert!(std::mem::size_of::<IfReq>() == 40);
+    let failed = |what: String| {
+        format!("cannot create the jail's interface {name} (a persistent tap): {what}")
+    };
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return Err(failed("not a valid interface name".into()));
+    }
+    let tun = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map_err(|e| failed(format!("/dev/net/tun: {e}")))?;
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short,
+        _rest: [0; 22],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    let fd = tun.as_raw_fd();
+    let said = |what: &str| failed(format!("{what}: {}", std::io::Error::last_os_error()));
+    if unsafe { libc::ioctl(fd, libc::TUNSETIFF, &mut req as *mut IfReq) } < 0 {
+        return Err(said("TUNSETIFF"));
+    }
+    // The argument is the value itself (non-zero: persistent).
+    if unsafe { libc::ioctl(fd, libc::TUNSETPERSIST, 1 as libc::c_ulong) } < 0 {
+        return Err(said("TUNSETPERSIST"));
+    }
+    Ok(()) // closing `tun` detaches; the device stays
+}
+
+/// The holder's forked child, in the jail's namespaces: starts `ip` at
+/// once, waits for "go" (pasta attached), then has `ip` lock the routes and
+/// opens the shim's gate. Returns the exit status; a failure says why in one
+/// line on stderr (the executor's error pipe) and leaves the gate shut, so
+/// nothing runs in the sandbox.
 fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     use nix::libc;
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
@@ -843,12 +918,25 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
         return 1;
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
-    // sandbox's other fds must not stay open here.
+    // sandbox's other fds must not stay open here; and `ip` gets none of them.
     crate::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    for fd in [fds.go, fds.gate, fds.routes] {
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // `ip` starts while pasta attaches (loading it costs ~1.5 ms): it reads
+    // the batch only once pasta is attached, and nothing if it never is.
+    let step = match RouteStep::start(ip, fds.routes) {
+        Ok(step) => step,
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            return 1;
+        }
+    };
     if crate::kernel::read_byte(fds.go).is_none() {
+        step.abandon();
         return 1; // pasta did not attach; the shadow reports why.
     }
-    match lock_routes(ip, fds.routes) {
+    match step.run() {
         Ok(()) => match fd_file(fds.gate).write_all(b"g") {
             Ok(()) => 0,
             Err(_) => 1,
@@ -860,36 +948,57 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     }
 }
 
-/// Apply the route plan read from fd `routes` with `ip -batch -`.
-fn lock_routes(ip: &OsString, routes: RawFd) -> Result<(), String> {
-    let mut batch = String::new();
-    fd_file(routes)
-        .read_to_string(&mut batch)
-        .map_err(|e| format!("cannot read the route plan: {e}"))?;
-    let mut child = Command::new(ip)
-        .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", Path::new(ip).display()))?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(batch.as_bytes())
-        .map_err(|e| format!("route step failed: {e}"))?;
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("route step failed: {e}"))?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "route step failed: {}",
-            said.lines().next().unwrap_or("ip exited non-zero").trim()
-        ));
+/// `ip -batch -`, started ahead, and the route plan it is to apply.
+struct RouteStep {
+    child: Child,
+    batch: String,
+}
+
+impl RouteStep {
+    /// Read the route plan from fd `routes` and start `ip`, which waits on
+    /// its stdin.
+    fn start(ip: &OsString, routes: RawFd) -> Result<RouteStep, String> {
+        let mut batch = String::new();
+        fd_file(routes)
+            .read_to_string(&mut batch)
+            .map_err(|e| format!("cannot read the route plan: {e}"))?;
+        let child = Command::new(ip)
+            .args(["-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", Path::new(ip).display()))?;
+        Ok(RouteStep { child, batch })
     }
-    Ok(())
+
+    /// No routes after all: `ip` reads EOF, does nothing and is reaped.
+    fn abandon(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+
+    /// Lock the routes: the batch to `ip`, then its verdict.
+    fn run(mut self) -> Result<(), String> {
+        let written = self
+            .child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(self.batch.as_bytes());
+        let out = self
+            .child
+            .wait_with_output()
+            .map_err(|e| format!("route step failed: {e}"))?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "route step failed: {}",
+                said.lines().next().unwrap_or("ip exited non-zero").trim()
+            ));
+        }
+        written.map_err(|e| format!("route step failed: {e}"))
+    }
 }
 
 #[cfg(test)]
@@ -904,6 +1013,27 @@ mod tests {
 
     fn lan() -> HostRoutes {
         parse_routes(LAN_ROUTES).unwrap()
+    }
+
+    #[test]
+    fn pasta_attaches_to_the_holders_tap_and_watches_nothing() {
+        let j = Jail {
+            pasta: "/usr/bin/pasta.avx2".into(),
+            ip: "/usr/sbin/ip".into(),
+            dns_forward: None,
+            iface: "csb-h0".into(),
+            go: None,
+            keeper: None,
+        };
+        let args = j.pasta_args();
+        // The tap the holder made, by name (pasta would otherwise make its
+        // own, whose end at exit costs ~25 ms)...
+        assert!(
+            args.windows(2).any(|w| w[0] == "-I" && w[1] == "csb-h0"),
+            "{args:?}"
+        );
+        // ...and no watch of the namespace, whose end costs ~5-15 ms more.
+        assert!(args.iter().any(|a| a == "--no-netns-quit"), "{args:?}");
     }
 
     #[test]

@@ -500,6 +500,7 @@ fn network(
         Network::Jail(JailNet {
             route_batch: plan.route_batch,
             dns_forward: plan.dns_forward,
+            iface: j.routes.iface.clone(),
         }),
         resolv_conf,
     ))

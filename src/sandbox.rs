@@ -177,6 +177,10 @@ pub(crate) struct JailNet {
     pub route_batch: String,
     /// pasta's `--dns-forward` address, when DNS goes through its forwarder.
     pub dns_forward: Option<Ipv4Addr>,
+    /// The jail's interface, named as the host's default-route interface
+    /// (the route batch's `dev`): a persistent tap the holder makes, which
+    /// pasta attaches to (`-I`).
+    pub iface: String,
 }
 
 /// The program the shim execs inside.
@@ -571,6 +575,7 @@ mod tests {
             Network::Jail(JailNet {
                 route_batch: "link set lo up\n".into(),
                 dns_forward: None,
+                iface: "eth0".into(),
             }),
         ] {
             let r = render(&minimal(net.clone()));

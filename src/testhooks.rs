@@ -31,6 +31,8 @@ pub(crate) enum Mutation {
     SkipPinCheck,
     /// pasta given an option it refuses.
     PastaAttachFails,
+    /// The holder given a tap name the kernel refuses.
+    TapFails,
     /// Weakening `CLAUDE_SANDBOX_*` variables accepted without the file's opt-in.
     AcceptEnvOverrides,
     /// A route the route step refuses.
@@ -88,6 +90,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::JailNo172 => "jail-no-172",
         Mutation::SkipPinCheck => "skip-pin-check",
         Mutation::PastaAttachFails => "pasta-attach-fails",
+        Mutation::TapFails => "tap-fails",
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
         Mutation::Unguarded => "unguarded",
@@ -103,8 +106,8 @@ pub(crate) fn active(m: Mutation) -> bool {
 }
 
 /// Apply the requested regressions of the sandbox itself: the one place
-/// they touch it. (The others, `skip-pin-check` and `pasta-attach-fails`,
-/// are faults of the launch around it and stay where they act.)
+/// they touch it. (The others, `skip-pin-check`, `pasta-attach-fails` and
+/// `tap-fails`, are faults of the launch around it and stay where they act.)
 #[cfg(feature = "test-mutations")]
 pub(crate) fn apply(
     sb: &mut crate::sandbox::Sandbox,

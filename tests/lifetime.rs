@@ -245,6 +245,100 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
     }
 }
 
+/// The names of the interfaces in network namespace `ns` (the test's own
+/// when `None`).
+fn links(ns: Option<&str>) -> Vec<String> {
+    let mut c = Command::new("ip");
+    if let Some(ns) = ns {
+        c.args(["netns", "exec", ns, "ip"]);
+    }
+    let o = c.args(["-o", "link", "show"]).output().unwrap();
+    assert!(o.status.success(), "ip link: {}", stderr(&o));
+    let mut v: Vec<String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The jail's interface is a persistent tap the holder makes; pasta only
+/// attaches to it, so pasta's exit does not wait for the kernel to
+/// unregister it (decisions/0004). It must still go with the session: after
+/// a normal end and after `kill -9` of the shadow, nothing holds the jail's
+/// namespace any more (the kernel then frees it, its tap with it), and no
+/// interface appeared where the launch ran or in the test's own namespace.
+#[test]
+fn the_jails_namespace_and_its_tap_go_with_the_session() {
+    if !require("lifetime_tap") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = jail_world("tapgone", "");
+    let outside = || (links(Some(&lan.host)), links(None));
+    let before = outside();
+    for who in BOTH {
+        for kill9 in [false, true] {
+            let what = format!("{who:?} {}", if kill9 { "kill -9" } else { "normal end" });
+            let t = Tracked::new("tap");
+            let script = format!(
+                "readlink /proc/self/ns/net; ip -d -o link show; echo READY{}",
+                if kill9 { "; sleep 30" } else { "" }
+            );
+            let mut child = launch(&w, &lan, &t, who, &["shell", &script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut seen = Vec::new();
+            loop {
+                let mut line = String::new();
+                let n = out.read_line(&mut line).unwrap();
+                assert!(n > 0, "{what}: the session never got ready: {seen:?}");
+                if line.trim() == "READY" {
+                    break;
+                }
+                seen.push(line.trim().to_string());
+            }
+            let ns = seen.first().cloned().unwrap_or_default();
+            assert!(ns.starts_with("net:["), "{what}: no namespace: {seen:?}");
+            // Inside: loopback and one interface, the tap, persistent and up.
+            let ifs = &seen[1..];
+            assert_eq!(ifs.len(), 2, "{what}: {ifs:#?}");
+            assert!(
+                ifs.iter().any(|l| l.contains("tun type tap")
+                    && l.contains("persist on")
+                    && l.contains(",UP")),
+                "{what}: the jail's interface is not the persistent tap: {ifs:#?}"
+            );
+            if kill9 {
+                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            }
+            drop(out);
+            let o = child.wait_with_output().unwrap();
+            if !kill9 {
+                assert!(o.status.success(), "{what}: {}", stderr(&o));
+            }
+            let left = t.leftovers_after(Duration::from_secs(1));
+            assert!(
+                left.is_empty(),
+                "{what}: still running 1 s after the session ended:\n{}",
+                left.join("\n")
+            );
+            let holders = holders_of(&ns);
+            assert!(
+                holders.is_empty(),
+                "{what}: {ns} still held:\n{}",
+                holders.join("\n")
+            );
+            assert_eq!(outside(), before, "{what}: interfaces appeared outside");
+        }
+    }
+}
+
 /// Allowlist mode (issue #15): the proxy is served from the shadow's own
 /// threads, its listener lives in the sandbox's network namespace, and both
 /// go with the session.

@@ -19,6 +19,7 @@ const NAMES: &[&str] = &[
     "jail-no-172",
     "skip-pin-check",
     "pasta-attach-fails",
+    "tap-fails",
     "route-step-fails",
     "drop-mount=",
     "unprotect",
