@@ -529,6 +529,9 @@ python3 - "$sup" <<'PY'
 import os, re, sys
 sup = int(sys.argv[1])
 try:
+    st = os.read(os.open("/proc/%d/status" % sup, os.O_RDONLY | os.O_CREAT), 4096).decode()
+    if ("\nPid:\t%d\n" % sup) not in st:
+        print("SUP-PROC-IS-NOT-THE-SUPERVISORS"); sys.exit(0)
     fd = os.open("/proc/%d/maps" % sup, os.O_RDONLY | os.O_CREAT)
 except OSError as e:
     print("maps refused", e); sys.exit(0)
@@ -559,7 +562,7 @@ python3 -c "
 import os
 try: os.open('/proc/1/mem', os.O_RDWR | os.O_CREAT); print('GOT-PID1-MEM-VIA-SUPERVISOR')
 except OSError as e: print('pid 1 mem refused', e)"
-echo to-dev-fd > /dev/./fd/1
+(echo to-dev-fd > /dev/./fd/1) | cat
 (cd /proc && python3 -c "
 import os
 fd = os.open('self/status', os.O_RDONLY | os.O_CREAT)
