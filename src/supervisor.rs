@@ -663,8 +663,13 @@ fn decode(name: &str, a: [u64; 6]) -> Option<Call> {
 /// What the caller gets back.
 enum Reply {
     Val(i64),
-    Fd { fd: OwnedFd, cloexec: bool },
+    Fd {
+        fd: OwnedFd,
+        cloexec: bool,
+    },
     Err(Errno),
+    /// Answered by another thread (an `open` that may wait long).
+    Later,
 }
 
 /// The supervisor's state shared by its threads.
@@ -890,6 +895,9 @@ impl Supervisor {
             } else {
                 flags
             };
+            if let Some(later) = open_fifo_apart(c, dir, &loc.name, &cname, f, mode, cloexec) {
+                return later;
+            }
             let r = open_or_create(c, dir, &cname, f, mode);
             match r {
                 Err(libc::ELOOP) if follow => {
@@ -1035,9 +1043,55 @@ fn open_or_create(
     }
 }
 
+/// An existing FIFO's `open` waits for the other end, as long as it takes:
+/// done in a thread of its own, which answers, so the serving threads are
+/// never held (a writer killed while waiting, left for good, would hold
+/// one until a reader came; a few of them, every creation). `Some(Later)`
+/// when that thread took the call.
+fn open_fifo_apart(
+    c: &Caller,
+    dir: RawFd,
+    name: &[u8],
+    cname: &CString,
+    flags: i32,
+    mode: u32,
+    cloexec: bool,
+) -> Option<Reply> {
+    let st = nix::sys::stat::fstatat(
+        Some(dir),
+        OsStr::from_bytes(name),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: dup of a descriptor this process holds.
+    let own = unsafe { libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor.
+    let own = unsafe { OwnedFd::from_raw_fd(own) };
+    let (listener, id, name) = (c.listener, c.id, cname.clone());
+    // It exists: opened without O_CREAT (gone meanwhile: ENOENT).
+    let flags = flags & !libc::O_CREAT;
+    std::thread::Builder::new()
+        .spawn(move || {
+            let reply = match openat(own.as_raw_fd(), name.as_bytes(), flags, mode) {
+                Ok(fd) => Reply::Fd { fd, cloexec },
+                Err(e) => Reply::Err(e),
+            };
+            respond(listener, id, reply);
+        })
+        .ok()
+        .map(|_| Reply::Later)
+}
+
 /// Complete the call `id` with `reply`.
 fn respond(listener: RawFd, id: u64, reply: Reply) {
     let (val, error) = match reply {
+        Reply::Later => return,
         Reply::Val(v) => (v, 0),
         Reply::Err(e) => (0, -e),
         Reply::Fd { fd, cloexec } => {

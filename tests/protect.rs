@@ -748,6 +748,7 @@ const ABANDONED_FIFO_WRITERS: &str = r#"
 mkfifo ff
 for i in 1 2 3 4 5; do timeout 1 sh -c 'echo x > ff'; done
 timeout 10 touch after-fifo && echo TOUCH-OK || echo TOUCH-HUNG
+cat ff > got & echo through-fifo > ff; wait; cat got
 "#;
 
 #[test]
@@ -759,6 +760,7 @@ fn abandoned_fifo_writers_do_not_wedge_the_supervisor() {
     let o = w.run(Who::Root, &[], &["claude", "shell", ABANDONED_FIFO_WRITERS]);
     let out = stdout(&o);
     assert!(out.contains("TOUCH-OK"), "{out}\n{}", stderr(&o));
+    assert!(out.contains("through-fifo"), "{out}\n{}", stderr(&o));
 }
 
 /// Ordinary calls the supervisor must serve as the kernel would.
