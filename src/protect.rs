@@ -2,8 +2,9 @@
 //! directories through which something written inside the sandbox would run
 //! outside it — git's config, hooks and attributes (fsmonitor, aliases,
 //! pagers, filter drivers, hook scripts), editor and devcontainer
-//! configuration, direnv's `.envrc`, MCP server lists — found for the
-//! workspace and every git repository in it.
+//! configuration, direnv's `.envrc`, MCP server lists, and a repository's
+//! `.git` when it is a file (the `gitdir:` pointer of a submodule or a linked
+//! worktree) — found for the workspace and every git repository in it.
 //!
 //! [`discover`] walks the workspace, bounded, and lists every such path,
 //! whether it exists or not. Those that exist are bound read-only inside the
@@ -149,6 +150,12 @@ pub(crate) fn discover(workspace: &Path) -> Protected {
             }
         }
         if let Some(g) = is_repo {
+            // A `.git` *file* (a submodule, a linked worktree) names the git
+            // directory git obeys: rewritten (or replaced by a directory),
+            // it would point at a config the session wrote.
+            if std::fs::symlink_metadata(dir.join(".git")).is_ok_and(|m| m.is_file()) {
+                p.add(dir.join(".git"));
+            }
             p.add_gitdir(g);
         }
         if depth >= MAX_DEPTH {
@@ -237,6 +244,7 @@ mod tests {
             ".git/modules/libs/a/hooks",
             "libs/a/.envrc",
             "libs/a/.gitmodules",
+            "libs/a/.git",
             "svc/api/.git/config",
             "svc/api/.vscode",
         ] {
@@ -272,6 +280,8 @@ mod tests {
         assert!(p.paths.contains(&main.join(".git/config")), "{p:#?}");
         assert!(p.paths.contains(&main.join(".git/hooks")));
         assert!(p.paths.contains(&main.join(".git/worktrees/feat/config")));
+        // The pointer itself: rewritten, it would name another git directory.
+        assert!(p.paths.contains(&ws.join(".git")));
         std::fs::remove_dir_all(&base).unwrap();
     }
 

@@ -526,6 +526,22 @@ pub(crate) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
 
 /// `O_CREAT` (the same on every ABI here).
 pub(crate) const O_CREAT: u32 = 0o100;
+/// `O_PATH` (the same on every ABI here): the kernel drops `O_CREAT` beside
+/// it, so such an `open` creates nothing and is not the supervisor's (which
+/// could not hand an `O_PATH` descriptor over anyway: `ADDFD` refuses it).
+pub(crate) const O_PATH: u32 = 0o1000_0000;
+
+/// Calls that act on another process, refused by the guard's filter when
+/// they name PID 1 (args\[i\]): the sandbox's PID 1 is bubblewrap's init,
+/// with the session's uid, dumpable and *not* under the guard's filter, so
+/// a process that traced it or wrote its memory could make it create any
+/// name. Numbers per ABI as in [`SYSCALLS`].
+#[rustfmt::skip]
+pub(crate) const PID1_SYSCALLS: &[(&str, [i32; 5], u32)] = &[
+    //                     x86_64  x32  i386 aarch64 arm   pid in
+    ("ptrace",            [101,  521,   26,  117,   26],  1),
+    ("process_vm_writev", [311,  540,  348,  271,  377],  0),
+];
 /// `unlinkat`'s flag that makes it `rmdir`.
 pub(crate) const AT_REMOVEDIR: u32 = 0x200;
 
@@ -617,6 +633,16 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
         };
         a.jump(BPF_JEQ_K, nr, Some(to), None);
     }
+    let mut pid1 = Vec::new();
+    for (name, _, i) in PID1_SYSCALLS {
+        let table: Vec<(&str, [i32; 5])> = PID1_SYSCALLS.iter().map(|(n, c, _)| (*n, *c)).collect();
+        let Some(nr) = abi.nr_in(&table, name) else {
+            continue;
+        };
+        let l = a.label();
+        pid1.push((l, *i));
+        a.jump(BPF_JEQ_K, nr, Some(l), None);
+    }
     a.ret(RET_ALLOW);
     a.bind(notify);
     a.ret(RET_USER_NOTIF);
@@ -625,11 +651,25 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
     for (l, i, mask) in checks {
         a.bind(l);
         a.load(off_arg(i));
-        let yes = a.label();
+        let (yes, no) = (a.label(), a.label());
+        if mask == O_CREAT {
+            // O_PATH drops O_CREAT: nothing to create.
+            a.jump(BPF_JSET_K, O_PATH, Some(no), None);
+        }
         a.jump(BPF_JSET_K, mask, Some(yes), None);
+        a.bind(no);
         a.ret(RET_ALLOW);
         a.bind(yes);
         a.ret(RET_USER_NOTIF);
+    }
+    for (l, i) in pid1 {
+        a.bind(l);
+        a.load(off_arg(i));
+        let deny = a.label();
+        a.jump(BPF_JEQ_K, 1, Some(deny), None);
+        a.ret(RET_ALLOW);
+        a.bind(deny);
+        a.ret(RET_ERRNO | EPERM);
     }
 }
 
@@ -1141,6 +1181,24 @@ mod tests {
                         Some(NOTIFY)
                     );
                     assert_eq!(run1("openat2", [0; 6]), Some(RET_ERRNO | ENOSYS), "{abi:?}");
+                    // O_PATH drops O_CREAT: the kernel's.
+                    let opath = u64::from(O_CREAT | O_PATH);
+                    assert_eq!(
+                        run1("openat", [0, 0, opath, 0, 0, 0]),
+                        Some(RET_ALLOW),
+                        "{abi:?}"
+                    );
+                    // PID 1 (bubblewrap's init, unguarded) is not to be driven.
+                    let pid1: Vec<(&str, [i32; 5])> =
+                        PID1_SYSCALLS.iter().map(|(n, c, _)| (*n, *c)).collect();
+                    for (name, _, i) in PID1_SYSCALLS {
+                        let nr = abi.nr_in(&pid1, name).unwrap();
+                        let mut args = [0u64; 6];
+                        args[*i as usize] = 0xffff_ffff_0000_0001;
+                        assert_eq!(run(&p, *arch, nr, args), DENIED, "{abi:?} {name}");
+                        args[*i as usize] = 2;
+                        assert_eq!(run(&p, *arch, nr, args), RET_ALLOW, "{abi:?} {name}");
+                    }
                     // Everything else passes (read, write, close: 0..3 on x86_64).
                     let read = abi.nr("ioctl").unwrap();
                     assert_eq!(run(&p, *arch, read, [0; 6]), RET_ALLOW);
@@ -1167,7 +1225,8 @@ mod tests {
                 continue;
             };
             let h = header_numbers(&text);
-            for (name, cols) in CREATE_SYSCALLS {
+            let pid1 = PID1_SYSCALLS.iter().map(|(n, c, _)| (n, c));
+            for (name, cols) in CREATE_SYSCALLS.iter().map(|(n, c)| (n, c)).chain(pid1) {
                 let ours = cols[abi.column()];
                 match h.get(*name) {
                     Some(n) => assert_eq!(ours, *n, "{path}: {name}"),

@@ -77,6 +77,17 @@ impl Table {
             }
             push_unique(t.by_path.entry(ppath.clone()).or_default(), &name);
             t.dir_paths.insert(ppath);
+            // Its ancestors cannot be moved aside either: a path built anew
+            // where one was would be a protected parent the table does not
+            // know (by inode), a repository's copy with a planted name.
+            for a in parent.ancestors().skip(1) {
+                if !t.dir_paths.insert(a.as_os_str().as_bytes().to_vec()) {
+                    break;
+                }
+                if let Ok(st) = nix::sys::stat::stat(a) {
+                    t.dir_inodes.insert((st.st_dev, st.st_ino));
+                }
+            }
         }
         t
     }
@@ -249,8 +260,17 @@ impl ProcView {
         if self.fresh {
             return Ok(pid);
         }
+        // A caller may be any thread: PIDFD_THREAD (Linux 6.9+) takes a
+        // thread's id; without it only a thread-group leader's is taken.
+        const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
         // SAFETY: pidfd_open takes a pid and flags.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        let open = |flags: libc::c_long| unsafe {
+            libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, flags)
+        };
+        let mut fd = open(PIDFD_THREAD);
+        if fd < 0 {
+            fd = open(0);
+        }
         if fd < 0 {
             return Err(libc::ESRCH);
         }
@@ -391,6 +411,46 @@ impl Caller {
         locate_from(start, &path)
     }
 
+    /// Whose `/proc` entries the procfs directory `dir` holds, as seen by
+    /// this process: a path through `/proc/self` that the translation did
+    /// not spell out (`/dev/./fd`, a relative `self/…`, a symlink to it)
+    /// reaches the supervisor's own, and another process's entries are
+    /// opened with the supervisor's rights, not the caller's (its memory,
+    /// PID 1's: bubblewrap's init, outside the guard).
+    fn proc_owner(&self, dir: &Dir) -> ProcOwner {
+        let path = dir.path();
+        let Some(rest) = path.strip_prefix(b"/proc") else {
+            return ProcOwner::Other;
+        };
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        let (first, tail) = match rest.iter().position(|b| *b == b'/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, &b""[..]),
+        };
+        if first.is_empty() || !first.iter().all(u8::is_ascii_digit) {
+            return ProcOwner::System;
+        }
+        let tgid = |p: &[u8]| {
+            let status =
+                std::fs::read_to_string(format!("/proc/{}/status", String::from_utf8_lossy(p)))
+                    .ok()?;
+            crate::inside::status_field(&status, "Tgid").map(str::to_owned)
+        };
+        let owner = tgid(first);
+        let mine = std::fs::read_link("/proc/self")
+            .ok()
+            .map(|p| p.into_os_string().into_vec());
+        if owner.is_some() && owner == mine.as_deref().and_then(tgid) {
+            let mut p = format!("/proc/{}", self.proc_pid).into_bytes();
+            p.extend_from_slice(tail);
+            return ProcOwner::Supervisor(p);
+        }
+        if owner.is_some() && owner == tgid(self.proc_pid.to_string().as_bytes()) {
+            return ProcOwner::Caller;
+        }
+        ProcOwner::Other
+    }
+
     /// The caller's umask, which a creation on its behalf must honour.
     fn umask(&self) -> libc::mode_t {
         std::fs::read_to_string(format!("/proc/{}/status", self.proc_pid))
@@ -401,6 +461,18 @@ impl Caller {
             })
             .unwrap_or(0o022)
     }
+}
+
+/// Whose entries a procfs directory holds ([`Caller::proc_owner`]).
+enum ProcOwner {
+    /// The caller's own thread group.
+    Caller,
+    /// No process's (`/proc`, `/proc/sys/…`).
+    System,
+    /// The supervisor's: the same path under the caller's `/proc/PID`.
+    Supervisor(Vec<u8>),
+    /// Another process's (or unknown): refused.
+    Other,
 }
 
 /// [`Caller::locate`] from an opened start (None: the root).
@@ -591,8 +663,13 @@ fn decode(name: &str, a: [u64; 6]) -> Option<Call> {
 /// What the caller gets back.
 enum Reply {
     Val(i64),
-    Fd { fd: OwnedFd, cloexec: bool },
+    Fd {
+        fd: OwnedFd,
+        cloexec: bool,
+    },
     Err(Errno),
+    /// Answered by another thread (an `open` that may wait long).
+    Later,
 }
 
 /// The supervisor's state shared by its threads.
@@ -777,8 +854,23 @@ impl Supervisor {
             let cname = loc.cname();
             if loc.dir.on_procfs() {
                 // Nothing is created in /proc; its links (fd/N, cwd) lead
-                // to existing objects.
-                return done(openat(dir, cname.as_bytes(), flags, mode));
+                // to existing objects. But only the caller's own entries are
+                // opened for it, never the supervisor's or another process's.
+                match c.proc_owner(&loc.dir) {
+                    ProcOwner::Caller | ProcOwner::System => {
+                        return done(openat(dir, cname.as_bytes(), flags, mode));
+                    }
+                    ProcOwner::Supervisor(mut p) => {
+                        p.push(b'/');
+                        p.extend_from_slice(cname.as_bytes());
+                        loc = match locate_from(None, &p) {
+                            Ok(l) => l,
+                            Err(e) => return Reply::Err(e),
+                        };
+                        continue;
+                    }
+                    ProcOwner::Other => return Reply::Err(libc::EACCES),
+                }
             }
             if self.table.protects(&loc.dir, &loc.name) {
                 let exists = nix::sys::stat::fstatat(
@@ -803,6 +895,9 @@ impl Supervisor {
             } else {
                 flags
             };
+            if let Some(later) = open_fifo_apart(c, dir, &loc.name, &cname, f, mode, cloexec) {
+                return later;
+            }
             let r = open_or_create(c, dir, &cname, f, mode);
             match r {
                 Err(libc::ELOOP) if follow => {
@@ -948,9 +1043,55 @@ fn open_or_create(
     }
 }
 
+/// An existing FIFO's `open` waits for the other end, as long as it takes:
+/// done in a thread of its own, which answers, so the serving threads are
+/// never held (a writer killed while waiting, left for good, would hold
+/// one until a reader came; a few of them, every creation). `Some(Later)`
+/// when that thread took the call.
+fn open_fifo_apart(
+    c: &Caller,
+    dir: RawFd,
+    name: &[u8],
+    cname: &CString,
+    flags: i32,
+    mode: u32,
+    cloexec: bool,
+) -> Option<Reply> {
+    let st = nix::sys::stat::fstatat(
+        Some(dir),
+        OsStr::from_bytes(name),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: dup of a descriptor this process holds.
+    let own = unsafe { libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor.
+    let own = unsafe { OwnedFd::from_raw_fd(own) };
+    let (listener, id, name) = (c.listener, c.id, cname.clone());
+    // It exists: opened without O_CREAT (gone meanwhile: ENOENT).
+    let flags = flags & !libc::O_CREAT;
+    std::thread::Builder::new()
+        .spawn(move || {
+            let reply = match openat(own.as_raw_fd(), name.as_bytes(), flags, mode) {
+                Ok(fd) => Reply::Fd { fd, cloexec },
+                Err(e) => Reply::Err(e),
+            };
+            respond(listener, id, reply);
+        })
+        .ok()
+        .map(|_| Reply::Later)
+}
+
 /// Complete the call `id` with `reply`.
 fn respond(listener: RawFd, id: u64, reply: Reply) {
     let (val, error) = match reply {
+        Reply::Later => return,
         Reply::Val(v) => (v, 0),
         Reply::Err(e) => (0, -e),
         Reply::Fd { fd, cloexec } => {
@@ -1066,6 +1207,10 @@ pub(crate) fn fork_guarded() -> Result<Role, String> {
             Ok(Role::Guarded)
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {
+            // Not dumpable before the child can run anything: once traced,
+            // a tracer stays attached whatever this becomes later.
+            // SAFETY: prctl on this process only.
+            unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
             drop(child_end);
             match recv_fd(parent_end.as_raw_fd()) {
                 Some(listener) => Ok(Role::Supervisor {
@@ -1311,7 +1456,10 @@ mod tests {
         assert!(!t.protects(&dir(&ws.join("sub")), b"config"));
         // The parents themselves cannot be moved or removed.
         assert!(t.is_protected_dir(&dir(&ws.join("sub")), b".git"));
-        assert!(!t.is_protected_dir(&dir(&ws), b"sub"));
+        // And their ancestors (a path built anew would escape the inodes).
+        assert!(t.is_protected_dir(&dir(&ws), b"sub"));
+        std::fs::create_dir_all(ws.join("other")).unwrap();
+        assert!(!t.is_protected_dir(&dir(&ws), b"other"));
         // A directory at a protected parent's path is protected by its path.
         std::fs::create_dir_all(ws.join("gone")).unwrap();
         assert!(t.protects(&dir(&ws.join("gone")), b".envrc"));

@@ -436,3 +436,390 @@ fn the_i386_entry_is_guarded_too() {
         assert!(ws.join("plain32").is_file(), "{who:?}");
     }
 }
+
+/// The sandbox's PID 1 is bubblewrap's init: same uid, dumpable, and not
+/// under the guard's filter (only the shim's child loads it). A process
+/// inside that traces it makes it call `openat(…/.envrc, O_CREAT)` itself.
+const PID1_INJECTION: &str = r#"
+python3 - 1 "$PWD/.envrc" <<'PY'
+@PID1@
+PY
+test -e .envrc && echo MADE-ENVRC-VIA-PID1
+python3 -c "
+import os, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(8)
+class Iov(ctypes.Structure): _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]
+l, r = Iov(ctypes.addressof(buf), 1), Iov(0x1000, 1)
+libc.process_vm_writev(1, ctypes.byref(l), 1, ctypes.byref(r), 1, 0)
+print('WRITEV-PID1-ERRNO', ctypes.get_errno())"
+"#;
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn the_sandboxs_pid_1_cannot_be_made_to_create_for_a_caller() {
+    if !require("guard_pid1") {
+        return;
+    }
+    let w = World::with_probe("guardpid1");
+    let script = PID1_INJECTION.replace("@PID1@", PID1_PY);
+    for who in BOTH {
+        guarded_workspace(&w, who);
+        let o = w.run(who, &[], &["claude", "shell", &script]);
+        let out = stdout(&o);
+        assert!(
+            !out.contains("MADE-ENVRC-VIA-PID1"),
+            "{who:?}: PID 1 created .envrc for a caller:\n{out}\n{}",
+            stderr(&o)
+        );
+        // process_vm_writev on PID 1: refused (EPERM), not a fault (EFAULT).
+        assert!(out.contains("WRITEV-PID1-ERRNO 1\n"), "{who:?}: {out}");
+        assert!(
+            w.workspace(who).join(".envrc").symlink_metadata().is_err(),
+            "{who:?}"
+        );
+    }
+}
+
+/// ptrace-inject `openat(AT_FDCWD, argv[2], O_CREAT|O_WRONLY)` into the
+/// process argv[1] (x86_64), stopped in a syscall, and let it go on.
+const PID1_PY: &str = r#"# Make the sandbox's pid 1 (bubblewrap's init: same uid, dumpable, not under
+# the creation guard's filter) call openat(AT_FDCWD, TARGET, O_CREAT|O_WRONLY).
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in (
+        "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()]
+pid, target = int(sys.argv[1]), sys.argv[2].encode() + b"\0"
+def chk(r, what):
+    if r < 0: raise SystemExit("%s: errno %d" % (what, ctypes.get_errno()))
+chk(libc.ptrace(16, pid, None, None), "attach")
+os.waitpid(pid, 0x40000000)
+saved = Regs(); chk(libc.ptrace(12, pid, None, ctypes.byref(saved)), "getregs")
+mem = os.open("/proc/%d/mem" % pid, os.O_RDWR)
+sc = saved.rip - 2
+assert os.pread(mem, 2, sc) == b"\x0f\x05", "not after a syscall"
+addr = (saved.rsp - 4096) & ~15
+os.pwrite(mem, target, addr)
+r = Regs.from_buffer_copy(saved)
+r.rip, r.rax, r.orig_rax = sc, 257, 2**64 - 1
+r.rdi, r.rsi, r.rdx, r.r10 = 2**64 - 100, addr, os.O_CREAT | os.O_WRONLY, 0o644
+chk(libc.ptrace(13, pid, None, ctypes.byref(r)), "setregs")
+chk(libc.ptrace(9, pid, None, None), "singlestep")
+os.waitpid(pid, 0x40000000)
+out = Regs(); libc.ptrace(12, pid, None, ctypes.byref(out))
+fd = ctypes.c_longlong(out.rax).value
+print("pid %d openat -> %d" % (pid, fd))
+if fd >= 0:
+    r = Regs.from_buffer_copy(saved); r.rip, r.rax, r.orig_rax, r.rdi = sc, 3, 2**64 - 1, fd
+    libc.ptrace(13, pid, None, ctypes.byref(r)); libc.ptrace(9, pid, None, None); os.waitpid(pid, 0x40000000)
+libc.ptrace(13, pid, None, ctypes.byref(saved))
+libc.ptrace(17, pid, None, None)
+"#;
+
+/// The supervisor opens what a caller names, as itself: a caller must not
+/// get the supervisor's own `/proc` entries (its memory: then its table),
+/// nor PID 1's, and a path that reaches `/proc/self` other than by its
+/// spelling still means the caller.
+const AT_THE_SUPERVISORS_PROC: &str = r#"
+sup=$(awk '/^PPid:/{print $2}' /proc/$PPID/status)
+python3 - "$sup" <<'PY'
+import os, re, sys
+sup = int(sys.argv[1])
+try:
+    st = os.read(os.open("/proc/%d/status" % sup, os.O_RDONLY | os.O_CREAT), 4096).decode()
+    if ("\nPid:\t%d\n" % sup) not in st:
+        print("SUP-PROC-IS-NOT-THE-SUPERVISORS"); sys.exit(0)
+    fd = os.open("/proc/%d/maps" % sup, os.O_RDONLY | os.O_CREAT)
+except OSError as e:
+    print("maps refused", e); sys.exit(0)
+maps = b""
+while True:
+    b = os.read(fd, 65536)
+    if not b: break
+    maps += b
+print("GOT-SUP-MAPS", len(maps))
+try:
+    mem = os.open("/proc/%d/mem" % sup, os.O_RDWR | os.O_CREAT)
+except OSError as e:
+    print("mem refused", e); sys.exit(0)
+print("GOT-SUP-MEM-RW")
+n = 0
+for line in maps.decode().splitlines():
+    parts = line.split()
+    if not parts[1].startswith("rw"): continue
+    lo, hi = [int(x, 16) for x in parts[0].split("-")]
+    try: data = os.pread(mem, hi - lo, lo)
+    except OSError: continue
+    for m in re.finditer(re.escape(b".envrc"), data):
+        os.pwrite(mem, b"X", lo + m.start() + 1); n += 1
+print("patched", n)
+PY
+echo 'touch MARK' > .envrc && echo MADE-ENVRC-AFTER-PATCH
+python3 -c "
+import os
+try: os.open('/proc/1/mem', os.O_RDWR | os.O_CREAT); print('GOT-PID1-MEM-VIA-SUPERVISOR')
+except OSError as e: print('pid 1 mem refused', e)"
+(echo to-dev-fd > /dev/./fd/1) | cat
+(cd /proc && python3 -c "
+import os
+fd = os.open('self/status', os.O_RDONLY | os.O_CREAT)
+s = os.read(fd, 4096).decode()
+print('SELF-IS-CALLER' if ('\nPid:\t%d\n' % os.getpid()) in s else 'SELF-IS-NOT-CALLER')")
+"#;
+
+#[test]
+fn the_supervisors_own_proc_entries_are_never_a_callers() {
+    if !require("guard_supervisor_proc") {
+        return;
+    }
+    let w = World::with_probe("guardsupproc");
+    for who in BOTH {
+        guarded_workspace(&w, who);
+        let o = w.run(who, &[], &["claude", "shell", AT_THE_SUPERVISORS_PROC]);
+        let out = stdout(&o);
+        let err = stderr(&o);
+        for leak in [
+            "GOT-SUP-MEM-RW",
+            "MADE-ENVRC-AFTER-PATCH",
+            "GOT-PID1-MEM-VIA-SUPERVISOR",
+            "SELF-IS-NOT-CALLER",
+        ] {
+            assert!(!out.contains(leak), "{who:?}: {leak}:\n{out}\n{err}");
+        }
+        assert!(
+            out.contains("to-dev-fd"),
+            "{who:?}: /dev/./fd/1 is the caller's:\n{out}\n{err}"
+        );
+        assert!(out.contains("SELF-IS-CALLER"), "{who:?}:\n{out}\n{err}");
+        assert!(
+            w.workspace(who).join(".envrc").symlink_metadata().is_err(),
+            "{who:?}"
+        );
+    }
+}
+
+/// A process that restricted itself with Landlock (a tool sandboxing its
+/// own children, as some coding agents do) must not have the supervisor
+/// create what its domain forbids.
+const LANDLOCKED: &str = r#"
+python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(444, None, 0, 1) < 1:
+    print("NO-LANDLOCK"); raise SystemExit(0)
+class Attr(ctypes.Structure): _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+# MAKE_DIR, MAKE_REG, MAKE_FIFO, MAKE_SYM: handled, and no rule grants them.
+a = Attr((1 << 7) | (1 << 8) | (1 << 10) | (1 << 12))
+rs = libc.syscall(444, ctypes.byref(a), ctypes.sizeof(a), 0)
+libc.prctl(38, 1, 0, 0, 0)
+assert libc.syscall(446, rs, 0) == 0
+for what, f in [("mkdir", lambda: os.mkdir("ll-dir")),
+                 ("creat", lambda: os.close(os.open("ll-file", os.O_CREAT | os.O_WRONLY, 0o644))),
+                 ("symlink", lambda: os.symlink("x", "ll-link"))]:
+    try: f(); print("LANDLOCK-BYPASS", what)
+    except OSError as e: print("landlock held", what, e.errno)
+PY
+"#;
+
+#[test]
+#[ignore = "open hole (audit): the supervisor is not in the caller's Landlock domain; no fix yet"]
+fn a_landlocked_caller_gets_no_creation_its_domain_forbids() {
+    if !require("guard_landlock") {
+        return;
+    }
+    let w = World::with_probe("guardlandlock");
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "shell", LANDLOCKED]);
+        let out = stdout(&o);
+        assert!(
+            !out.contains("LANDLOCK-BYPASS"),
+            "{who:?}:\n{out}\n{}",
+            stderr(&o)
+        );
+        let ws = w.workspace(who);
+        for p in ["ll-dir", "ll-file", "ll-link"] {
+            assert!(ws.join(p).symlink_metadata().is_err(), "{who:?}: {p}");
+        }
+    }
+}
+
+/// The protected parents are matched by inode (on a file system whose
+/// directory inodes are stable): moving one of their *ancestors* away and
+/// building the same path anew gives the missing names a home the table
+/// does not know.
+const MOVED_ANCESTORS: &str = r##"
+t() { if sh -c "$2" 2>/dev/null; then echo "MADE $1"; else echo "refused $1"; fi; }
+t nested-repo-ancestor 'mv a b && mkdir -p a/sub && echo "touch MARK" > a/sub/.envrc'
+t modules-ancestor 'mv .git/modules .git/m2 && mkdir -p .git/modules/s/hooks'
+"##;
+
+#[test]
+fn a_protected_parents_ancestors_cannot_be_moved_aside() {
+    if !require("guard_ancestors") {
+        return;
+    }
+    let w = World::with_probe("guardancestors");
+    for who in BOTH {
+        let setup = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git init -q -b main . && mkdir -p a .git/modules && git init -q a/sub \
+                 && git init -q --separate-git-dir=.git/modules/s s && echo ok",
+            ],
+        );
+        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
+        let o = w.run(who, &[], &["claude", "shell", MOVED_ANCESTORS]);
+        let out = stdout(&o);
+        assert!(!out.contains("MADE"), "{who:?}:\n{out}\n{}", stderr(&o));
+        let ws = w.workspace(who);
+        assert!(
+            ws.join("a/sub/.git").is_dir(),
+            "{who:?}: the nested repository moved"
+        );
+        assert!(
+            ws.join("a/sub/.envrc").symlink_metadata().is_err(),
+            "{who:?}"
+        );
+        assert!(
+            ws.join(".git/modules/s/HEAD").is_file(),
+            "{who:?}: the module moved"
+        );
+    }
+}
+
+/// `.git` as a file (a submodule, a linked worktree) names the git
+/// directory whose config git obeys: rewritten, it points at a config the
+/// session wrote (decision 0006's protected paths do not list it).
+const GITFILE: &str = r#"
+git init -q --bare evil && git -C evil config core.bare false \
+  && git -C evil config core.fsmonitor 'touch MARK; false'
+printf 'gitdir: ../evil\n' > s/.git && echo GITFILE-REWRITTEN
+rm -f s/.git && mkdir s/.git 2>/dev/null && echo GITFILE-REPLACED
+"#;
+
+#[test]
+fn a_gitdir_pointer_file_cannot_be_rewritten() {
+    if !require("gitfile") {
+        return;
+    }
+    let w = World::with_probe("gitfile");
+    for who in BOTH {
+        let setup = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git init -q -b main . && mkdir -p .git/modules \
+                 && git init -q --separate-git-dir=.git/modules/s s && echo ok",
+            ],
+        );
+        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
+        let o = w.run(who, &[], &["claude", "shell", GITFILE]);
+        let out = stdout(&o);
+        let host = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git -C s status >/dev/null 2>&1; ls s/MARK 2>&1",
+            ],
+        );
+        assert!(
+            stdout(&host).contains("No such file"),
+            "{who:?}: a planted command ran on the host:\n{out}\n{}",
+            stdout(&host)
+        );
+        assert!(!out.contains("GITFILE-RE"), "{who:?}:\n{out}");
+    }
+}
+
+/// A FIFO's writer that gives up (killed while the supervisor waits in
+/// its `open` for a reader) must not take a supervisor thread with it:
+/// after more such writers than the supervisor has threads, creation
+/// still works.
+const ABANDONED_FIFO_WRITERS: &str = r#"
+mkfifo ff
+for i in 1 2 3 4 5; do timeout 1 sh -c 'echo x > ff'; done
+timeout 10 touch after-fifo && echo TOUCH-OK || echo TOUCH-HUNG
+cat ff > got & echo through-fifo > ff; wait; cat got
+"#;
+
+#[test]
+fn abandoned_fifo_writers_do_not_wedge_the_supervisor() {
+    if !require("guard_fifo") {
+        return;
+    }
+    let w = World::with_probe("guardfifo");
+    let o = w.run(Who::Root, &[], &["claude", "shell", ABANDONED_FIFO_WRITERS]);
+    let out = stdout(&o);
+    assert!(out.contains("TOUCH-OK"), "{out}\n{}", stderr(&o));
+    assert!(out.contains("through-fifo"), "{out}\n{}", stderr(&o));
+}
+
+/// Ordinary calls the supervisor must serve as the kernel would.
+const ORDINARY: &str = r#"
+python3 - <<'PY'
+import os, threading
+open("plain", "w").close(); os.symlink("plain", "sl")
+# O_PATH ignores O_CREAT: an O_PATH descriptor of the link's target.
+try:
+    fd = os.open("sl", os.O_PATH | os.O_CREAT)
+    print("OPATH", os.path.basename(os.readlink("/proc/self/fd/%d" % fd)))
+except OSError as e: print("OPATH-FAILED", e)
+# A thread other than the main one creates (Node's libuv pool does).
+res = []
+def f():
+    try:
+        os.close(os.open("from-thread", os.O_CREAT | os.O_WRONLY, 0o644)); os.mkdir("thread-dir")
+        res.append("THREAD-OK")
+    except OSError as e: res.append("THREAD-FAILED %s" % e)
+t = threading.Thread(target=f); t.start(); t.join(); print(res[0])
+PY
+"#;
+
+#[test]
+fn ordinary_calls_are_served_as_the_kernel_would() {
+    if !require("guard_ordinary") {
+        return;
+    }
+    let w = World::with_probe("guardordinary");
+    for setup in ["", REFUSE_FRESH_PROC] {
+        for who in BOTH {
+            let o = w
+                .command_with_setup(
+                    who,
+                    &w.workspace(who),
+                    setup,
+                    &[],
+                    &["claude", "shell", ORDINARY],
+                )
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let out = stdout(&o);
+            assert!(
+                out.contains("OPATH plain"),
+                "{who:?} {setup:?}:\n{out}\n{}",
+                stderr(&o)
+            );
+            assert!(
+                out.contains("THREAD-OK"),
+                "{who:?} {setup:?}:\n{out}\n{}",
+                stderr(&o)
+            );
+            let _ = w.run(
+                who,
+                &[],
+                &["sh", "-c", "rm -rf plain sl from-thread thread-dir"],
+            );
+        }
+    }
+}
