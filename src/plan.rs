@@ -68,6 +68,12 @@ pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
 pub(crate) const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
 /// System files that always read as empty inside, where they exist.
 pub(crate) const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+/// The memory files of the sandbox's PID 1 in a fresh `/proc`, masked
+/// with the empty file (which bubblewrap's `nodev` bind makes unopenable:
+/// EACCES): PID 1 is bubblewrap's init, with the session's uid and outside
+/// the seccomp filter, so its memory written from inside would run code
+/// free of it (the filter refuses `ptrace` and `process_vm_writev` of PID 1).
+pub(crate) const PID1_MEM: &[&str] = &["/proc/1/mem", "/proc/1/task/1/mem"];
 /// Directories replaced by an empty tmpfs, where they exist as directories:
 /// every socket, secret and per-user runtime directory under `/run` is gone,
 /// including those a daemon creates after the launch (§4.1, issue #13).
@@ -559,6 +565,10 @@ fn system_mounts(facts: &Facts) -> Vec<Mount> {
         },
         Mount::Tmpfs { dst: "/tmp".into() },
     ];
+    // (The host's /proc is bound read-only: no memory file opens for writing.)
+    if facts.proc_mode == ProcMode::Fresh {
+        m.extend(PID1_MEM.iter().map(|f| Mount::Empty { dst: f.into() }));
+    }
     m.extend(
         facts
             .run_dirs

@@ -44,6 +44,13 @@ const ENOSYS: u32 = 38;
 
 const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;
+/// btrfs's ioctls that give a new subvolume or snapshot a name: a directory
+/// made without `mkdir`, past the creation guard (and nothing a session
+/// needs). `_IOW(0x94, nr, 4096-byte args)`, the same on every ABI.
+const BTRFS_IOC_SNAP_CREATE: u32 = 0x5000_9401;
+const BTRFS_IOC_SUBVOL_CREATE: u32 = 0x5000_940e;
+const BTRFS_IOC_SNAP_CREATE_V2: u32 = 0x5000_9417;
+const BTRFS_IOC_SUBVOL_CREATE_V2: u32 = 0x5000_9418;
 
 // Namespace flags of clone(2) and unshare(2) (linux/sched.h).
 const CLONE_NEWTIME: u32 = 0x0000_0080;
@@ -168,6 +175,8 @@ const N: i32 = -1;
 const SYSCALLS: &[(&str, [i32; 5])] = &[
     //                       x86_64  x32  i386 aarch64 arm
     ("ioctl",               [ 16,  514,   54,  29,   54]),
+    ("ptrace",              [101,  521,   26, 117,   26]),
+    ("process_vm_writev",   [311,  540,  348, 271,  377]),
     ("clone",               [ 56,   56,  120, 220,  120]),
     ("socket",              [ 41,   41,  359, 198,  281]),
     ("unshare",             [272,  272,  310,  97,  337]),
@@ -267,16 +276,27 @@ pub(crate) enum Profile {
     /// The sandbox's filter letting `clone`/`unshare` make user namespaces.
     #[cfg(any(test, feature = "test-mutations"))]
     UsernsAllowed,
+    /// The sandbox's filter letting `ptrace` and `process_vm_writev` reach
+    /// PID 1.
+    #[cfg(any(test, feature = "test-mutations"))]
+    Pid1Open,
 }
 
 /// The rule for `name` (None: allowed).
 pub(crate) fn rule(name: &str, profile: Profile) -> Option<Rule> {
-    const TTY_INJECTION: &[u32] = &[TIOCSTI, TIOCLINUX];
+    const IOCTLS_REFUSED: &[u32] = &[
+        TIOCSTI,
+        TIOCLINUX,
+        BTRFS_IOC_SNAP_CREATE,
+        BTRFS_IOC_SUBVOL_CREATE,
+        BTRFS_IOC_SNAP_CREATE_V2,
+        BTRFS_IOC_SUBVOL_CREATE_V2,
+    ];
     #[cfg(any(test, feature = "test-mutations"))]
     match profile {
         Profile::Minimal => {
             return match name {
-                "ioctl" => Some(Rule::DenyIfEq(1, TTY_INJECTION)),
+                "ioctl" => Some(Rule::DenyIfEq(1, &[TIOCSTI, TIOCLINUX])),
                 "add_key" | "request_key" | "keyctl" => Some(Rule::Errno(EPERM)),
                 _ => None,
             }
@@ -286,11 +306,23 @@ pub(crate) fn rule(name: &str, profile: Profile) -> Option<Rule> {
             "unshare" => return Some(Rule::DenyIfAny(0, NS_UNSHARE & !CLONE_NEWUSER)),
             _ => {}
         },
+        Profile::Pid1Open => {
+            if matches!(name, "ptrace" | "process_vm_writev") {
+                return None;
+            }
+        }
         Profile::Sandbox => {}
     }
     let _ = profile;
     Some(match name {
-        "ioctl" => Rule::DenyIfEq(1, TTY_INJECTION),
+        "ioctl" => Rule::DenyIfEq(1, IOCTLS_REFUSED),
+        // PID 1 is bubblewrap's init: the session's uid, dumpable, and not
+        // under this filter (bubblewrap loads it for the command only). A
+        // process that traced it or wrote its memory would run code free
+        // of every rule here (and of the creation guard). Its /proc mem
+        // files are masked (plan::system_mounts); pidfd_getfd is refused.
+        "ptrace" => Rule::DenyIfEq(1, &[1]),
+        "process_vm_writev" => Rule::DenyIfEq(0, &[1]),
         "clone" => Rule::DenyIfAny(0, NS_CLONE),
         "unshare" => Rule::DenyIfAny(0, NS_UNSHARE),
         "clone3" => Rule::Errno(ENOSYS),
@@ -531,17 +563,6 @@ pub(crate) const O_CREAT: u32 = 0o100;
 /// could not hand an `O_PATH` descriptor over anyway: `ADDFD` refuses it).
 pub(crate) const O_PATH: u32 = 0o1000_0000;
 
-/// Calls that act on another process, refused by the guard's filter when
-/// they name PID 1 (args\[i\]): the sandbox's PID 1 is bubblewrap's init,
-/// with the session's uid, dumpable and *not* under the guard's filter, so
-/// a process that traced it or wrote its memory could make it create any
-/// name. Numbers per ABI as in [`SYSCALLS`].
-#[rustfmt::skip]
-pub(crate) const PID1_SYSCALLS: &[(&str, [i32; 5], u32)] = &[
-    //                     x86_64  x32  i386 aarch64 arm   pid in
-    ("ptrace",            [101,  521,   26,  117,   26],  1),
-    ("process_vm_writev", [311,  540,  348,  271,  377],  0),
-];
 /// `unlinkat`'s flag that makes it `rmdir`.
 pub(crate) const AT_REMOVEDIR: u32 = 0x200;
 
@@ -633,16 +654,6 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
         };
         a.jump(BPF_JEQ_K, nr, Some(to), None);
     }
-    let mut pid1 = Vec::new();
-    for (name, _, i) in PID1_SYSCALLS {
-        let table: Vec<(&str, [i32; 5])> = PID1_SYSCALLS.iter().map(|(n, c, _)| (*n, *c)).collect();
-        let Some(nr) = abi.nr_in(&table, name) else {
-            continue;
-        };
-        let l = a.label();
-        pid1.push((l, *i));
-        a.jump(BPF_JEQ_K, nr, Some(l), None);
-    }
     a.ret(RET_ALLOW);
     a.bind(notify);
     a.ret(RET_USER_NOTIF);
@@ -661,15 +672,6 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
         a.ret(RET_ALLOW);
         a.bind(yes);
         a.ret(RET_USER_NOTIF);
-    }
-    for (l, i) in pid1 {
-        a.bind(l);
-        a.load(off_arg(i));
-        let deny = a.label();
-        a.jump(BPF_JEQ_K, 1, Some(deny), None);
-        a.ret(RET_ALLOW);
-        a.bind(deny);
-        a.ret(RET_ERRNO | EPERM);
     }
 }
 
@@ -975,6 +977,48 @@ mod tests {
         }
     }
 
+    #[test]
+    fn pid_1_cannot_be_traced_or_written_other_processes_can() {
+        for abi in ALL_ABIS {
+            for (name, i) in [("ptrace", 1usize), ("process_vm_writev", 0)] {
+                let v = |pid: u64| {
+                    let mut args = [0u64; 6];
+                    args[i] = pid;
+                    verdict(Profile::Sandbox, abi, name, args)
+                };
+                // The kernel reads a pid_t: the high bits do not matter.
+                assert_eq!(v(1), DENIED, "{abi:?} {name}");
+                assert_eq!(v(0xffff_ffff_0000_0001), DENIED, "{abi:?} {name}");
+                for ok in [0u64, 2, 4242, u64::MAX] {
+                    assert_eq!(v(ok), RET_ALLOW, "{abi:?} {name} {ok}");
+                }
+                // The mutation that proves verify's check lets them through.
+                let mut args = [0u64; 6];
+                args[i] = 1;
+                assert_eq!(verdict(Profile::Pid1Open, abi, name, args), RET_ALLOW);
+            }
+        }
+    }
+
+    #[test]
+    fn btrfs_subvolumes_cannot_be_made_other_ioctls_pass() {
+        for abi in ALL_ABIS {
+            let v = |cmd: u32| verdict(Profile::Sandbox, abi, "ioctl", arg1(cmd.into()));
+            for cmd in [
+                BTRFS_IOC_SNAP_CREATE,
+                BTRFS_IOC_SUBVOL_CREATE,
+                BTRFS_IOC_SNAP_CREATE_V2,
+                BTRFS_IOC_SUBVOL_CREATE_V2,
+            ] {
+                assert_eq!(v(cmd), DENIED, "{abi:?} {cmd:#x}");
+            }
+            // FIONREAD, TCGETS, BTRFS_IOC_CLONE (a reflink: no new name).
+            for cmd in [0x541B, 0x5401, 0x4004_9409] {
+                assert_eq!(v(cmd), RET_ALLOW, "{abi:?} {cmd:#x}");
+            }
+        }
+    }
+
     /// Numbers of everyday syscalls, per ABI (not in the filter's table).
     #[rustfmt::skip]
     const WORKLOAD: &[(&str, [u32; 5])] = &[
@@ -1060,6 +1104,13 @@ mod tests {
             assert_eq!(u("unshare", CLONE_NEWNS), DENIED);
             assert_eq!(u("clone", CLONE_NEWNS | CLONE_NEWUSER), DENIED);
             assert_eq!(u("mount", 0), DENIED);
+            // PID 1 reachable, everything else as the sandbox's.
+            let o = |n: &str, a| verdict(Profile::Pid1Open, abi, n, a);
+            assert_eq!(o("ptrace", arg1(1)), RET_ALLOW);
+            assert_eq!(o("process_vm_writev", arg0(1)), RET_ALLOW);
+            assert_eq!(o("ioctl", arg1(TIOCSTI as u64)), DENIED);
+            assert_eq!(o("mount", [0; 6]), DENIED);
+            assert_eq!(o("unshare", arg0(CLONE_NEWUSER as u64)), DENIED);
         }
     }
 
@@ -1188,17 +1239,6 @@ mod tests {
                         Some(RET_ALLOW),
                         "{abi:?}"
                     );
-                    // PID 1 (bubblewrap's init, unguarded) is not to be driven.
-                    let pid1: Vec<(&str, [i32; 5])> =
-                        PID1_SYSCALLS.iter().map(|(n, c, _)| (*n, *c)).collect();
-                    for (name, _, i) in PID1_SYSCALLS {
-                        let nr = abi.nr_in(&pid1, name).unwrap();
-                        let mut args = [0u64; 6];
-                        args[*i as usize] = 0xffff_ffff_0000_0001;
-                        assert_eq!(run(&p, *arch, nr, args), DENIED, "{abi:?} {name}");
-                        args[*i as usize] = 2;
-                        assert_eq!(run(&p, *arch, nr, args), RET_ALLOW, "{abi:?} {name}");
-                    }
                     // Everything else passes (read, write, close: 0..3 on x86_64).
                     let read = abi.nr("ioctl").unwrap();
                     assert_eq!(run(&p, *arch, read, [0; 6]), RET_ALLOW);
@@ -1225,8 +1265,7 @@ mod tests {
                 continue;
             };
             let h = header_numbers(&text);
-            let pid1 = PID1_SYSCALLS.iter().map(|(n, c, _)| (n, c));
-            for (name, cols) in CREATE_SYSCALLS.iter().map(|(n, c)| (n, c)).chain(pid1) {
+            for (name, cols) in CREATE_SYSCALLS {
                 let ours = cols[abi.column()];
                 match h.get(*name) {
                     Some(n) => assert_eq!(ours, *n, "{path}: {name}"),

@@ -55,6 +55,9 @@ pub(crate) enum Mutation {
     /// keyring syscalls refused.
     #[cfg(feature = "test-mutations")]
     SeccompMinimal,
+    /// The seccomp filter lets `ptrace` and `process_vm_writev` reach PID 1.
+    #[cfg(feature = "test-mutations")]
+    Pid1Open,
     /// Allowlist mode's proxy lets every `.invalid` name through (the
     /// names `verify` probes with).
     #[cfg(feature = "test-mutations")]
@@ -99,6 +102,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::SeccompMinimal => "seccomp-minimal",
         Mutation::AcceptEnvOverrides => "accept-env-overrides",
         Mutation::AllowlistOpen => "allowlist-open",
+        Mutation::Pid1Open => "pid1-open",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -140,6 +144,9 @@ pub(crate) fn apply(
     }
     if active(Mutation::SeccompMinimal) {
         sb.seccomp.program = crate::seccomp::program_bytes_for(crate::seccomp::Profile::Minimal);
+    }
+    if active(Mutation::Pid1Open) {
+        sb.seccomp.program = crate::seccomp::program_bytes_for(crate::seccomp::Profile::Pid1Open);
     }
     if active(Mutation::Unprotect) {
         sb.mounts

@@ -304,6 +304,12 @@ pub(crate) struct Observed {
     /// Calls the seccomp filter must refuse, tried with arguments the kernel
     /// itself would reject differently ([`syscall_samples`]).
     pub syscall_samples: Vec<SyscallSample>,
+    /// The calls that would drive the sandbox's PID 1 (bubblewrap's init,
+    /// outside the seccomp filter), tried harmlessly ([`pid1_samples`]).
+    pub pid1_samples: Vec<SyscallSample>,
+    /// PID 1's memory files that opened for writing as memory (not the
+    /// empty file over them).
+    pub pid1_mem_writable: Vec<String>,
     /// Allowlist mode: the proxy's status line for a name on no list
     /// ([`ALLOWLIST_PROBE`]), or why there is none. `None` in other modes.
     pub proxy_probe: Option<Result<String, String>>,
@@ -353,6 +359,8 @@ impl Default for Observed {
             userns_errno: 0,
             root_only_readable: Vec::new(),
             syscall_samples: Vec::new(),
+            pid1_samples: Vec::new(),
+            pid1_mem_writable: Vec::new(),
             proxy_probe: None,
         }
     }
@@ -390,6 +398,51 @@ fn errno_of(r: i64) -> i32 {
     } else {
         0
     }
+}
+
+/// Tracing PID 1 and writing its memory, tried so that nothing happens to
+/// it when they work: `PTRACE_SEIZE` does not stop it (and is undone at
+/// once), `process_vm_writev` with no iovec writes nothing.
+fn pid1_samples() -> Vec<SyscallSample> {
+    use nix::libc::{self, syscall};
+    let null = std::ptr::null::<u8>();
+    const PTRACE_SEIZE: libc::c_long = 0x4206;
+    let seize = unsafe { syscall(libc::SYS_ptrace, PTRACE_SEIZE, 1, 0, 0) };
+    let seize_errno = errno_of(seize);
+    if seize == 0 {
+        unsafe { syscall(libc::SYS_ptrace, libc::PTRACE_DETACH, 1, 0, 0) };
+    }
+    let writev = unsafe { syscall(libc::SYS_process_vm_writev, 1, null, 0, null, 0, 0) };
+    vec![
+        SyscallSample {
+            call: "ptrace(PTRACE_SEIZE, 1)",
+            want: libc::EPERM,
+            got: seize_errno,
+        },
+        SyscallSample {
+            call: "process_vm_writev(1, no iovec)",
+            want: libc::EPERM,
+            got: errno_of(writev),
+        },
+    ]
+}
+
+/// PID 1's memory files that open read-write as memory (a fresh /proc
+/// masks them with the empty file; the host's is mounted read-only).
+fn pid1_mem_writable() -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    crate::plan::PID1_MEM
+        .iter()
+        .filter(|p| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(p)
+                .and_then(|f| f.metadata())
+                .is_ok_and(|m| !m.file_type().is_char_device())
+        })
+        .map(|p| p.to_string())
+        .collect()
 }
 
 fn names_in(dir: &str) -> Option<Vec<String>> {
@@ -460,6 +513,8 @@ impl Observed {
             userns_errno,
             root_only_readable,
             syscall_samples,
+            pid1_samples: pid1_samples(),
+            pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             env,
         }
@@ -849,6 +904,7 @@ const BATTERY: &[Def] = &[
     def("syscalls-refused", "kernel interfaces a session does not need are refused: namespaces, mounts, bpf, perf, userfaultfd, io_uring (§4.4, issue #13)", check_syscalls),
     def("egress-allowlist", "allowlist mode: no route at all, tools pointed at the proxy, a name on no list refused (§4.9)", check_egress_allowlist),
     def("protected-creation", "a protected path that does not exist cannot be created either: the creation guard refuses it (§4.8)", check_protected_creation),
+    def("pid1-sealed", "the sandbox's PID 1 (bubblewrap's init, outside the seccomp filter) cannot be traced or have its memory written from inside (§4.4)", check_pid1),
 ];
 
 #[cfg(test)]
@@ -912,6 +968,7 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         }
         sandbox::Mount::Dev { .. } => "dev-fresh",
         sandbox::Mount::Proc { .. } => "pid-namespace",
+        sandbox::Mount::Empty { dst } if in_system(plan::PID1_MEM, dst) => "pid1-sealed",
         sandbox::Mount::Data { dst, .. } if dst == Path::new(paths::GITCONFIG) => {
             "gitconfig-curated"
         }
@@ -1151,6 +1208,31 @@ fn check_pid_ns(o: &Observed) -> Outcome {
         );
     }
     Ok("own PID namespace, nested under the launcher's".into())
+}
+
+fn check_pid1(o: &Observed) -> Outcome {
+    if o.pid1_samples.is_empty() {
+        return Err("PID 1 was not probed".into());
+    }
+    let mut open: Vec<String> = o
+        .pid1_samples
+        .iter()
+        .filter(|s| s.got != s.want)
+        .map(|s| format!("{} answered errno {}", s.call, s.got))
+        .collect();
+    open.extend(
+        o.pid1_mem_writable
+            .iter()
+            .map(|p| format!("{p} opened for writing")),
+    );
+    if open.is_empty() {
+        Ok("PID 1 cannot be traced, and its memory cannot be written".into())
+    } else {
+        Err(format!(
+            "PID 1 (bubblewrap's init, unfiltered) can be driven from inside: {}",
+            open.join("; ")
+        ))
+    }
 }
 
 fn check_ipc_uts(o: &Observed) -> Outcome {
@@ -2179,6 +2261,14 @@ mod tests {
             keyctl_errno: nix::libc::EPERM,
             userns_errno: nix::libc::ENOSPC,
             syscall_samples: syscall_samples_refused(),
+            pid1_samples: ["ptrace(…, 1)", "process_vm_writev(1, …)"]
+                .into_iter()
+                .map(|call| SyscallSample {
+                    call,
+                    want: nix::libc::EPERM,
+                    got: nix::libc::EPERM,
+                })
+                .collect(),
             routes: parse_routes(JAIL_ROUTES),
             gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
             pin: Ok(()),
@@ -2314,6 +2404,13 @@ mod tests {
                 Box::new(|o| o.syscall_samples[1].got = nix::libc::EFAULT),
             ),
             ("syscalls-refused", Box::new(|o| o.syscall_samples.clear())),
+            ("pid1-sealed", Box::new(|o| o.pid1_samples[0].got = 0)),
+            ("pid1-sealed", Box::new(|o| o.pid1_samples[1].got = 0)),
+            ("pid1-sealed", Box::new(|o| o.pid1_samples.clear())),
+            (
+                "pid1-sealed",
+                Box::new(|o| o.pid1_mem_writable.push("/proc/1/mem".into())),
+            ),
             (
                 "run-masked",
                 Box::new(|o| o.mounts.retain(|m| m.point != Path::new("/run"))),

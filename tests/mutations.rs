@@ -27,6 +27,7 @@ const NAMES: &[&str] = &[
     "host-state",
     "allow-userns",
     "seccomp-minimal",
+    "pid1-open",
     "accept-env-overrides",
 ];
 

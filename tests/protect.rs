@@ -453,6 +453,16 @@ class Iov(ctypes.Structure): _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_
 l, r = Iov(ctypes.addressof(buf), 1), Iov(0x1000, 1)
 libc.process_vm_writev(1, ctypes.byref(l), 1, ctypes.byref(r), 1, 0)
 print('WRITEV-PID1-ERRNO', ctypes.get_errno())"
+# Its memory files, opened directly (no O_CREAT: the kernel's open, not the
+# supervisor's): the empty file, not memory.
+for f in /proc/1/mem /proc/1/task/1/mem; do
+  python3 -c "
+import os, stat, sys
+try: fd = os.open(sys.argv[1], os.O_RDWR)
+except OSError as e: print('PID1-MEM refused', sys.argv[1], e.errno); raise SystemExit
+print('PID1-MEM', sys.argv[1], 'null' if stat.S_ISCHR(os.fstat(fd).st_mode) else 'MEMORY')" "$f"
+done
+echo "PID1-FDS $(ls /proc/1/fd 2>&1 | tr '\n' ' ')"
 "#;
 
 #[test]
@@ -474,6 +484,12 @@ fn the_sandboxs_pid_1_cannot_be_made_to_create_for_a_caller() {
         );
         // process_vm_writev on PID 1: refused (EPERM), not a fault (EFAULT).
         assert!(out.contains("WRITEV-PID1-ERRNO 1\n"), "{who:?}: {out}");
+        // Its memory files read and write as the empty file.
+        assert!(
+            !out.contains("MEMORY"),
+            "{who:?}: PID 1's memory opened:\n{out}"
+        );
+        assert_eq!(out.matches("PID1-MEM ").count(), 2, "{who:?}: {out}");
         assert!(
             w.workspace(who).join(".envrc").symlink_metadata().is_err(),
             "{who:?}"

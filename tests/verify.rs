@@ -356,8 +356,16 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("unguarded", &["protected-creation"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
-        // The filter before issue #13: TIOCSTI and keyrings still refused.
-        ("seccomp-minimal", &["syscalls-refused"]),
+        // The filter before issue #13: TIOCSTI and keyrings still refused
+        // (and PID 1 reachable).
+        ("seccomp-minimal", &["syscalls-refused", "pid1-sealed"]),
+        // PID 1 (bubblewrap's init, unfiltered): traced, or its memory
+        // opened for writing.
+        ("pid1-open", &["pid1-sealed"]),
+        (
+            "drop-mount=/proc/1/mem,drop-mount=/proc/1/task/1/mem",
+            &["pid1-sealed"],
+        ),
         ("accept-env-overrides", &["env-overrides"]),
         // The sandbox's view of the managed settings, without the lockdown.
         (
