@@ -554,6 +554,13 @@ pub(crate) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
     ("renameat2",     [316,  316,  353, 276,  382]),
     ("rmdir",         [ 84,   84,   40,   N,   40]),
     ("unlinkat",      [263,  263,  301,  35,  328]),
+    // Not creations: Landlock, refused as on a kernel without it (ENOSYS).
+    // The supervisor performs creations outside a caller's Landlock
+    // domain, so a domain would hold for everything but them; a tool told
+    // "no Landlock" knows it is not restricted instead of believing it is.
+    ("landlock_create_ruleset", [444, 444, 444, 444, 444]),
+    ("landlock_add_rule",       [445, 445, 445, 445, 445]),
+    ("landlock_restrict_self",  [446, 446, 446, 446, 446]),
 ];
 
 /// `O_CREAT` (the same on every ABI here).
@@ -587,6 +594,9 @@ fn guard_rule(name: &str) -> GuardRule {
         // supervisor would have to honour its RESOLVE_* rules: libcs never
         // use it for open(3), and callers fall back to openat on ENOSYS.
         "openat2" => GuardRule::Errno(ENOSYS),
+        "landlock_create_ruleset" | "landlock_add_rule" | "landlock_restrict_self" => {
+            GuardRule::Errno(ENOSYS)
+        }
         _ => GuardRule::Notify,
     }
 }
@@ -1232,6 +1242,13 @@ mod tests {
                         Some(NOTIFY)
                     );
                     assert_eq!(run1("openat2", [0; 6]), Some(RET_ERRNO | ENOSYS), "{abi:?}");
+                    for ll in [
+                        "landlock_create_ruleset",
+                        "landlock_add_rule",
+                        "landlock_restrict_self",
+                    ] {
+                        assert_eq!(run1(ll, [0; 6]), Some(RET_ERRNO | ENOSYS), "{abi:?} {ll}");
+                    }
                     // O_PATH drops O_CREAT: the kernel's.
                     let opath = u64::from(O_CREAT | O_PATH);
                     assert_eq!(

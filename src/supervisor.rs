@@ -1400,7 +1400,8 @@ mod tests {
         );
         assert_eq!(decode("read", a), None);
         for (name, _) in crate::seccomp::CREATE_SYSCALLS {
-            if *name != "openat2" {
+            // Refused by the filter itself, never sent here.
+            if *name != "openat2" && !name.starts_with("landlock_") {
                 assert!(decode(name, a).is_some(), "{name}");
             }
         }
