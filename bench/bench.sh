@@ -150,7 +150,8 @@ d_allow = med("allowlist") - med("direct")
 print(f"median added, allowlist:  {d_allow:8.1f} ms   ({d_allow / d_on:.2f}x jail on; target <= 1.00x: {'OK' if d_allow <= d_on else 'OVER'})")
 import statistics
 tp = {k: statistics.median(float(x) for x in open(f).read().split()) for k, f in (("open", sys.argv[7]), ("allowlist", sys.argv[8]))}
-hf, sf, hd, sd_ = (float(x) for x in open(sys.argv[9]).read().split())
-print(f"creation guard: a file made with O_CREAT {hf:.1f} µs on the host, {sf:.1f} µs inside ({sf - hf:+.1f} µs); mkdir {hd:.1f} µs host, {sd_:.1f} µs inside ({sd_ - hd:+.1f} µs)")
+c = [float(x) for x in open(sys.argv[9]).read().split()]
+for where, (hf, sf, hd, sd_) in (("the workspace's disk", c[0:4]), ("a tmpfs", c[4:8])):
+    print(f"creation guard, {where}: a file made with O_CREAT {hf:.1f} µs on the host, {sf:.1f} µs inside ({sf - hf:+.1f} µs); mkdir {hd:.1f} µs host, {sd_:.1f} µs inside ({sd_ - hd:+.1f} µs)")
 print(f"200 MB download (median of 5): open jail {tp['open']:.3f} s ({200 / tp['open']:.0f} MB/s), allowlist proxy {tp['allowlist']:.3f} s ({200 / tp['allowlist']:.0f} MB/s): {tp['allowlist'] / tp['open']:.2f}x; target 1.50x: {'OK' if tp['allowlist'] <= 1.5 * tp['open'] else 'OVER'}")
 PY

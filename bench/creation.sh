@@ -3,27 +3,36 @@
 # after egress-throughput.sh installed the probe as the real binary): what
 # the creation guard (decision 0009) costs a workload that creates files.
 # 5000 files made with `: > f` (open with O_CREAT, close) and 1000
-# directories, in the workspace, timed from inside the shell that makes
-# them, on the host and inside the sandbox (every creation goes through the
-# guard's supervisor); three runs each. WORK/creation gets the medians in
-# µs per creation: host-file sandbox-file host-dir sandbox-dir.
+# directories, timed from inside the shell that makes them, on the host and
+# inside the sandbox (every creation goes through the guard's supervisor),
+# three runs each, in two places: the workspace's file system (the disk)
+# and a tmpfs (the host's: one mounted in this private mount namespace; the
+# sandbox's: its own /tmp), where the file system's own cost is small and
+# the guard's round trip shows alone. WORK/creation gets the medians in µs
+# per creation: host-file sandbox-file host-dir sandbox-dir, for the disk
+# and then for the tmpfs.
 set -euo pipefail
 work=$1
-script='d=$(mktemp -d ./csb-bench.XXXXXX)
+script='d=$(mktemp -d "$1/csb-bench.XXXXXX")
 s=$(date +%s%N); i=0; while [ $i -lt 5000 ]; do : > $d/f$i; i=$((i+1)); done; e=$(date +%s%N)
 echo "file $(( (e - s) / 5000 ))"
 s=$(date +%s%N); i=0; while [ $i -lt 1000 ]; do mkdir $d/d$i; i=$((i+1)); done; e=$(date +%s%N)
 echo "dir $(( (e - s) / 1000 ))"
 rm -rf $d'
+host_tmpfs=$(mktemp -d /var/tmp/csb-bench-tmpfs.XXXXXX)
+mount -t tmpfs tmpfs "$host_tmpfs"
 for run in 1 2 3; do
-    sh -c "$script" | sed 's/^/host /'
-    CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude shell "$script" | sed 's/^/sandbox /'
+    sh -c "$script" sh . | sed 's/^/disk host /'
+    CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude shell "set -- .; $script" | sed 's/^/disk sandbox /'
+    sh -c "$script" sh "$host_tmpfs" | sed 's/^/tmpfs host /'
+    CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude shell "set -- /tmp; $script" | sed 's/^/tmpfs sandbox /'
 done > "$work/creation-raw"
+umount "$host_tmpfs" && rmdir "$host_tmpfs"
 python3 - "$work/creation-raw" > "$work/creation" <<'PY'
 import statistics, sys
 v = {}
 for line in open(sys.argv[1]):
-    where, kind, ns = line.split()
-    v.setdefault((where, kind), []).append(int(ns) / 1000)
-print(" ".join(f"{statistics.median(v[(w, k)]):.1f}" for k in ("file", "dir") for w in ("host", "sandbox")))
+    fs, where, kind, ns = line.split()
+    v.setdefault((fs, where, kind), []).append(int(ns) / 1000)
+print(" ".join(f"{statistics.median(v[(f, w, k)]):.1f}" for f in ("disk", "tmpfs") for k in ("file", "dir") for w in ("host", "sandbox")))
 PY
