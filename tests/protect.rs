@@ -45,19 +45,14 @@ fn protected_paths_are_read_only_and_git_still_works() {
             ".config/gh/hosts.yml",
             "github.com:\n  oauth_token: decoy\n",
         );
-        let setup = w.run(
+        set_up(
+            &w,
             who,
-            &[],
-            &[
-                "sh",
-                "-c",
-                "git init -q -b main . && git config user.name A && git config user.email a@b \
-                 && echo one > file && git add file && git commit -qm init \
-                 && mkdir -p .vscode sub && echo {} > .vscode/settings.json && echo 'export A=1' > .envrc \
-                 && echo > .gitmodules && git -C sub init -q && echo ok",
-            ],
+            "git init -q -b main . && git config user.name A && git config user.email a@b \
+             && echo one > file && git add file && git commit -qm init \
+             && mkdir -p .vscode sub && echo {} > .vscode/settings.json && echo 'export A=1' > .envrc \
+             && echo > .gitmodules && git -C sub init -q && echo ok",
         );
-        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
         let o = w.run(who, &[], &["claude", "shell", ATTEMPTS]);
         let out = stdout(&o);
         assert!(o.status.success(), "{who:?}: {}\n{out}", stderr(&o));
@@ -236,20 +231,22 @@ echo one > plain.txt && mkdir -p newdir/a && echo two > newdir/a/b && ln -s plai
   && echo x > /tmp/scratch && (echo to-stdout > /dev/stdout) | cat && echo WORK-OK
 "##;
 
+/// Run the shell `script` (ending in `echo ok`) in `who`'s workspace,
+/// outside the sandbox, and require that it got to the end.
+fn set_up(w: &World, who: Who, script: &str) {
+    let o = w.run(who, &[], &["sh", "-c", script]);
+    assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+}
+
 /// A workspace repository without hooks or info, and a nested one without
 /// hooks: protected paths that do not exist.
 fn guarded_workspace(w: &World, who: Who) {
-    let setup = w.run(
+    set_up(
+        w,
         who,
-        &[],
-        &[
-            "sh",
-            "-c",
-            "git init -q -b main . && rm -rf .git/hooks .git/info \
+        "git init -q -b main . && rm -rf .git/hooks .git/info \
              && git init -q sub && rm -rf sub/.git/hooks && echo ok",
-        ],
     );
-    assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
 }
 
 /// Every attempt of [`CREATIONS`] refused, ordinary work done, one line at
@@ -696,17 +693,12 @@ fn a_protected_parents_ancestors_cannot_be_moved_aside() {
     }
     let w = World::with_probe("guardancestors");
     for who in BOTH {
-        let setup = w.run(
+        set_up(
+            &w,
             who,
-            &[],
-            &[
-                "sh",
-                "-c",
-                "git init -q -b main . && mkdir -p a .git/modules && git init -q a/sub \
+            "git init -q -b main . && mkdir -p a .git/modules && git init -q a/sub \
                  && git init -q --separate-git-dir=.git/modules/s s && echo ok",
-            ],
         );
-        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
         let o = w.run(who, &[], &["claude", "shell", MOVED_ANCESTORS]);
         let out = stdout(&o);
         assert!(!out.contains("MADE"), "{who:?}:\n{out}\n{}", stderr(&o));
@@ -743,17 +735,12 @@ fn a_gitdir_pointer_file_cannot_be_rewritten() {
     }
     let w = World::with_probe("gitfile");
     for who in BOTH {
-        let setup = w.run(
+        set_up(
+            &w,
             who,
-            &[],
-            &[
-                "sh",
-                "-c",
-                "git init -q -b main . && mkdir -p .git/modules \
+            "git init -q -b main . && mkdir -p .git/modules \
                  && git init -q --separate-git-dir=.git/modules/s s && echo ok",
-            ],
         );
-        assert!(stdout(&setup).contains("ok"), "{who:?}: {}", stderr(&setup));
         let o = w.run(who, &[], &["claude", "shell", GITFILE]);
         let out = stdout(&o);
         let host = w.run(
