@@ -437,10 +437,11 @@ impl Caller {
             crate::inside::status_field(&status, "Tgid").map(str::to_owned)
         };
         let owner = tgid(first);
+        // `/proc/self` names this process's thread group, in this /proc.
         let mine = std::fs::read_link("/proc/self")
             .ok()
-            .map(|p| p.into_os_string().into_vec());
-        if owner.is_some() && owner == mine.as_deref().and_then(tgid) {
+            .and_then(|p| p.into_os_string().into_string().ok());
+        if owner.is_some() && owner == mine {
             let mut p = format!("/proc/{}", self.proc_pid).into_bytes();
             p.extend_from_slice(tail);
             return ProcOwner::Supervisor(p);

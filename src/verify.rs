@@ -407,23 +407,17 @@ fn pid1_samples() -> Vec<SyscallSample> {
     use nix::libc::{self, syscall};
     let null = std::ptr::null::<u8>();
     const PTRACE_SEIZE: libc::c_long = 0x4206;
-    let seize = unsafe { syscall(libc::SYS_ptrace, PTRACE_SEIZE, 1, 0, 0) };
-    let seize_errno = errno_of(seize);
-    if seize == 0 {
-        unsafe { syscall(libc::SYS_ptrace, libc::PTRACE_DETACH, 1, 0, 0) };
-    }
-    let writev = unsafe { syscall(libc::SYS_process_vm_writev, 1, null, 0, null, 0, 0) };
     vec![
-        SyscallSample {
-            call: "ptrace(PTRACE_SEIZE, 1)",
-            want: libc::EPERM,
-            got: seize_errno,
-        },
-        SyscallSample {
-            call: "process_vm_writev(1, no iovec)",
-            want: libc::EPERM,
-            got: errno_of(writev),
-        },
+        sample("ptrace(PTRACE_SEIZE, 1)", libc::EPERM, &|| unsafe {
+            let r = syscall(libc::SYS_ptrace, PTRACE_SEIZE, 1, 0, 0);
+            if r == 0 {
+                syscall(libc::SYS_ptrace, libc::PTRACE_DETACH, 1, 0, 0);
+            }
+            r
+        }),
+        sample("process_vm_writev(1, no iovec)", libc::EPERM, &|| unsafe {
+            syscall(libc::SYS_process_vm_writev, 1, null, 0, null, 0, 0)
+        }),
     ]
 }
 
@@ -695,15 +689,17 @@ fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
 /// kernel itself rejects with EFAULT, EINVAL or EBADF before doing anything,
 /// even for root: so EPERM (ENOSYS for clone3) can only be the seccomp
 /// filter's answer, and nothing happens if the filter is missing.
+/// Make the call `f` and record the errno it got against the one wanted.
+fn sample(call: &'static str, want: i32, f: &dyn Fn() -> nix::libc::c_long) -> SyscallSample {
+    let r = f();
+    // c_long is i64 here, i32 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let got = errno_of(r as i64);
+    SyscallSample { call, want, got }
+}
+
 fn syscall_samples() -> Vec<SyscallSample> {
-    use nix::libc::{self, c_long, syscall};
-    let sample = |call, want, f: &dyn Fn() -> c_long| {
-        let r = f();
-        // c_long is i64 here, i32 on 32-bit targets.
-        #[allow(clippy::unnecessary_cast)]
-        let got = errno_of(r as i64);
-        SyscallSample { call, want, got }
-    };
+    use nix::libc::{self, syscall};
     let (eperm, enosys) = (libc::EPERM, libc::ENOSYS);
     let null = std::ptr::null::<u8>();
     vec![
@@ -1214,12 +1210,7 @@ fn check_pid1(o: &Observed) -> Outcome {
     if o.pid1_samples.is_empty() {
         return Err("PID 1 was not probed".into());
     }
-    let mut open: Vec<String> = o
-        .pid1_samples
-        .iter()
-        .filter(|s| s.got != s.want)
-        .map(|s| format!("{} answered errno {}", s.call, s.got))
-        .collect();
+    let mut open = answered_otherwise(&o.pid1_samples);
     open.extend(
         o.pid1_mem_writable
             .iter()
@@ -1804,10 +1795,9 @@ fn check_env_overrides(o: &Observed) -> Outcome {
     }
 }
 
-fn check_syscalls(o: &Observed) -> Outcome {
-    if o.syscall_samples.is_empty() {
-        return Err("no refused call was tried".into());
-    }
+/// The samples that did not get the errno they want, each as
+/// "CALL answered WHAT (errno N)".
+fn answered_otherwise(samples: &[SyscallSample]) -> Vec<String> {
     let name = |e: i32| match e {
         0 => "success".to_string(),
         e => std::io::Error::from_raw_os_error(e)
@@ -1817,12 +1807,18 @@ fn check_syscalls(o: &Observed) -> Outcome {
             .unwrap_or_default()
             .to_string(),
     };
-    let through: Vec<String> = o
-        .syscall_samples
+    samples
         .iter()
         .filter(|s| s.got != s.want)
         .map(|s| format!("{} answered {} (errno {})", s.call, name(s.got), s.got))
-        .collect();
+        .collect()
+}
+
+fn check_syscalls(o: &Observed) -> Outcome {
+    if o.syscall_samples.is_empty() {
+        return Err("no refused call was tried".into());
+    }
+    let through = answered_otherwise(&o.syscall_samples);
     if through.is_empty() {
         Ok(format!(
             "{} calls refused by the seccomp filter ({})",
