@@ -5,7 +5,10 @@ use std::path::Path;
 
 use clap::{Parser, Subcommand};
 
-use crate::{config, doctor, hooks, install, launch, paths, promote, report, tripwire, verify};
+use crate::{
+    config, egress::report, install, install::doctor, install::hooks, install::promote, launch,
+    sys::paths, tripwire, verify,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -124,13 +127,13 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         return Ok(launch::shim_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__pasta-keeper") {
-        return Ok(crate::jail::keeper_main(&argv[2..]));
+        return Ok(crate::egress::jail::keeper_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__holder") {
-        return Ok(crate::jail::holder_main(&argv[2..]));
+        return Ok(crate::egress::jail::holder_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__holder-allowlist") {
-        return Ok(crate::proxy::holder_main(&argv[2..]));
+        return Ok(crate::egress::proxy::holder_main(&argv[2..]));
     }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,

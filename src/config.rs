@@ -14,9 +14,9 @@ use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
-use crate::egress::{DomainRule, Egress, Preset};
+use crate::egress::policy::{DomainRule, Egress, Preset};
 use crate::error::bad_input;
-use crate::paths;
+use crate::sys::paths;
 
 /// The default configuration file, compiled into the binary (the installer writes it).
 pub(crate) const DEFAULT_CONFIG: &str = include_str!("../etc/claude-sandbox.conf");
@@ -168,10 +168,10 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             "allow-domains" => {
                 let v = need(value)?;
                 for name in split_list(&v) {
-                    let p = crate::egress::preset(name).ok_or_else(|| {
+                    let p = crate::egress::policy::preset(name).ok_or_else(|| {
                         at(format!(
                             "allow-domains: no preset `{name}` (presets: {})",
-                            crate::egress::PRESETS
+                            crate::egress::policy::PRESETS
                                 .iter()
                                 .map(|p| p.name)
                                 .collect::<Vec<_>>()
@@ -509,7 +509,7 @@ fn added<T: PartialEq>(now: &[T], file: &[T], show: impl Fn(&T) -> String) -> St
 /// Read the file at `path` (a missing file means defaults), then apply the
 /// environment ([`apply_env`], against the current directory).
 pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<Applied> {
-    use crate::files::{read_text, ReadError};
+    use crate::sys::files::{read_text, ReadError};
     let cfg = match read_text(path) {
         Ok(text) => parse(&text, &path.display().to_string())?,
         Err(ReadError::Missing) => Config::default(),

@@ -8,38 +8,19 @@
 #![warn(unreachable_pub)]
 
 mod cli;
-mod clock;
 mod config;
-mod doctor;
+mod creation_guard;
 mod egress;
 mod error;
-mod files;
-mod gitconfig;
-mod hooks;
-mod host;
-mod inside;
 mod install;
-mod integrity;
-mod jail;
-mod kernel;
 mod launch;
-mod paths;
 mod plan;
-mod promote;
-mod protect;
-mod proxy;
-mod record;
-mod report;
-mod rootview;
 mod sandbox;
 mod seccomp;
-mod supervisor;
+mod sys;
 mod testhooks;
 mod tripwire;
 mod verify;
-
-#[cfg(test)]
-mod golden;
 
 pub use cli::main_with;
 pub use error::exit_code;
@@ -53,15 +34,15 @@ pub mod fuzz_targets {
             apply_env, parse, ENV_ALLOW_DOMAIN, ENV_ALLOW_IP, ENV_ALLOW_WRITE, ENV_EGRESS,
             ENV_EGRESS_JAIL, ENV_NO_FORGE, ENV_PASS_ENV, ENV_WORKSPACE_ROOT,
         };
-        pub use crate::egress::{DomainRule, Egress, Preset};
+        pub use crate::egress::policy::{DomainRule, Egress, Preset};
     }
     pub mod hooks {
-        pub use crate::hooks::{
+        pub use crate::plan::managed_settings::{
             inside_managed, merge_managed, unmerge_managed, API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
         };
     }
     pub mod promote {
-        pub use crate::promote::{edit, FEATURE_REF};
+        pub use crate::install::promote::{edit, FEATURE_REF};
     }
     /// The two parsers of allowlist mode that read what a session sends:
     /// the proxy's request heads and, through the log, the report.
@@ -70,7 +51,8 @@ pub mod fuzz_targets {
         /// head it would forward for plain http), or the 400's text.
         #[allow(clippy::type_complexity)]
         pub fn parse_head(head: &[u8]) -> Result<(String, String, u16, Option<Vec<u8>>), String> {
-            crate::proxy::parse_request(head).map(|r| (r.method, r.host, r.port, r.forward_head))
+            crate::egress::proxy::parse_request(head)
+                .map(|r| (r.method, r.host, r.port, r.forward_head))
         }
 
         /// The allowlist's verdict on a request for `host:port` with these
@@ -79,19 +61,25 @@ pub mod fuzz_targets {
         pub fn verdict(rules: &[&str], host: &str, port: u16) -> Result<String, String> {
             let rules: Vec<_> = rules
                 .iter()
-                .filter_map(|r| crate::egress::DomainRule::parse(r).ok())
+                .filter_map(|r| crate::egress::policy::DomainRule::parse(r).ok())
                 .collect();
-            let p = crate::egress::Policy::new(&rules, &[], Default::default(), &[], Vec::new());
+            let p = crate::egress::policy::Policy::new(
+                &rules,
+                &[],
+                Default::default(),
+                &[],
+                Vec::new(),
+            );
             match p.check_name(host, port) {
-                crate::egress::NameVerdict::Name(origin) => Ok(origin),
-                crate::egress::NameVerdict::AllowedIp(ip) => Ok(ip.to_string()),
-                crate::egress::NameVerdict::Refused { fix, .. } => Err(fix),
+                crate::egress::policy::NameVerdict::Name(origin) => Ok(origin),
+                crate::egress::policy::NameVerdict::AllowedIp(ip) => Ok(ip.to_string()),
+                crate::egress::policy::NameVerdict::Refused { fix, .. } => Err(fix),
             }
         }
 
         /// The report's JSON over these log lines (what `egress report --json` prints).
         pub fn report_json(lines: &[Vec<u8>]) -> String {
-            let mut t = crate::report::Tally::default();
+            let mut t = crate::egress::report::Tally::default();
             for l in lines {
                 t.add_line(l);
             }

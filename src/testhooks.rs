@@ -176,8 +176,8 @@ pub(crate) fn apply(
     sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
     if let Network::Allowlist(p) = &mut sb.network {
         if active(Mutation::AllowlistOpen) {
-            p.policy.rules.push(crate::egress::PolicyRule {
-                rule: crate::egress::DomainRule::parse("invalid:443").expect("valid"),
+            p.policy.rules.push(crate::egress::policy::PolicyRule {
+                rule: crate::egress::policy::DomainRule::parse("invalid:443").expect("valid"),
                 origin: "test mutation allowlist-open".into(),
             });
         }

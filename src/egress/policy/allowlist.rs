@@ -1,7 +1,7 @@
 //! Egress by domain (SPEC §4.9, issue #15): the mode, the allowlist's
 //! rules and presets, the decisions the proxy takes, and the connection
 //! log's format. Pure data and pure functions; the proxy that applies them
-//! is [`crate::proxy`], the report over the log [`crate::report`].
+//! is [`crate::egress::proxy`], the report over the log [`crate::egress::report`].
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -463,7 +463,7 @@ pub(crate) fn sessions_in(dir: &Path) -> Vec<String> {
 /// A session id: the launch's UTC time and the shadow's PID
 /// (`20261123T184501Z-4242`), sortable and unique per launch.
 pub(crate) fn session_id(unix_secs: i64, pid: u32) -> String {
-    let t = crate::clock::utc_compact(unix_secs);
+    let t = crate::sys::clock::utc_compact(unix_secs);
     format!("{t}-{pid}")
 }
 
@@ -684,7 +684,7 @@ mod tests {
     /// The rows of docs/egress.md between `<!-- NAME` and `<!-- /NAME -->`:
     /// first column, second column (backticks removed).
     fn doc_rows(name: &str) -> Vec<(String, String)> {
-        let doc = include_str!("../docs/egress.md");
+        let doc = include_str!("../../../docs/egress.md");
         let start = doc.find(&format!("<!-- {name}")).expect("section start");
         let end = doc.find(&format!("<!-- /{name} -->")).expect("section end");
         doc[start..end]

@@ -1,7 +1,7 @@
 //! The launch record: what the shadow knew at launch and the sandbox cannot
 //! see (the jail setting, the launcher's namespaces, the host's loopback
 //! listeners, the read-write paths), bound read-only over
-//! [`crate::paths::LAUNCH_RECORD`] and read by `verify` from inside. Plain
+//! [`crate::sys::paths::LAUNCH_RECORD`] and read by `verify` from inside. Plain
 //! data, below everything that uses it (plan, launch, verify).
 
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ pub(crate) struct LaunchRecord {
     /// Format version.
     pub version: u32,
     /// The effective egress mode (config, then environment).
-    pub egress: crate::egress::Egress,
+    pub egress: crate::egress::policy::Egress,
     /// `no-forge` in effect.
     pub no_forge: bool,
     /// `$HOME` as the sandbox sees it.

@@ -14,10 +14,11 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{bad_input, Fail};
-use crate::{config, gitconfig, hooks, integrity, paths};
+use crate::plan::managed_settings;
+use crate::{config, launch::integrity, plan::gitconfig, sys::paths};
 
 /// The Claude Code version installed from npm unless `--claude-version` says otherwise.
-pub(crate) const DEFAULT_CLAUDE_VERSION: &str = include_str!("../etc/claude-code-version");
+pub(crate) const DEFAULT_CLAUDE_VERSION: &str = include_str!("../../etc/claude-code-version");
 
 /// Command-line arguments of `claude-sandbox install`.
 #[derive(Debug, clap::Args)]
@@ -87,7 +88,7 @@ struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     real_origin_link: Option<PathBuf>,
     /// What the managed-settings merge added.
-    settings: hooks::Added,
+    settings: managed_settings::Added,
     /// Whether install created the managed settings file.
     settings_created: bool,
 }
@@ -409,7 +410,7 @@ fn write_pin_and_record(ctx: &mut Ctx, installed_real: &Path) -> anyhow::Result<
 
 /// Place the entries that lead to the sandbox: the wrapper (§6), the shadow, VS Code's wrapper script.
 fn place_entries(ctx: &mut Ctx) -> anyhow::Result<()> {
-    symlink(ctx, paths::SELF_BIN, hooks::WRAPPER)?;
+    symlink(ctx, paths::SELF_BIN, managed_settings::WRAPPER)?;
     displace_foreign_shadow(ctx)?;
     symlink(ctx, paths::SELF_BIN, paths::SHADOW)?;
     // The entry VS Code's Claude Code extension runs (`claudeCode.claudeProcessWrapper`).
@@ -463,7 +464,7 @@ fn write_managed_settings(
     let settings = ctx.at(paths::MANAGED_SETTINGS);
     let wrapper = supports_process_wrapper(installed_real);
     match settings_text.and_then(|t| {
-        hooks::merge_managed(t.as_deref(), wrapper).map(|merged| (t.is_none(), merged))
+        managed_settings::merge_managed(t.as_deref(), wrapper).map(|merged| (t.is_none(), merged))
     }) {
         Ok((created, (text, added))) => {
             if created {
@@ -557,7 +558,7 @@ fn report_placed(placed: &[String]) {
 /// waited on). Like a file that is not JSON (the merge says so), SPEC §6
 /// leaves it alone with a warning, and the rest installs.
 fn managed_settings(root: &Path) -> Result<Option<String>, String> {
-    use crate::files::{read_text, ReadError};
+    use crate::sys::files::{read_text, ReadError};
     match read_text(&rebase(root, Path::new(paths::MANAGED_SETTINGS))) {
         Ok(t) => Ok(Some(t)),
         Err(ReadError::Missing) => Ok(None),
@@ -900,7 +901,7 @@ fn relink_origin(dest: &Path, target: &Path) -> anyhow::Result<()> {
 fn unmerge_settings(root: &Path, m: &Manifest) -> anyhow::Result<()> {
     let settings = rebase(root, Path::new(paths::MANAGED_SETTINGS));
     if let Ok(text) = std::fs::read_to_string(&settings) {
-        match hooks::unmerge_managed(&text, &m.settings) {
+        match managed_settings::unmerge_managed(&text, &m.settings) {
             Some(t) if t != text => fs_err::write(&settings, t)?,
             Some(_) => {}
             None if m.settings_created => fs_err::remove_file(&settings)?,

@@ -3,7 +3,7 @@
 //! which names the keys through which a repository's config runs commands.
 
 /// The template, compiled in (the installer writes it to `/etc/claude-gitconfig`).
-pub(crate) const TEMPLATE: &str = include_str!("../etc/claude-gitconfig");
+pub(crate) const TEMPLATE: &str = include_str!("../../etc/claude-gitconfig");
 
 const IDENTITY: &str = "# @IDENTITY@\n";
 const FORGE_BEGIN: &str = "# @FORGE-BEGIN@";

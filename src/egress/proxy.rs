@@ -3,14 +3,14 @@
 //! 1. The **allowlist holder** (`claude-sandbox __holder-allowlist`), spawned
 //!    in place of bubblewrap, unshares a user + network namespace (loopback
 //!    only: no route anywhere), brings `lo` up, makes the proxy's listening
-//!    socket there ([`crate::egress::PROXY_ADDR`]), sends it to the shadow
+//!    socket there ([`crate::egress::policy::PROXY_ADDR`]), sends it to the shadow
 //!    over a socket pair and execs bubblewrap. The sandbox inherits that
 //!    namespace; nothing inside holds the listener.
 //! 2. The shadow serves it from threads of its own ([`Proxy`]), in the host's
 //!    network namespace: no process inside carries the proxy, and it ends
 //!    with the shadow however the shadow ends (`kill -9` included), taking
 //!    the listener with it.
-//! 3. Each request is decided by [`crate::egress::Policy`]: the name, then
+//! 3. Each request is decided by [`crate::egress::policy::Policy`]: the name, then
 //!    every address it resolves to; one line per request goes to the
 //!    session's log as the connection closes.
 
@@ -25,7 +25,7 @@ use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::egress::{Decision, LogLine, NameVerdict, Policy};
+use crate::egress::policy::{Decision, LogLine, NameVerdict, Policy};
 use crate::error::setup;
 use crate::sandbox::{FdContent, ProxyNet, Rendered};
 
@@ -69,10 +69,15 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     if sep != "--" {
         return Err(USAGE.into());
     }
-    crate::jail::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    crate::egress::jail::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
     loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
-    let listener = TcpListener::bind(SocketAddr::V4(crate::egress::PROXY_ADDR))
-        .map_err(|e| format!("cannot listen on {}: {e}", crate::egress::PROXY_ADDR))?;
+    let listener =
+        TcpListener::bind(SocketAddr::V4(crate::egress::policy::PROXY_ADDR)).map_err(|e| {
+            format!(
+                "cannot listen on {}: {e}",
+                crate::egress::policy::PROXY_ADDR
+            )
+        })?;
     let channel = unsafe { OwnedFd::from_raw_fd(channel) };
     send_fd(&channel, listener.as_raw_fd())
         .map_err(|e| format!("cannot hand the proxy its socket: {e}"))?;
@@ -241,7 +246,7 @@ impl Proxy {
         bwrap: &Path,
         rendered: &Rendered,
         num: RawFd,
-    ) -> anyhow::Result<(Command, crate::jail::Ends)> {
+    ) -> anyhow::Result<(Command, crate::egress::jail::Ends)> {
         self.stop_accepting();
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
         let (ours, theirs) = socketpair(
@@ -265,7 +270,7 @@ impl Proxy {
             .args(&rendered.args);
         Ok((
             c,
-            crate::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
+            crate::egress::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
         ))
     }
 
@@ -322,11 +327,11 @@ impl Proxy {
     }
 }
 
-/// Keep the newest [`crate::egress::KEEP_LOGS`] logs in `dir`.
+/// Keep the newest [`crate::egress::policy::KEEP_LOGS`] logs in `dir`.
 fn prune(dir: &Path) {
-    for old in crate::egress::sessions_in(dir)
+    for old in crate::egress::policy::sessions_in(dir)
         .iter()
-        .skip(crate::egress::KEEP_LOGS)
+        .skip(crate::egress::policy::KEEP_LOGS)
     {
         let _ = std::fs::remove_file(dir.join(format!("{old}.jsonl")));
     }
@@ -360,7 +365,7 @@ fn summary(refused: &BTreeMap<String, u64>) -> Option<String> {
         "claude-sandbox: the egress allowlist refused {total} request{} ({}{more}); details: {} egress report --last",
         if total == 1 { "" } else { "s" },
         names.join(", "),
-        crate::paths::SELF_BIN
+        crate::sys::paths::SELF_BIN
     ))
 }
 
@@ -610,7 +615,7 @@ fn refusal_body(host: &str, port: u16, reason: &str, fix: &str) -> String {
     if !fix.is_empty() {
         s.push_str(&format!(
             "To allow it, add this line to {}:\n    {fix}\n",
-            crate::paths::CONFIG_FILE
+            crate::sys::paths::CONFIG_FILE
         ));
     }
     s
@@ -619,7 +624,7 @@ fn refusal_body(host: &str, port: u16, reason: &str, fix: &str) -> String {
 /// One client connection, start to end; logs its line when it closes.
 fn connection(mut client: TcpStream, shared: &Arc<Shared>) {
     let started = Instant::now();
-    let time = crate::clock::rfc3339_millis(SystemTime::now());
+    let time = crate::sys::clock::rfc3339_millis(SystemTime::now());
     let Some(id) = client.try_clone().ok().and_then(|c| shared.open(vec![c])) else {
         return;
     };
@@ -673,7 +678,7 @@ fn serve_one(client: &mut TcpStream, shared: &Shared, id: u64, line: &mut LogLin
         }
     };
     line.method = req.method.clone();
-    line.host = crate::egress::normalise_host(&req.host)
+    line.host = crate::egress::policy::normalise_host(&req.host)
         .unwrap_or_else(|| req.host.escape_debug().to_string());
     line.port = req.port;
     let upstream = match decide(shared, &req, line) {
@@ -926,10 +931,10 @@ mod tests {
         let log = dir.join("egress/s.jsonl");
         let rules: Vec<_> = rules
             .iter()
-            .map(|r| crate::egress::DomainRule::parse(r).unwrap())
+            .map(|r| crate::egress::policy::DomainRule::parse(r).unwrap())
             .collect();
         let net = ProxyNet {
-            listen: crate::egress::PROXY_ADDR,
+            listen: crate::egress::policy::PROXY_ADDR,
             policy: Policy::new(&rules, &[], Default::default(), allow_ip, Vec::new()),
             session: "s".into(),
             log: log.clone(),
@@ -989,7 +994,7 @@ mod tests {
     fn a_session_without_requests_leaves_no_log_and_old_logs_go() {
         let s = served(&[], &[]);
         let dir = s.log.parent().unwrap().to_path_buf();
-        for i in 0..crate::egress::KEEP_LOGS + 3 {
+        for i in 0..crate::egress::policy::KEEP_LOGS + 3 {
             std::fs::write(
                 dir.join(format!("20200101T0000{:02}Z-{i}.jsonl", i % 60)),
                 "",
@@ -1005,8 +1010,8 @@ mod tests {
         } = s;
         proxy.finish();
         assert!(!log.exists(), "an empty log stays");
-        let left = crate::egress::sessions_in(&dir);
-        assert_eq!(left.len(), crate::egress::KEEP_LOGS);
+        let left = crate::egress::policy::sessions_in(&dir);
+        assert_eq!(left.len(), crate::egress::policy::KEEP_LOGS);
         assert!(dir.join("notes.txt").exists(), "only logs are pruned");
         drop(keep);
     }

@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{config, hooks, integrity, jail, launch, paths};
+use crate::plan::managed_settings;
+use crate::{config, egress::jail, launch, launch::integrity, sys::paths};
 
 /// Command-line arguments of `claude-sandbox doctor`.
 #[derive(Debug, clap::Args)]
@@ -71,7 +72,7 @@ fn login_path() -> (String, Option<String>) {
         })
         .unwrap_or_else(|| "/bin/sh".into());
     // Name and home exactly as a launch takes them.
-    let (name, home) = crate::host::identity()
+    let (name, home) = crate::sys::user::identity()
         .map(|id| (id.user, id.home))
         .unwrap_or_else(|_| (String::new(), "/".into()));
     let out = Command::new(&shell)
@@ -336,7 +337,7 @@ fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: boo
 
 /// When the config turns the egress jail on, its tools must be usable, or every launch refuses.
 fn check_egress_jail(r: &mut Report, c: &config::Config) {
-    if crate::plan::egress(c) == crate::egress::Egress::Allowlist {
+    if crate::plan::egress(c) == crate::egress::policy::Egress::Allowlist {
         match jail::host_facts(false) {
             Ok(_) => r.line(
                 true,
@@ -362,8 +363,8 @@ fn check_egress_jail(r: &mut Report, c: &config::Config) {
 /// The managed settings must carry the guard hooks, which catch a session started outside the sandbox.
 fn check_guard(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
-    let guard = settings.contains(hooks::SESSION_START_CMD)
-        && settings.contains(hooks::PROMPT_GATE_CMD)
+    let guard = settings.contains(managed_settings::SESSION_START_CMD)
+        && settings.contains(managed_settings::PROMPT_GATE_CMD)
         && serde_json::from_str::<serde_json::Value>(&settings).is_ok();
     r.line(
         guard,
@@ -387,7 +388,7 @@ fn check_guard(r: &mut Report) {
 /// project settings run when Claude Code is started outside the sandbox.
 fn check_lockdown(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
-    match hooks::lockdown_report(&settings) {
+    match managed_settings::lockdown_report(&settings) {
         Ok(keys) => r.line(
             true,
             "lockdown",

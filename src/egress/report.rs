@@ -1,6 +1,6 @@
 //! `claude-sandbox egress report [SESSION | --last] [--json]`: what one
 //! allowlist session's proxy let through and refused, read from its
-//! connection log (one [`LogLine`] a line, [`crate::egress::log_path`]),
+//! connection log (one [`LogLine`] a line, [`crate::egress::policy::log_path`]),
 //! with a risk score.
 //!
 //! The aggregation is pure: [`Tally::add_line`] takes the log's lines one by
@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::egress::{is_session_id, log_dir, log_path, Decision, LogLine};
+use crate::egress::policy::{is_session_id, log_dir, log_path, Decision, LogLine};
 use crate::error::bad_input;
-use crate::files::ReadError;
+use crate::sys::files::ReadError;
 
 /// A longer line is no log line (the proxy's are a few hundred bytes).
 pub(crate) const MAX_LINE: usize = 64 * 1024;
@@ -134,7 +134,7 @@ impl Tally {
                 });
             }
         }
-        if let Some(ms) = crate::clock::parse_rfc3339_millis(&line.time) {
+        if let Some(ms) = crate::sys::clock::parse_rfc3339_millis(&line.time) {
             self.events.push((ms, host.id));
             if self.first.as_ref().is_none_or(|(f, _)| ms < *f) {
                 self.first = Some((ms, line.time.clone()));
@@ -369,7 +369,7 @@ fn risk(requests: u64, refused: u64, domains: &[Domain], burst: Option<(usize, i
         reasons.push(format!(
             "{n} distinct hosts within {} s from {}",
             BURST_WINDOW_MS / 1000,
-            crate::clock::rfc3339_of_millis(start)
+            crate::sys::clock::rfc3339_of_millis(start)
         ));
     }
 
@@ -382,7 +382,7 @@ fn risk(requests: u64, refused: u64, domains: &[Domain], burst: Option<(usize, i
 /// Read the log at `path` line by line into a tally. Refuses what is not a
 /// regular file without blocking on it (a FIFO).
 pub(crate) fn read_log(path: &Path) -> Result<Tally, ReadError> {
-    let (file, _) = crate::files::open_regular(path)?;
+    let (file, _) = crate::sys::files::open_regular(path)?;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut tally = Tally::default();
     let mut buf = Vec::new();
@@ -449,7 +449,7 @@ fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf
              `egress report --last` shows the newest session",
             id.escape_debug()
         ))),
-        None => match crate::egress::sessions(home).into_iter().next() {
+        None => match crate::egress::policy::sessions(home).into_iter().next() {
             Some(id) => {
                 let path = log_path(home, &id);
                 Ok((id, path))
@@ -473,7 +473,7 @@ pub(crate) fn report(
     let (id, path) = choose(home, session)?;
     let tally = read_log(&path).map_err(|e| match e {
         ReadError::Missing => {
-            let known = crate::egress::sessions(home);
+            let known = crate::egress::policy::sessions(home);
             let have = if known.is_empty() {
                 format!("there are none ({ONLY_ALLOWLIST})")
             } else {
@@ -511,7 +511,9 @@ pub(crate) fn report(
 
 /// `claude-sandbox egress report`: exit status 0 once printed.
 pub(crate) fn report_main(session: Option<&str>, json: bool) -> anyhow::Result<i32> {
-    let home = crate::host::identity()?.home;
+    let home = crate::sys::user::identity()
+        .map_err(crate::error::bad_input)?
+        .home;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     report(&home, session, json, &mut out)?;
@@ -576,7 +578,7 @@ fn ports_text(ports: &[u16], width: usize) -> String {
 /// `18:45:02.120`, or with the date when the session spans days; the text
 /// as logged when it is not an RFC 3339 time.
 fn short_time(t: &str, with_date: bool) -> String {
-    if crate::clock::parse_rfc3339_millis(t).is_none() {
+    if crate::sys::clock::parse_rfc3339_millis(t).is_none() {
         return clean(t);
     }
     let time = t.get(11..).unwrap_or(t).trim_end_matches(['Z', 'z']);
@@ -719,7 +721,7 @@ mod tests {
 
     /// `2026-11-23T18:45:SS.000Z` for `s` seconds after 18:45:00.
     fn at(s: u32) -> String {
-        crate::clock::rfc3339_of_millis(1_795_459_500_000 + i64::from(s) * 1000)
+        crate::sys::clock::rfc3339_of_millis(1_795_459_500_000 + i64::from(s) * 1000)
     }
 
     fn report_of(lines: &[String]) -> Report {
@@ -1080,7 +1082,7 @@ risk: 15/100
 
     #[test]
     fn the_docs_show_this_output_and_these_weights() {
-        let doc = include_str!("../docs/egress.md");
+        let doc = include_str!("../../docs/egress.md");
         assert!(
             doc.contains(&format!("```\n{TEXT_SAMPLE}```")),
             "docs/egress.md: text sample"

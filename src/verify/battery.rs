@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
-use crate::record::LaunchRecord;
+use crate::sandbox::record::LaunchRecord;
 #[cfg(test)]
 use crate::sandbox::{self, Data, Namespace, Sandbox};
-use crate::{inside, paths, plan};
+use crate::sys::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
+use crate::{plan, sys::inside, sys::paths};
 
 /// Command-line arguments of `claude-sandbox verify`.
 #[derive(Debug, clap::Args)]
@@ -117,8 +117,8 @@ fn top_mount<'a>(mounts: &'a [Mount], point: &Path) -> Option<&'a Mount> {
 
 /// The ranges the jail must blackhole, and link-local, which it makes unreachable.
 pub(crate) fn required_rejects() -> Vec<(Ipv4Addr, u8)> {
-    let mut v: Vec<(Ipv4Addr, u8)> = crate::jail::BLACKHOLES.to_vec();
-    v.push(crate::jail::UNREACHABLE);
+    let mut v: Vec<(Ipv4Addr, u8)> = crate::egress::policy::BLACKHOLES.to_vec();
+    v.push(crate::egress::policy::UNREACHABLE);
     v
 }
 
@@ -270,7 +270,7 @@ pub(crate) struct Observed {
     /// Every file the plan's tables mask with `/dev/null` ([`plan::HOME_NULLED`],
     /// [`plan::SYSTEM_NULLED`]) → its size inside (absent: not listed).
     pub nulled_sizes: BTreeMap<String, u64>,
-    /// Every protected path of the workspace ([`crate::protect::discover`]),
+    /// Every protected path of the workspace ([`crate::plan::protect::discover`]),
     /// whether it exists and whether this process may write it.
     pub protected: Vec<ProtectedPath>,
     pub gitconfig: Result<String, String>,
@@ -297,7 +297,7 @@ pub(crate) struct Observed {
     pub tiocsti_errno: i32,
     pub keyctl_errno: i32,
     /// Launched by root: the entries only root may read on the host that are
-    /// readable here (the same walk as the plan's, [`crate::rootview`]).
+    /// readable here (the same walk as the plan's, [`crate::launch::rootview`]).
     pub root_only_readable: Vec<PathBuf>,
     /// errno of `unshare(CLONE_NEWUSER)` in a forked child (0: it worked).
     pub userns_errno: i32,
@@ -473,7 +473,7 @@ impl Observed {
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
-        let proxy_probe = (rec.egress == crate::egress::Egress::Allowlist)
+        let proxy_probe = (rec.egress == crate::egress::policy::Egress::Allowlist)
             .then(|| probe_proxy(env.get("HTTPS_PROXY").map(String::as_str)));
         Observed {
             facts: inside::Facts::read(),
@@ -493,7 +493,7 @@ impl Observed {
             managed_settings_writable: writable(Path::new(paths::MANAGED_SETTINGS)),
             routes,
             lookups,
-            resolvers: crate::jail::parse_resolv(&read("/etc/resolv.conf")).nameservers,
+            resolvers: crate::egress::policy::parse_resolv(&read("/etc/resolv.conf")).nameservers,
             ipv6_addrs: read("/proc/net/if_inet6")
                 .lines()
                 .filter(|l| !l.trim().is_empty())
@@ -501,7 +501,7 @@ impl Observed {
                 .collect(),
             loopback_reached: loopback.reached,
             loopback_own: loopback.own,
-            pin: crate::integrity::verify_pin(),
+            pin: crate::launch::integrity::verify_pin(),
             tiocsti_errno,
             keyctl_errno,
             userns_errno,
@@ -559,9 +559,9 @@ fn read_launch_record() -> Result<LaunchRecord, String> {
 
 /// The managed settings as Claude Code inside reads them (a FIFO is never waited on).
 fn managed_settings() -> Result<Option<String>, String> {
-    match crate::files::read_text(Path::new(paths::MANAGED_SETTINGS)) {
+    match crate::sys::files::read_text(Path::new(paths::MANAGED_SETTINGS)) {
         Ok(t) => Ok(Some(t)),
-        Err(crate::files::ReadError::Missing) => Ok(None),
+        Err(crate::sys::files::ReadError::Missing) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -585,7 +585,7 @@ fn nulled_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
 /// Unix sockets reachable under `/run` inside, outside the configured
 /// read-write paths.
 fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
-    let mut sockets = crate::host::run_sockets();
+    let mut sockets = crate::launch::host::run_sockets();
     sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
     sockets
 }
@@ -623,7 +623,7 @@ struct LoopbackProbe {
 /// own network namespace, where an answer means the host's loopback leaks in.
 fn probe_host_loopback(rec: &LaunchRecord) -> LoopbackProbe {
     // This network namespace's own listeners (the jail's, not the host's).
-    let own_listen = crate::host::loopback_listeners();
+    let own_listen = crate::launch::host::loopback_listeners();
     let mut probe = LoopbackProbe {
         reached: Vec::new(),
         own: Vec::new(),
@@ -674,7 +674,7 @@ fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
     let keep: Vec<PathBuf> = std::iter::once(rec.workspace.clone())
         .chain(rec.allow_write.iter().cloned())
         .collect();
-    crate::rootview::unreadable(&keep)
+    crate::launch::rootview::unreadable(&keep)
         .unreadable
         .into_iter()
         .map(|u| u.path)
@@ -804,7 +804,7 @@ fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
     if rec.workspace.as_os_str().is_empty() {
         return Vec::new();
     }
-    crate::protect::discover(&rec.workspace)
+    crate::plan::protect::discover(&rec.workspace)
         .paths
         .into_iter()
         .map(|path| {
@@ -955,10 +955,10 @@ pub(crate) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         sandbox::Mount::Empty { dst } if dst.starts_with("/run") => "run-masked",
         sandbox::Mount::Empty { dst } | sandbox::Mount::Tmpfs { dst }
             if rec.root_view
-                && (crate::rootview::ROOTS
+                && (crate::launch::rootview::ROOTS
                     .iter()
                     .any(|(r, _)| dst.starts_with(r))
-                    || in_system(crate::rootview::HIDDEN_WHOLE, dst)) =>
+                    || in_system(crate::launch::rootview::HIDDEN_WHOLE, dst)) =>
         {
             "root-view"
         }
@@ -1546,9 +1546,9 @@ fn check_config(o: &Observed) -> Outcome {
 fn jail_on(o: &Observed) -> Result<Result<&LaunchRecord, String>, String> {
     let rec = record(o)?;
     Ok(match rec.egress {
-        crate::egress::Egress::Open => Ok(rec),
-        crate::egress::Egress::Off => Err(JAIL_OFF.into()),
-        crate::egress::Egress::Allowlist => Err(ALLOWLIST_NOTE.into()),
+        crate::egress::policy::Egress::Open => Ok(rec),
+        crate::egress::policy::Egress::Off => Err(JAIL_OFF.into()),
+        crate::egress::policy::Egress::Allowlist => Err(ALLOWLIST_NOTE.into()),
     })
 }
 
@@ -1678,7 +1678,7 @@ fn check_loopback(o: &Observed) -> Outcome {
 
 fn check_egress_allowlist(o: &Observed) -> Outcome {
     let rec = record(o)?;
-    if rec.egress != crate::egress::Egress::Allowlist {
+    if rec.egress != crate::egress::policy::Egress::Allowlist {
         return Ok(format!(
             "egress = {}: not in allowlist mode",
             rec.egress.name()
@@ -1701,7 +1701,7 @@ fn check_egress_allowlist(o: &Observed) -> Outcome {
     if !routable.is_empty() {
         return Err(format!("routable from inside: {}", routable.join(", ")));
     }
-    for (k, want) in crate::egress::proxy_env() {
+    for (k, want) in crate::egress::policy::proxy_env() {
         if o.env.get(&k) != Some(&want) {
             return Err(format!(
                 "{k} is {} instead of {want}: tools would not find the proxy",
@@ -1712,7 +1712,7 @@ fn check_egress_allowlist(o: &Observed) -> Outcome {
     match &o.proxy_probe {
         Some(Ok(status)) if status.starts_with("HTTP/1.1 403") => Ok(format!(
             "no route at all; the proxy variables point at {}; {ALLOWLIST_PROBE} refused ({status})",
-            crate::egress::PROXY_ADDR
+            crate::egress::policy::PROXY_ADDR
         )),
         Some(Ok(status)) => Err(format!(
             "the proxy did not refuse {ALLOWLIST_PROBE}, a name on no list: `{status}`"
@@ -1761,7 +1761,7 @@ fn check_root_view(o: &Observed) -> Outcome {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    for d in crate::rootview::HIDDEN_WHOLE {
+    for d in crate::launch::rootview::HIDDEN_WHOLE {
         let d = Path::new(d);
         let hidden = top_mount(&o.mounts, d).is_some_and(|m| m.fstype == "tmpfs");
         if d.is_dir() && !hidden {
@@ -1878,14 +1878,14 @@ fn check_managed_settings(o: &Observed) -> Outcome {
             "{path} is not a JSON object: the launch leaves it as the host has it"
         ));
     };
-    let in_effect = crate::hooks::lockdown_in_effect(&root);
+    let in_effect = crate::plan::managed_settings::lockdown_in_effect(&root);
     if !in_effect.is_empty() {
         return Err(format!(
             "{path} holds the lockdown for unsandboxed sessions ({}): the user's own hooks, MCP servers and apiKeyHelper do not run inside (the launch did not bind its view without it)",
             in_effect.join(", ")
         ));
     }
-    let guard = text.contains(crate::hooks::PROMPT_GATE_CMD);
+    let guard = text.contains(crate::plan::managed_settings::PROMPT_GATE_CMD);
     Ok(format!(
         "{path} read-only, without the lockdown{}",
         if guard {
@@ -1939,8 +1939,8 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::loopback_listeners;
-    use crate::record::RECORD_VERSION;
+    use crate::sandbox::record::RECORD_VERSION;
+    use crate::sys::kernel::loopback_listeners;
 
     const MOUNTINFO: &str = "\
 22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\
@@ -1961,7 +1961,7 @@ mod tests {
     fn rec() -> LaunchRecord {
         LaunchRecord {
             version: RECORD_VERSION,
-            egress: crate::egress::Egress::Open,
+            egress: crate::egress::policy::Egress::Open,
             home: "/home/dev".into(),
             workspace: "/workspaces/app".into(),
             ..Default::default()
@@ -2080,7 +2080,7 @@ mod tests {
 
     #[test]
     fn every_check_is_documented() {
-        let doc = include_str!("../docs/verify.md");
+        let doc = include_str!("../../docs/verify.md");
         for (i, d) in BATTERY.iter().enumerate() {
             assert!(
                 doc.contains(&format!("| {} | {} |", i + 1, d.name)),
@@ -2093,7 +2093,7 @@ mod tests {
 
     #[test]
     fn slash_command_runs_the_battery_by_path_then_probes() {
-        let cmd = crate::promote::VERIFY_COMMAND;
+        let cmd = crate::install::promote::VERIFY_COMMAND;
         assert!(cmd.contains(&format!("{} verify", paths::SELF_BIN)));
         for w in [
             "at least 10",
@@ -2236,7 +2236,9 @@ mod tests {
 
     /// The managed settings as install writes them on the host.
     fn lockdown_settings() -> String {
-        crate::hooks::merge_managed(None, true).unwrap().0
+        crate::plan::managed_settings::merge_managed(None, true)
+            .unwrap()
+            .0
     }
 
     /// An Observed that passes everything, for the per-check tests below.
@@ -2268,7 +2270,7 @@ mod tests {
             routes: parse_routes(JAIL_ROUTES),
             gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
             pin: Ok(()),
-            managed_settings: Ok(crate::hooks::inside_managed(&lockdown_settings())),
+            managed_settings: Ok(crate::plan::managed_settings::inside_managed(&lockdown_settings())),
             ..Default::default()
         };
         o.mounts.pop();
@@ -2473,7 +2475,7 @@ mod tests {
         o.routes.clear();
         o.lookups.clear();
         if let Ok(r) = o.record.as_mut() {
-            r.egress = crate::egress::Egress::Off;
+            r.egress = crate::egress::policy::Egress::Off;
         }
         for c in evaluate(&o) {
             if [
@@ -2490,7 +2492,7 @@ mod tests {
         }
         // On, but empty: every jail check fails.
         if let Ok(r) = o.record.as_mut() {
-            r.egress = crate::egress::Egress::Open;
+            r.egress = crate::egress::policy::Egress::Open;
         }
         let f = failing(&o);
         for n in ["jail-routes", "internal-unroutable"] {
@@ -2506,9 +2508,9 @@ mod tests {
             *r = Err("Network is unreachable (os error 101)".into());
         }
         if let Ok(r) = o.record.as_mut() {
-            r.egress = crate::egress::Egress::Allowlist;
+            r.egress = crate::egress::policy::Egress::Allowlist;
         }
-        for (k, v) in crate::egress::proxy_env() {
+        for (k, v) in crate::egress::policy::proxy_env() {
             o.env.insert(k, v);
         }
         o.proxy_probe = Some(Ok("HTTP/1.1 403 Forbidden".into()));
@@ -2569,7 +2571,7 @@ mod tests {
         // In the other modes it passes with a note.
         let mut off = healthy();
         if let Ok(r) = off.record.as_mut() {
-            r.egress = crate::egress::Egress::Open;
+            r.egress = crate::egress::policy::Egress::Open;
         }
         let c = evaluate(&off);
         let d = &c.iter().find(|x| x.name == "egress-allowlist").unwrap();

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Fail, EXIT_INTEGRITY};
-use crate::paths;
+use crate::sys::paths;
 
 /// What the pin file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +92,7 @@ fn refuse(msg: String) -> anyhow::Error {
 
 /// Check `binary` against the pin at `pin_path`.
 pub(crate) fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
-    let text = crate::files::read_text(pin_path).map_err(|e| {
+    let text = crate::sys::files::read_text(pin_path).map_err(|e| {
         refuse(format!(
             "refusing to run {}: its pin {} cannot be read ({e}); if the binary is the one you installed, re-pin it: {REPIN}",
             binary.display(),
@@ -151,7 +151,7 @@ pub(crate) fn check_launch() -> anyhow::Result<()> {
 /// For `verify`: does the real binary match its pin? (A full hash: `verify`
 /// proves the content, not just the fingerprint.)
 pub(crate) fn verify_pin() -> Result<(), String> {
-    let text = crate::files::read_text(Path::new(paths::PIN_FILE))
+    let text = crate::sys::files::read_text(Path::new(paths::PIN_FILE))
         .map_err(|e| format!("pin {} unreadable: {e}", paths::PIN_FILE))?;
     let pin: Pin = serde_json::from_str(&text).map_err(|e| format!("pin malformed: {e}"))?;
     let actual = sha256_file(Path::new(paths::REAL_CLAUDE))

@@ -1,7 +1,7 @@
 //! The tripwire at exit (SPEC §4.8, issue #12 item 3).
 //!
 //! Inside the sandbox the protected workspace paths that exist are
-//! read-only ([`crate::protect`]); those that do not exist can still be
+//! read-only ([`crate::plan::protect`]); those that do not exist can still be
 //! created, and Claude Code's settings files stay writable. So the shadow
 //! snapshots, before the first attempt, everything through which something
 //! written inside could run outside ([`Watch::start`]), and compares when the
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::{gitconfig, paths, plan, protect};
+use crate::{plan, plan::gitconfig, plan::protect, sys::paths};
 
 /// At most this many files (and directories) are looked at under one
 /// watched path, and at most [`MAX_READ`] bytes read from them: the
@@ -1015,7 +1015,9 @@ mod path_text {
 
 /// `claude-sandbox review [--revert]` for the calling user.
 pub(crate) fn review_main(revert: bool) -> anyhow::Result<i32> {
-    let home = crate::host::identity()?.home;
+    let home = crate::sys::user::identity()
+        .map_err(crate::error::bad_input)?
+        .home;
     Ok(review(
         &home,
         revert,
@@ -1077,7 +1079,7 @@ fn list(sessions: &[(PathBuf, Session)], out: &mut dyn Write) -> i32 {
         let _ = writeln!(
             out,
             "Session ended {} in {}:",
-            crate::clock::utc(s.ended),
+            crate::sys::clock::utc(s.ended),
             shown(&s.workspace.to_string_lossy())
         );
         for c in open {
@@ -1581,8 +1583,11 @@ mod tests {
             )
         );
         assert_eq!(shown(&"x".repeat(200)).chars().count(), 121);
-        assert_eq!(crate::clock::utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(crate::clock::utc(1_709_210_096), "2024-02-29 12:34:56 UTC");
+        assert_eq!(crate::sys::clock::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            crate::sys::clock::utc(1_709_210_096),
+            "2024-02-29 12:34:56 UTC"
+        );
     }
 
     /// A workspace with a repository, a home with settings: what the e2e

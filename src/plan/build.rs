@@ -1,6 +1,6 @@
 //! The sandbox plan (SPEC §4.1–4.7): a typed [`Sandbox`] built by pure
 //! functions from the configuration and a snapshot of host facts
-//! ([`Facts`], gathered by [`crate::host`]).
+//! ([`Facts`], gathered by [`crate::launch::host`]).
 //!
 //! Nothing here touches the file system, so every rule is unit-tested
 //! without namespaces; [`crate::sandbox::render`] turns the result into
@@ -12,15 +12,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::egress::{ClaudeTraffic, Egress};
+use crate::egress::policy::JailFacts;
+use crate::egress::policy::{ClaudeTraffic, Egress};
 use crate::error::bad_input;
-use crate::jail::JailFacts;
-use crate::paths;
-use crate::record::LaunchRecord;
+use crate::sandbox::record::LaunchRecord;
 use crate::sandbox::{
     Capabilities, Data, JailNet, Mount, Namespace, Network, Program, ProxyNet, RwBind, Sandbox,
     Seccomp,
 };
+use crate::sys::paths;
 
 /// System directories that lead `PATH` inside the sandbox.
 pub(crate) const SYSTEM_PATH: &[&str] = &[
@@ -93,7 +93,15 @@ pub(crate) enum ProcMode {
     HostReadOnly,
 }
 
-/// A snapshot of the host, taken by [`crate::host::gather`].
+/// One entry an unprivileged user could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    pub(crate) path: PathBuf,
+    /// A directory (masked by a tmpfs) or a file (by `/dev/null`).
+    pub(crate) dir: bool,
+}
+
+/// A snapshot of the host, taken by [`crate::launch::host::gather`].
 #[derive(Debug, Clone)]
 pub(crate) struct Facts {
     pub uid: u32,
@@ -119,9 +127,9 @@ pub(crate) struct Facts {
     /// `/etc/resolv.conf` target under `/run`) that exists.
     pub run_keep: Vec<PathBuf>,
     /// Launched by root: what an unprivileged user could not read under the
-    /// system directories ([`crate::rootview`]), and the directories hidden
+    /// system directories ([`crate::launch::rootview`]), and the directories hidden
     /// whole. Empty otherwise.
-    pub root_masks: Vec<crate::rootview::Unreadable>,
+    pub root_masks: Vec<Unreadable>,
     pub hidden_whole: Vec<PathBuf>,
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
@@ -133,17 +141,17 @@ pub(crate) struct Facts {
     pub host_loopback_tcp: Vec<u16>,
     /// What the egress jail is planned from, when [`jailed`].
     pub jail: Option<JailFacts>,
-    /// The protected workspace paths that exist (§4.8, [`crate::protect`]),
+    /// The protected workspace paths that exist (§4.8, [`crate::plan::protect`]),
     /// each as found and as resolved (a symlink to a file in the workspace
     /// protects that file).
     pub protected: Vec<RwBind>,
-    /// What the walk of the workspace found ([`crate::protect::discover`]),
+    /// What the walk of the workspace found ([`crate::plan::protect::discover`]),
     /// existing or not: the tripwire watches all of it.
-    pub discovered: crate::protect::Protected,
+    pub discovered: crate::plan::protect::Protected,
     /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
     /// exist and read as text; the sandbox gets them without the lockdown.
     pub managed_settings: Option<String>,
-    /// This launch's session id ([`crate::egress::session_id`]).
+    /// This launch's session id ([`crate::egress::policy::session_id`]).
     pub session: String,
     /// What the user turned off of Claude Code's own traffic (allowlist mode).
     pub claude_traffic: ClaudeTraffic,
@@ -162,7 +170,7 @@ pub(crate) fn jailed(cfg: &Config) -> bool {
     egress(cfg).jailed()
 }
 
-/// Paths whose existence the plan depends on; [`crate::host::gather`] stats exactly these.
+/// Paths whose existence the plan depends on; [`crate::launch::host::gather`] stats exactly these.
 pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = HOME_RW
         .iter()
@@ -321,7 +329,7 @@ pub(crate) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
     // Allowlist mode: tools find the proxy (§4.9); nothing may override it.
     if egress(cfg) == Egress::Allowlist {
         env.extend(
-            crate::egress::proxy_env()
+            crate::egress::policy::proxy_env()
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into())),
         );
@@ -410,7 +418,7 @@ pub(crate) fn build(
     if let Some(text) = facts
         .managed_settings
         .as_deref()
-        .and_then(crate::hooks::inside_managed)
+        .and_then(crate::plan::managed_settings::inside_managed)
     {
         mounts.push(Mount::Data {
             dst: paths::MANAGED_SETTINGS.into(),
@@ -500,7 +508,7 @@ fn network(
     if mode == Egress::Allowlist {
         return Ok((Network::Allowlist(proxy_net(cfg, facts, j, rw)?), None));
     }
-    let plan = crate::jail::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
+    let plan = crate::egress::policy::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
     let resolv_conf = plan.resolv_conf.filter(|_| !j.resolv_missing);
     Ok((
         Network::Jail(JailNet {
@@ -518,10 +526,10 @@ fn network(
 fn proxy_net(
     cfg: &Config,
     facts: &Facts,
-    j: &crate::jail::JailFacts,
+    j: &crate::egress::policy::JailFacts,
     rw: &[RwBind],
 ) -> anyhow::Result<ProxyNet> {
-    let log = crate::egress::log_path(&facts.home, &facts.session);
+    let log = crate::egress::policy::log_path(&facts.home, &facts.session);
     if let Some(b) = rw.iter().find(|b| log.starts_with(&b.resolved)) {
         return Err(bad_input(format!(
             "refusing egress = allowlist: the connection log {} would lie in the read-write {}; narrow workspace-root or allow-write in {}",
@@ -531,13 +539,13 @@ fn proxy_net(
         )));
     }
     Ok(ProxyNet {
-        listen: crate::egress::PROXY_ADDR,
-        policy: crate::egress::Policy::new(
+        listen: crate::egress::policy::PROXY_ADDR,
+        policy: crate::egress::policy::Policy::new(
             &cfg.allow_domain,
             &cfg.allow_domains,
             facts.claude_traffic,
             &cfg.allow_ip,
-            crate::jail::blocked_ranges(&j.routes),
+            crate::egress::policy::blocked_ranges(&j.routes),
         ),
         session: facts.session.clone(),
         log,
@@ -668,7 +676,7 @@ fn other_homes(facts: &Facts) -> Vec<PathBuf> {
 /// The launch record `verify` reads from inside.
 fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> LaunchRecord {
     LaunchRecord {
-        version: crate::record::RECORD_VERSION,
+        version: crate::sandbox::record::RECORD_VERSION,
         egress: egress(cfg),
         no_forge: cfg.no_forge,
         home: facts.home.clone(),
@@ -693,7 +701,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::jail::{HostRoutes, Resolv};
+    use crate::egress::policy::{HostRoutes, Resolv};
 
     pub(crate) fn facts() -> Facts {
         let home = PathBuf::from("/home/dev");
@@ -775,11 +783,11 @@ pub(crate) mod tests {
         f.gid = 0;
         f.hidden_whole = vec![PathBuf::from("/home")];
         f.root_masks = vec![
-            crate::rootview::Unreadable {
+            Unreadable {
                 path: "/etc/ssl/private".into(),
                 dir: true,
             },
-            crate::rootview::Unreadable {
+            Unreadable {
                 path: "/etc/shadow-".into(),
                 dir: false,
             },
@@ -836,7 +844,7 @@ pub(crate) mod tests {
                 _ => None,
             })
             .expect("a git config mount");
-        crate::gitconfig::render(name, email, forge)
+        crate::plan::gitconfig::render(name, email, forge)
     }
 
     #[test]
@@ -1087,13 +1095,21 @@ pub(crate) mod tests {
         let plan = build(&Config::default(), &facts(), &[]).unwrap();
         assert_eq!(managed_of(&plan), None);
         // As install writes them: bound read-only, lockdown gone, guard kept.
-        let (host, _) = crate::hooks::merge_managed(Some(r#"{"model": "corp"}"#), true).unwrap();
+        let (host, _) =
+            crate::plan::managed_settings::merge_managed(Some(r#"{"model": "corp"}"#), true)
+                .unwrap();
         let mut f = facts();
         f.managed_settings = Some(host.clone());
         let plan = build(&Config::default(), &f, &[]).unwrap();
         let inside = managed_of(&plan).expect("managed settings bound");
-        assert_eq!(Some(inside.clone()), crate::hooks::inside_managed(&host));
-        assert!(inside.contains(crate::hooks::PROMPT_GATE_CMD), "{inside}");
+        assert_eq!(
+            Some(inside.clone()),
+            crate::plan::managed_settings::inside_managed(&host)
+        );
+        assert!(
+            inside.contains(crate::plan::managed_settings::PROMPT_GATE_CMD),
+            "{inside}"
+        );
         assert!(inside.contains("\"corp\""), "{inside}");
         for k in [
             "allowManagedHooksOnly",

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use sha2::Digest;
 
 use crate::config::Config;
-use crate::jail::{HostRoutes, JailFacts, Resolv};
+use crate::egress::policy::{HostRoutes, JailFacts, Resolv};
 use crate::plan::{self, tests::facts, Facts, ProcMode};
 use crate::sandbox::FdContent;
 
@@ -27,7 +27,7 @@ fn site() -> HostRoutes {
 
 fn with_record(mut f: Facts) -> Facts {
     f.existing
-        .insert(PathBuf::from(crate::paths::LAUNCH_RECORD));
+        .insert(PathBuf::from(crate::sys::paths::LAUNCH_RECORD));
     f.launcher_ns.insert("net".into(), 4026531840);
     f.host_loopback_tcp = vec![22, 8080];
     f
@@ -99,7 +99,7 @@ fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String
         .unwrap();
     out.push_str(&format!(
         "=== gitconfig\n{}",
-        crate::gitconfig::render(Some("Dev"), Some("dev@example.com"), forge)
+        crate::plan::gitconfig::render(Some("Dev"), Some("dev@example.com"), forge)
     ));
     out
 }
@@ -161,7 +161,7 @@ fn cases() -> Vec<(&'static str, String)> {
         other_lines: Vec::new(),
     };
     let off = Config {
-        egress: crate::egress::Egress::Off,
+        egress: crate::egress::policy::Egress::Off,
         ..Config::default()
     };
     let mut v = Vec::new();
@@ -242,12 +242,12 @@ fn more_cases(
     ));
     // Allowlist mode (issue #15): no route, the proxy's variables, its policy.
     let cfg = Config {
-        egress: crate::egress::Egress::Allowlist,
+        egress: crate::egress::policy::Egress::Allowlist,
         allow_domain: vec![
-            crate::egress::DomainRule::parse("allowed.test").unwrap(),
-            crate::egress::DomainRule::parse("*.git.test:8443").unwrap(),
+            crate::egress::policy::DomainRule::parse("allowed.test").unwrap(),
+            crate::egress::policy::DomainRule::parse("*.git.test:8443").unwrap(),
         ],
-        allow_domains: vec![crate::egress::preset("crates").unwrap()],
+        allow_domains: vec![crate::egress::policy::preset("crates").unwrap()],
         allow_ip: vec![Ipv4Addr::new(10, 77, 0, 9)],
         pass_env: vec!["HTTPS_PROXY".into()],
         ..Config::default()

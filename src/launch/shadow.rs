@@ -25,7 +25,7 @@ use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
-use crate::{host, inside, jail, paths, proxy, tripwire};
+use crate::{egress::jail, egress::proxy, launch::host, sys::inside, sys::paths, tripwire};
 
 /// The network runtime of a launch: the open jail's pasta, or allowlist
 /// mode's proxy. Prepared once, used by every attempt.
@@ -70,7 +70,7 @@ pub(crate) fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     // them now, before any thread exists (children get a clear mask in pre_exec).
     forwarded_signals().thread_block()?;
     // 2. Integrity of the real binary (SPEC §5).
-    crate::integrity::check_launch()?;
+    crate::launch::integrity::check_launch()?;
     // 3. Configuration: compile-time path, environment on top (an override
     // that weakens the sandbox is refused unless the file allows it, and
     // then said aloud).
@@ -122,7 +122,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 pub(crate) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let bwrap = preflight()?;
-    let home = host::identity()?.home;
+    let home = crate::sys::user::identity()
+        .map_err(crate::error::bad_input)?
+        .home;
     host::ensure_private_state(&home)?;
     let git = host::GitIdentity::start(home.clone());
     let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
@@ -218,13 +220,13 @@ fn attempts(
     }
 }
 
-/// Whether a mask of the root view ([`crate::rootview`]) covers a path
+/// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path
 /// that no longer exists: bubblewrap cannot mount over it on the read-only
 /// root.
 fn a_root_mask_vanished(sb: &Sandbox) -> bool {
     sb.mounts.iter().any(|m| match m {
         crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
-            crate::rootview::ROOTS
+            crate::launch::rootview::ROOTS
                 .iter()
                 .any(|(root, _)| dst.starts_with(root))
                 && dst.symlink_metadata().is_err()
@@ -353,7 +355,7 @@ fn cloexec_pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
 
 /// A pipe holding `bytes`, written before the spawn (nobody reads it yet).
 /// Most contents are small (seccomp program, resolv.conf, the launch
-/// record); the managed settings may hold up to [`crate::files::LIMIT`], so
+/// record); the managed settings may hold up to [`crate::sys::files::LIMIT`], so
 /// the pipe grows to fit what a default pipe (64 KiB) would not.
 fn data_pipe(bytes: &[u8]) -> anyhow::Result<OwnedFd> {
     let (r, w) = cloexec_pipe()?;
@@ -495,7 +497,7 @@ fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(C
                 return Err(std::io::Error::last_os_error());
             }
             for &(src, dst) in &map {
-                crate::kernel::move_fd(src, dst)?;
+                crate::sys::kernel::move_fd(src, dst)?;
             }
             Ok(())
         });
@@ -543,7 +545,8 @@ pub(crate) fn execute(
     if let Some((w, forge)) = ends.git {
         let (name, email) = git.get();
         // A bubblewrap that already failed closed its end; its own message says why.
-        let _ = File::from(w).write_all(crate::gitconfig::render(name, email, forge).as_bytes());
+        let _ =
+            File::from(w).write_all(crate::plan::gitconfig::render(name, email, forge).as_bytes());
     }
     let jail_failed = jail.as_deref_mut().and_then(|j| j.release().err());
     if let Some(e) = jail_failed {
@@ -647,13 +650,13 @@ pub(crate) fn sandbox_program(bwrap: nix::unistd::Pid) -> Option<nix::unistd::Pi
             })
             .unwrap_or(false)
     };
-    let mut inits = crate::kernel::children(bwrap.as_raw())
+    let mut inits = crate::sys::kernel::children(bwrap.as_raw())
         .into_iter()
         .filter(nested_pid_ns);
     let (Some(init), None) = (inits.next(), inits.next()) else {
         return None;
     };
-    match crate::kernel::children(init)[..] {
+    match crate::sys::kernel::children(init)[..] {
         [only] => Some(nix::unistd::Pid::from_raw(only)),
         _ => None,
     }
@@ -722,7 +725,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         return 2;
     }
     if let Some(gate) = gate {
-        if crate::kernel::read_byte(gate).is_none() {
+        if crate::sys::kernel::read_byte(gate).is_none() {
             // The jail said why on this same stderr (the shadow's error pipe).
             eprintln!("egress jail: the routes were not locked; nothing was started");
             return crate::error::EXIT_SETUP;
@@ -742,7 +745,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         }
         libc::close(ready_fd);
     }
-    crate::kernel::close_fds_except(3, &[]);
+    crate::sys::kernel::close_fds_except(3, &[]);
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGQUIT, libc::SIG_DFL);
@@ -761,7 +764,9 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
 /// on the shadow's error pipe: the launch's (exit 125, nothing ran), never
 /// a session without the guard.
 fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
-    use crate::supervisor::{fork_guarded, read_table, supervise, Role, Supervisor};
+    use crate::creation_guard::supervisor::{
+        fork_guarded, read_table, supervise, Role, Supervisor,
+    };
     let role = read_table(table_fd).and_then(|t| Ok((t, fork_guarded()?)));
     let (table, listener, child, go) = match role {
         Err(e) => {
@@ -791,7 +796,7 @@ fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
             libc::dup2(null.as_raw_fd(), 1);
         }
     }
-    crate::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+    crate::sys::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
     unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
     drop(go);
     Some(supervise(Supervisor::new(table), listener, child))
@@ -831,7 +836,7 @@ mod tests {
     fn a_data_pipe_holds_the_largest_file_a_launch_passes() {
         // The managed settings can be as large as files::LIMIT; a default
         // pipe holds 64 KiB, and writing more before the spawn would block.
-        for len in [0, 10, DEFAULT_PIPE_SIZE, crate::files::LIMIT as usize] {
+        for len in [0, 10, DEFAULT_PIPE_SIZE, crate::sys::files::LIMIT as usize] {
             let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
             let r = data_pipe(&bytes).unwrap();
             let mut back = Vec::new();

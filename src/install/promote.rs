@@ -22,7 +22,7 @@ pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sand
 /// The device the egress jail needs; a feature cannot add it itself.
 pub(crate) const TUN_ARG: &str = "--device=/dev/net/tun";
 /// The slash command seeded into the workspace (compiled in).
-pub(crate) const VERIFY_COMMAND: &str = include_str!("../.claude/commands/verify-sandbox.md");
+pub(crate) const VERIFY_COMMAND: &str = include_str!("../../.claude/commands/verify-sandbox.md");
 
 /// Command-line arguments of `claude-sandbox promote`.
 #[derive(Debug, clap::Args)]

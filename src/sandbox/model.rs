@@ -14,8 +14,8 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
-use crate::paths;
-use crate::record::LaunchRecord;
+use crate::sandbox::record::LaunchRecord;
+use crate::sys::paths;
 
 /// One launch's sandbox, as plain data (`claude-sandbox plan --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -163,7 +163,7 @@ impl Network {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ProxyNet {
     pub listen: std::net::SocketAddrV4,
-    pub policy: crate::egress::Policy,
+    pub policy: crate::egress::policy::Policy,
     /// The session id, which names the log.
     pub session: String,
     /// The connection log (outside everything the sandbox can write).
@@ -494,7 +494,7 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
     } else {
         o.fds.push((
             FD_SHIM_GUARD,
-            FdContent::Bytes(crate::supervisor::Table::encode(&sb.guard)),
+            FdContent::Bytes(super::guard_list::encode(&sb.guard)),
         ));
         OsString::from(FD_SHIM_GUARD.to_string())
     };
@@ -567,8 +567,14 @@ mod tests {
         for net in [
             Network::Host,
             Network::Allowlist(ProxyNet {
-                listen: crate::egress::PROXY_ADDR,
-                policy: crate::egress::Policy::new(&[], &[], Default::default(), &[], Vec::new()),
+                listen: crate::egress::policy::PROXY_ADDR,
+                policy: crate::egress::policy::Policy::new(
+                    &[],
+                    &[],
+                    Default::default(),
+                    &[],
+                    Vec::new(),
+                ),
                 session: "s".into(),
                 log: "/l".into(),
             }),

@@ -92,25 +92,6 @@ impl Table {
         t
     }
 
-    /// The protected paths as the plan passes them: NUL-separated.
-    pub(crate) fn encode(paths: &[PathBuf]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for p in paths {
-            out.extend_from_slice(p.as_os_str().as_bytes());
-            out.push(0);
-        }
-        out
-    }
-
-    pub(crate) fn decode(bytes: &[u8]) -> Vec<PathBuf> {
-        bytes
-            .split(|b| *b == 0)
-            .filter(|p| !p.is_empty())
-            .map(|p| PathBuf::from(OsStr::from_bytes(p)))
-            .collect()
-    }
-
-    /// Whether `name` in the directory `parent` is protected.
     fn protects(&self, parent: &Dir, name: &[u8]) -> bool {
         if matches!(name, b"" | b"." | b"..") {
             return false;
@@ -251,7 +232,7 @@ struct ProcView {
 impl ProcView {
     fn here() -> ProcView {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let nested = crate::inside::status_field(&status, "NSpid")
+        let nested = crate::sys::inside::status_field(&status, "NSpid")
             .is_some_and(|v| v.split_whitespace().count() > 1);
         ProcView { fresh: !nested }
     }
@@ -278,7 +259,7 @@ impl ProcView {
         let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
             .map_err(|_| libc::ESRCH)?;
-        crate::inside::status_field(&info, "Pid")
+        crate::sys::inside::status_field(&info, "Pid")
             .and_then(|v| v.parse().ok())
             .ok_or(libc::ESRCH)
     }
@@ -434,7 +415,7 @@ impl Caller {
             let status =
                 std::fs::read_to_string(format!("/proc/{}/status", String::from_utf8_lossy(p)))
                     .ok()?;
-            crate::inside::status_field(&status, "Tgid").map(str::to_owned)
+            crate::sys::inside::status_field(&status, "Tgid").map(str::to_owned)
         };
         let owner = tgid(first);
         // `/proc/self` names this process's thread group, in this /proc.
@@ -457,7 +438,7 @@ impl Caller {
         std::fs::read_to_string(format!("/proc/{}/status", self.proc_pid))
             .ok()
             .and_then(|s| {
-                crate::inside::status_field(&s, "Umask")
+                crate::sys::inside::status_field(&s, "Umask")
                     .and_then(|v| libc::mode_t::from_str_radix(v, 8).ok())
             })
             .unwrap_or(0o022)
@@ -1200,7 +1181,7 @@ pub(crate) fn fork_guarded() -> Result<Role, String> {
                 unsafe { libc::_exit(crate::error::EXIT_SETUP) };
             }
             drop(listener);
-            if crate::kernel::read_byte(child_end.as_raw_fd()).is_none() {
+            if crate::sys::kernel::read_byte(child_end.as_raw_fd()).is_none() {
                 // The supervisor is not serving: run nothing.
                 // SAFETY: as above.
                 unsafe { libc::_exit(crate::error::EXIT_SETUP) };
@@ -1342,23 +1323,13 @@ pub(crate) fn read_table(fd: RawFd) -> Result<Table, String> {
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("creation guard: cannot read the protected paths: {e}"))?;
-    Ok(Table::new(&Table::decode(&bytes)))
+    Ok(Table::new(&crate::sandbox::guard_list::decode(&bytes)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::Path;
-
-    #[test]
-    fn paths_round_trip_through_the_fd_encoding() {
-        let paths = vec![
-            PathBuf::from("/w/.envrc"),
-            PathBuf::from("/w/sub/.git/config"),
-        ];
-        assert_eq!(Table::decode(&Table::encode(&paths)), paths);
-        assert!(Table::decode(b"").is_empty());
-    }
 
     #[test]
     fn decode_maps_every_creating_call() {

@@ -11,6 +11,7 @@
 //! ([`HIDDEN_WHOLE`]): a root session has no business there, and walking
 //! them would cost more than the launch.
 
+use crate::plan::Unreadable;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -28,14 +29,6 @@ pub(crate) const ROOTS: &[(&str, usize)] = &[
 pub(crate) const HIDDEN_WHOLE: &[&str] = &["/home"];
 /// At most this many directory entries are examined per launch.
 pub(crate) const MAX_ENTRIES: usize = 20000;
-
-/// One entry an unprivileged user could not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unreadable {
-    pub(crate) path: PathBuf,
-    /// A directory (masked by a tmpfs) or a file (by `/dev/null`).
-    pub(crate) dir: bool,
-}
 
 /// Whether "others" may read `m` (and, for a directory, enter and list it).
 pub(crate) fn others_can_read(m: &std::fs::Metadata) -> bool {

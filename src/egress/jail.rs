@@ -42,203 +42,12 @@ use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
+use crate::egress::policy::{parse_resolv, parse_routes, parse_routes_any, JailFacts};
 use crate::error::setup;
 use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 
-/// Where DNS queries go inside the jail when the host only lists loopback
-/// resolvers: a link-local address (never routed on any network), punched
-/// through the 169.254/16 block, which pasta answers by forwarding the query
-/// to the host's resolver.
-pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
-
 const PASTA_CANDIDATES: &[&str] = &["/usr/bin/pasta", "/usr/local/bin/pasta", "/bin/pasta"];
 const IP_CANDIDATES: &[&str] = &["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"];
-
-/// Internal ranges that are always blackholed.
-pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
-    (Ipv4Addr::new(10, 0, 0, 0), 8),
-    (Ipv4Addr::new(172, 16, 0, 0), 12),
-    (Ipv4Addr::new(192, 168, 0, 0), 16),
-    (Ipv4Addr::new(100, 64, 0, 0), 10),
-    // IANA special-purpose ranges that private, corporate and container
-    // networks use (RFC 6890); the documentation ranges stay reachable.
-    (Ipv4Addr::new(198, 18, 0, 0), 15),
-    (Ipv4Addr::new(240, 0, 0, 0), 4),
-    (Ipv4Addr::new(192, 0, 0, 0), 24),
-    (Ipv4Addr::new(0, 0, 0, 0), 8),
-];
-/// Link-local (cloud metadata lives here): unreachable.
-pub(crate) const UNREACHABLE: (Ipv4Addr, u8) = (Ipv4Addr::new(169, 254, 0, 0), 16);
-
-/// The host's IPv4 routing facts the jail is planned from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HostRoutes {
-    /// Interface of the default route (pasta's template; same name inside).
-    pub iface: String,
-    pub gateway: Ipv4Addr,
-    /// Every directly connected subnet, on any non-loopback interface.
-    pub connected: Vec<(Ipv4Addr, u8)>,
-}
-
-/// The jail's view of `/proc/net/route` ([`crate::kernel::parse_routes`]).
-pub(crate) fn parse_routes(text: &str) -> Result<HostRoutes, String> {
-    let mut default = None;
-    let mut connected = Vec::new();
-    for r in crate::kernel::parse_routes(text) {
-        if r.iface == "lo" || r.reject {
-            continue;
-        }
-        if r.dst.is_unspecified() && r.len == 0 {
-            if r.via_gateway && default.is_none() {
-                default = Some((r.iface, r.gateway));
-            }
-        } else if !r.via_gateway && !connected.contains(&(r.dst, r.len)) {
-            connected.push((r.dst, r.len));
-        }
-    }
-    let (iface, gateway) = default.ok_or("the host has no IPv4 default route")?;
-    Ok(HostRoutes {
-        iface,
-        gateway,
-        connected,
-    })
-}
-
-/// [`parse_routes`] for allowlist mode, which needs no default route (the
-/// proxy reaches what the host reaches): without one, no interface and no
-/// gateway, the connected subnets still.
-pub(crate) fn parse_routes_any(text: &str) -> HostRoutes {
-    parse_routes(text).unwrap_or_else(|_| HostRoutes {
-        iface: String::new(),
-        gateway: Ipv4Addr::UNSPECIFIED,
-        connected: crate::kernel::parse_routes(text)
-            .into_iter()
-            .filter(|r| r.iface != "lo" && !r.reject && !r.via_gateway && r.len > 0)
-            .map(|r| (r.dst, r.len))
-            .collect(),
-    })
-}
-
-/// The host's resolv.conf, split into IPv4 nameservers and the other lines.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Resolv {
-    pub nameservers: Vec<Ipv4Addr>,
-    pub other_lines: Vec<String>,
-}
-
-pub(crate) fn parse_resolv(text: &str) -> Resolv {
-    let mut r = Resolv::default();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        match (words.next(), words.next()) {
-            (Some("nameserver"), Some(addr)) => {
-                if let Ok(ip) = addr.parse::<Ipv4Addr>() {
-                    r.nameservers.push(ip);
-                } // IPv6 resolvers are useless in an IPv4-only jail.
-            }
-            _ => r.other_lines.push(line.to_string()),
-        }
-    }
-    r
-}
-
-/// Everything the jail does, decided before anything runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct JailPlan {
-    /// Input for `ip -batch -` in the holder's namespace.
-    pub route_batch: String,
-    /// `--dns-forward` address for pasta, when the host only has loopback resolvers.
-    pub dns_forward: Option<Ipv4Addr>,
-    /// A resolv.conf to bind over /etc/resolv.conf inside, when the host's would not work.
-    pub resolv_conf: Option<String>,
-}
-
-/// Every destination the jail blocks, as (network, prefix length): the
-/// internal ranges, link-local, the connected subnets and the gateway itself.
-/// Allowlist mode's proxy refuses the same (§4.9).
-pub(crate) fn blocked_ranges(routes: &HostRoutes) -> Vec<(Ipv4Addr, u8)> {
-    let mut v: Vec<(Ipv4Addr, u8)> = BLACKHOLES.to_vec();
-    v.push(UNREACHABLE);
-    v.extend(routes.connected.iter().copied());
-    v.push((routes.gateway, 32));
-    v
-}
-
-/// Whether `ip` is a destination the jail blocks ([`blocked_ranges`]).
-fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
-    blocked_ranges(routes).into_iter().any(|(net, len)| {
-        let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-        u32::from(ip) & mask == u32::from(net) & mask
-    })
-}
-
-/// Plan the routes and DNS of the jail (pure).
-pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
-    // Loopback stubs and internal resolvers (the gateway, a metadata server
-    // that also answers DNS, a VPC resolver) are reached only through pasta's
-    // forwarder, which passes UDP port 53 and nothing else: punching them as
-    // /32s would open every port of those hosts. Public resolvers stay as
-    // they are (punched, which for them changes nothing).
-    let (public, via_forwarder): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = resolv
-        .nameservers
-        .iter()
-        .partition(|ip| !ip.is_loopback() && !is_internal(**ip, routes));
-    let dns_forward =
-        (!via_forwarder.is_empty() || resolv.nameservers.is_empty()).then_some(DNS_FORWARDER);
-    let resolv_conf = dns_forward.map(|fwd| {
-        let mut text =
-            String::from("# claude-sandbox egress jail: queries go to pasta's forwarder\n");
-        text.push_str(&format!("nameserver {fwd}\n"));
-        for ip in &public {
-            text.push_str(&format!("nameserver {ip}\n"));
-        }
-        for l in resolv
-            .other_lines
-            .iter()
-            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        {
-            text.push_str(l);
-            text.push('\n');
-        }
-        text
-    });
-    let (ifc, gw) = (&routes.iface, routes.gateway);
-    let mut b = String::from("link set lo up\n");
-    for (net, len) in BLACKHOLES {
-        b.push_str(&format!("route replace blackhole {net}/{len}\n"));
-    }
-    b.push_str(&format!(
-        "route replace unreachable {}/{}\n",
-        UNREACHABLE.0, UNREACHABLE.1
-    ));
-    // Connected subnets: blackholed too. This replaces the interface's own
-    // subnet route, so the gateway itself is no destination any more; it
-    // stays the next hop (`onlink`).
-    for (net, len) in &routes.connected {
-        b.push_str(&format!("route replace blackhole {net}/{len}\n"));
-    }
-    b.push_str(&format!(
-        "route replace default via {gw} dev {ifc} onlink\n"
-    ));
-    let mut punched: Vec<Ipv4Addr> = Vec::new();
-    for ip in public.iter().chain(allow_ip).chain(dns_forward.iter()) {
-        if !punched.contains(ip) {
-            punched.push(*ip);
-            b.push_str(&format!(
-                "route replace {ip}/32 via {gw} dev {ifc} onlink\n"
-            ));
-        }
-    }
-    // No IPv6 at all (pasta runs IPv4-only; addresses the kernel made go too).
-    b.push_str(&format!(
-        "address flush dev {ifc} to ::/0\naddress flush dev lo to ::/0\n"
-    ));
-    JailPlan {
-        route_batch: b,
-        dns_forward,
-        resolv_conf,
-    }
-}
 
 fn find(candidates: &[&str]) -> Option<PathBuf> {
     candidates.iter().map(PathBuf::from).find(|p| {
@@ -270,16 +79,6 @@ pub(crate) fn missing(what: &str, fix: &str) -> anyhow::Error {
     ))
 }
 
-/// The host's network facts the egress jail is planned from.
-#[derive(Debug, Clone)]
-pub(crate) struct JailFacts {
-    pub routes: HostRoutes,
-    pub resolv: Resolv,
-    /// No /etc/resolv.conf at all: nothing to bind over (the read-only root
-    /// cannot get a new file), so inside, as on the host, there is no resolver.
-    pub resolv_missing: bool,
-}
-
 /// The host's routes and resolv.conf, for the plan ([`JailFacts`]). The open
 /// jail needs a default route (`need_default`); allowlist mode does not.
 pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
@@ -300,11 +99,11 @@ pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
         })?;
     // A missing or unreadable resolv.conf plans as "no resolver": the
     // jail then answers DNS through pasta's forwarder (to nothing).
-    let resolv_text = crate::files::read_text(Path::new("/etc/resolv.conf"));
+    let resolv_text = crate::sys::files::read_text(Path::new("/etc/resolv.conf"));
     Ok(JailFacts {
         routes,
         resolv: parse_resolv(resolv_text.as_deref().unwrap_or_default()),
-        resolv_missing: matches!(resolv_text, Err(crate::files::ReadError::Missing)),
+        resolv_missing: matches!(resolv_text, Err(crate::sys::files::ReadError::Missing)),
     })
 }
 
@@ -542,7 +341,7 @@ impl Keeper {
                 let mut empty: nix::libc::sigset_t = std::mem::zeroed();
                 nix::libc::sigemptyset(&mut empty);
                 nix::libc::sigprocmask(nix::libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-                crate::kernel::move_fd(life_raw, FD_KEEPER_LIFELINE)
+                crate::sys::kernel::move_fd(life_raw, FD_KEEPER_LIFELINE)
             });
         }
         let child = cmd.spawn().map_err(|e| {
@@ -685,7 +484,7 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
         }
     }
     // Block until the shadow closes its end or dies (EOF either way).
-    let orderly = crate::kernel::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
+    let orderly = crate::sys::kernel::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
     if !orderly {
         if let Some(net) = jail_net {
             sweep_namespace(net);
@@ -753,7 +552,7 @@ fn sweep_namespace(net: u64) {
 /// Kill every child of this (single-threaded) process and reap them all.
 fn reap_all_children() {
     use nix::libc;
-    for pid in crate::kernel::children(std::process::id() as i32) {
+    for pid in crate::sys::kernel::children(std::process::id() as i32) {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     loop {
@@ -919,7 +718,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
     // sandbox's other fds must not stay open here; and `ip` gets none of them.
-    crate::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    crate::sys::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
     for fd in [fds.go, fds.gate, fds.routes] {
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
@@ -932,7 +731,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
             return 1;
         }
     };
-    if crate::kernel::read_byte(fds.go).is_none() {
+    if crate::sys::kernel::read_byte(fds.go).is_none() {
         step.abandon();
         return 1; // pasta did not attach; the shadow reports why.
     }
@@ -1005,16 +804,6 @@ impl RouteStep {
 mod tests {
     use super::*;
 
-    const LAN_ROUTES: &str =
-        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
-        csb-h0\t00000000\t01004D0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
-        csb-h0\t00004D0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
-        docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n";
-
-    fn lan() -> HostRoutes {
-        parse_routes(LAN_ROUTES).unwrap()
-    }
-
     #[test]
     fn pasta_attaches_to_the_holders_tap_and_watches_nothing() {
         let j = Jail {
@@ -1034,173 +823,5 @@ mod tests {
         );
         // ...and no watch of the namespace, whose end costs ~5-15 ms more.
         assert!(args.iter().any(|a| a == "--no-netns-quit"), "{args:?}");
-    }
-
-    #[test]
-    fn routes_parsed() {
-        let r = lan();
-        assert_eq!(r.iface, "csb-h0");
-        assert_eq!(r.gateway, Ipv4Addr::new(10, 77, 0, 1));
-        assert_eq!(
-            r.connected,
-            vec![
-                (Ipv4Addr::new(10, 77, 0, 0), 24),
-                (Ipv4Addr::new(172, 17, 0, 0), 16)
-            ]
-        );
-        assert!(parse_routes("Iface\tDestination\n")
-            .unwrap_err()
-            .contains("no IPv4 default route"));
-        // Allowlist mode: no default route is fine, the subnets still count.
-        let no_default: String = LAN_ROUTES
-            .lines()
-            .filter(|l| !l.contains("\t00000000\t01004D0A"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let any = parse_routes_any(&no_default);
-        assert_eq!(any.connected, r.connected);
-        assert!(any.gateway.is_unspecified() && any.iface.is_empty());
-        assert_eq!(parse_routes_any(LAN_ROUTES), r);
-    }
-
-    #[test]
-    fn every_internal_range_blocked_and_only_punches_open() {
-        let p = plan_jail(
-            &lan(),
-            &parse_resolv("nameserver 203.0.113.53\n"),
-            &[Ipv4Addr::new(10, 77, 0, 9)],
-        );
-        let b = &p.route_batch;
-        for r in [
-            "10.0.0.0/8",
-            "172.16.0.0/12",
-            "192.168.0.0/16",
-            "100.64.0.0/10",
-            "10.77.0.0/24",
-            "172.17.0.0/16",
-        ] {
-            assert!(
-                b.contains(&format!("route replace blackhole {r}\n")),
-                "{r}: {b}"
-            );
-        }
-        assert!(b.contains("route replace unreachable 169.254.0.0/16\n"));
-        assert!(b.contains("route replace default via 10.77.0.1 dev csb-h0 onlink\n"));
-        assert!(
-            b.contains("route replace 203.0.113.53/32 via 10.77.0.1 dev csb-h0 onlink\n"),
-            "public resolver punched"
-        );
-        assert!(
-            b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink\n"),
-            "allow-ip punched"
-        );
-        assert_eq!(b.matches("/32 via").count(), 2, "nothing else punched: {b}");
-        assert!(
-            b.contains("address flush dev csb-h0 to ::/0\n")
-                && b.contains("address flush dev lo to ::/0\n")
-        );
-        // A public resolver: the host's resolv.conf works as it is.
-        assert_eq!(p.dns_forward, None);
-        assert_eq!(p.resolv_conf, None);
-    }
-
-    #[test]
-    fn gateway_is_next_hop_not_destination_unless_punched() {
-        let p = plan_jail(&lan(), &parse_resolv("nameserver 127.0.0.53\n"), &[]);
-        assert!(!p.route_batch.contains("10.77.0.1/32"), "{}", p.route_batch);
-        // The blackhole of the connected subnet comes before the default route.
-        let bh = p.route_batch.find("blackhole 10.77.0.0/24").unwrap();
-        let dflt = p.route_batch.find("default via").unwrap();
-        assert!(bh < dflt);
-    }
-
-    #[test]
-    fn loopback_stub_resolver_gets_a_forwarder() {
-        let p = plan_jail(
-            &lan(),
-            &parse_resolv("# systemd-resolved\nnameserver 127.0.0.53\nnameserver fd00::1\noptions edns0 trust-ad\nsearch corp.example\n"),
-            &[]);
-        assert_eq!(p.dns_forward, Some(DNS_FORWARDER));
-        let rc = p.resolv_conf.unwrap();
-        assert!(rc.contains("nameserver 169.254.0.53\n"), "{rc}");
-        assert!(
-            !rc.contains("127.0.0.53") && !rc.contains("fd00::1"),
-            "{rc}"
-        );
-        assert!(rc.contains("options edns0 trust-ad\n") && rc.contains("search corp.example\n"));
-        assert!(p
-            .route_batch
-            .contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink\n"));
-        // The forwarder is punched after the link-local block is set.
-        assert!(
-            p.route_batch.find("unreachable 169.254.0.0/16").unwrap()
-                < p.route_batch.find("169.254.0.53/32").unwrap()
-        );
-    }
-
-    #[test]
-    fn mixed_resolvers_keep_the_public_ones() {
-        let p = plan_jail(
-            &lan(),
-            &parse_resolv("nameserver 127.0.0.53\nnameserver 192.168.1.1\nnameserver 9.9.9.9\n"),
-            &[],
-        );
-        let rc = p.resolv_conf.unwrap();
-        assert!(
-            rc.contains("nameserver 169.254.0.53\nnameserver 9.9.9.9\n"),
-            "{rc}"
-        );
-        assert!(!rc.contains("192.168.1.1"), "{rc}");
-        assert!(p.route_batch.contains("route replace 9.9.9.9/32 via"));
-        assert!(
-            !p.route_batch.contains("192.168.1.1/32"),
-            "{}",
-            p.route_batch
-        );
-    }
-
-    #[test]
-    fn internal_resolvers_only_through_the_forwarder() {
-        // The gateway (home routers), a metadata server that also answers DNS
-        // (169.254.169.254 on Google Cloud), a VPC resolver, a CGNAT one, one
-        // on a connected subnet outside the RFC1918 ranges: never punched,
-        // since a /32 would open all their ports.
-        for ns in [
-            "10.77.0.1",
-            "169.254.169.254",
-            "10.0.0.2",
-            "100.100.100.100",
-            "172.17.0.1",
-        ] {
-            let p = plan_jail(&lan(), &parse_resolv(&format!("nameserver {ns}\n")), &[]);
-            assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
-            let rc = p.resolv_conf.unwrap();
-            assert!(rc.contains("nameserver 169.254.0.53\n"), "{ns}: {rc}");
-            assert!(!rc.contains(ns), "{ns}: {rc}");
-            assert!(
-                !p.route_batch.contains(&format!("{ns}/32")),
-                "{ns}: {}",
-                p.route_batch
-            );
-            assert_eq!(
-                p.route_batch.matches("/32 via").count(),
-                1,
-                "{}",
-                p.route_batch
-            );
-        }
-        let gw_public = HostRoutes {
-            iface: "eth0".into(),
-            gateway: Ipv4Addr::new(198, 51, 100, 1),
-            connected: vec![(Ipv4Addr::new(198, 51, 100, 0), 24)],
-        };
-        for ns in ["198.51.100.1", "198.51.100.7"] {
-            let p = plan_jail(
-                &gw_public,
-                &parse_resolv(&format!("nameserver {ns}\n")),
-                &[],
-            );
-            assert_eq!(p.dns_forward, Some(DNS_FORWARDER), "{ns}");
-        }
     }
 }

@@ -1,47 +1,12 @@
-//! The integrity guard (SPEC §6): Claude Code hooks installed into the managed
-//! settings, and the merge that installs them.
-//!
-//! - `hook session-start` (advisory): outside the sandbox, a loud warning as
-//!   hook JSON; inside, quick checks, a warning only when one fails.
-//! - `hook prompt-gate` (fail-closed): exit 2 with a message unless the
-//!   session is sandboxed (kernel facts, `inside::is_inside`), or
-//!   `CLAUDE_CODE_REMOTE=true`, or root created `/etc/claude-code/allow-unwrapped`.
-//! - `hook api-key-helper`: the managed `apiKeyHelper`, which outside the
-//!   sandbox takes the place of one a session planted in the user's or a
-//!   project's settings; it gives no credential.
-//!
-//! The two hooks drain their JSON stdin without ever blocking on it.
-//!
-//! The merge also writes the *lockdown* ([`LOCKDOWN`], decision 0005): keys
-//! that make Claude Code, started outside the sandbox, ignore the hooks,
-//! status line, MCP servers and API-key helper of user and project settings
-//! (which a sandboxed session can write). Inside the sandbox the launch binds
-//! [`inside_managed`] over the file: the same settings without the lockdown.
-
-use std::io::Read;
-use std::path::Path;
-use std::time::Duration;
+//! Claude Code's managed settings (SPEC §6, decision 0005): the merge that
+//! installs the guard hooks, the process wrapper and the *lockdown*
+//! ([`LOCKDOWN`]: keys that make Claude Code, started outside the sandbox,
+//! ignore the hooks, status line, MCP servers and API-key helper of user and
+//! project settings, which a sandboxed session can write), its undoing, and
+//! [`inside_managed`]: the same settings without the lockdown, which the
+//! launch binds over the file inside. Pure JSON in, JSON out.
 
 use serde_json::{json, Map, Value};
-
-use crate::{inside, paths};
-
-/// Command-line arguments of `claude-sandbox hook`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct Args {
-    #[command(subcommand)]
-    pub which: Which,
-}
-
-#[derive(Debug, clap::Subcommand)]
-pub(crate) enum Which {
-    /// SessionStart hook: warn when unsandboxed or when a defence is missing.
-    SessionStart,
-    /// UserPromptSubmit hook: refuse prompts outside the sandbox (exit 2).
-    PromptGate,
-    /// The managed apiKeyHelper: gives no credential, says why (exit 1).
-    ApiKeyHelper,
-}
 
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
@@ -51,149 +16,6 @@ pub const API_KEY_HELPER_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook api-key-helper";
 /// The process wrapper (§6): a symlink to our binary, dispatched by name.
 pub(crate) const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
-
-/// Run a hook; returns the exit status.
-pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
-    match args.which {
-        Which::SessionStart => {
-            drain_stdin();
-            if let Some(json) = session_start_output(
-                &inside::Facts::read(),
-                &std::env::vars().collect::<Vec<_>>(),
-            ) {
-                println!("{json}");
-            }
-            Ok(0)
-        }
-        Which::PromptGate => {
-            drain_stdin();
-            let remote = std::env::var("CLAUDE_CODE_REMOTE").as_deref() == Ok("true");
-            let flag = Path::new(paths::ALLOW_UNWRAPPED).exists();
-            if inside::is_inside() || remote || flag {
-                Ok(0)
-            } else {
-                eprintln!("{}", gate_message());
-                Ok(2)
-            }
-        }
-        // Not a hook: Claude Code gives it no JSON, and reads its stdout as
-        // the credential. None, and the reason on stderr.
-        Which::ApiKeyHelper => {
-            eprintln!("{}", api_key_helper_message());
-            Ok(1)
-        }
-    }
-}
-
-/// Read and discard the hook's JSON input, giving up after a short wait: a
-/// hook run by hand from a terminal, or fed by a writer that never closes,
-/// must not hang.
-fn drain_stdin() {
-    if nix::unistd::isatty(0).unwrap_or(false) {
-        return;
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin()
-            .lock()
-            .take(16 << 20)
-            .read_to_end(&mut sink);
-        let _ = tx.send(());
-    });
-    let _ = rx.recv_timeout(Duration::from_secs(2));
-}
-
-pub(crate) fn gate_message() -> String {
-    format!(
-        "claude-sandbox: this Claude Code session is not sandboxed, so prompts are refused. \
-         Start it with plain `claude` (the shadow at {}), not {} directly. \
-         An operator who accepts unsandboxed sessions can create {}.",
-        paths::SHADOW,
-        paths::REAL_CLAUDE,
-        paths::ALLOW_UNWRAPPED
-    )
-}
-
-/// What the managed apiKeyHelper says (Claude Code shows it as the reason the helper failed).
-pub(crate) fn api_key_helper_message() -> String {
-    format!(
-        "claude-sandbox: outside the sandbox an apiKeyHelper from user or project settings does not run (a sandboxed session can write those); \
-         start Claude Code with plain `claude` (the shadow at {}), where your own apiKeyHelper works",
-        paths::SHADOW
-    )
-}
-
-/// Names that carry credentials and must not reach a sandboxed session.
-const TOKEN_VARS: &[&str] = &[
-    "GH_TOKEN",
-    "GITHUB_TOKEN",
-    "GITLAB_TOKEN",
-    "GL_TOKEN",
-    "ANTHROPIC_API_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "SSH_AUTH_SOCK",
-    "DISPLAY",
-];
-
-/// The SessionStart hook's JSON, or None when all is well.
-pub(crate) fn session_start_output(
-    facts: &inside::Facts,
-    env: &[(String, String)],
-) -> Option<String> {
-    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    if !facts.inside() {
-        let msg = format!(
-            "WARNING: this Claude Code session is NOT running inside claude-sandbox. Commands it runs can read \
-             your credentials and reach internal hosts. Quit and start it with plain `claude` ({}).",
-            paths::SHADOW
-        );
-        return Some(warning(&msg));
-    }
-    let passed: Vec<String> = crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
-        .map(|l| l.config.pass_env)
-        .unwrap_or_default();
-    let mut problems = Vec::new();
-    for t in TOKEN_VARS {
-        if get(t).is_some_and(|v| !v.is_empty()) && !passed.iter().any(|p| p == t) {
-            problems.push(format!("{t} is set"));
-        }
-    }
-    if get("GIT_CONFIG_GLOBAL") != Some(paths::GITCONFIG)
-        || get("GIT_CONFIG_SYSTEM") != Some("/dev/null")
-    {
-        problems.push("git config is not pinned to /etc/claude-gitconfig".into());
-    }
-    if let Some(home) = get("HOME") {
-        for f in [".netrc", ".Xauthority"] {
-            if std::fs::metadata(Path::new(home).join(f)).is_ok_and(|m| m.len() > 0) {
-                problems.push(format!("~/{f} is not masked"));
-            }
-        }
-        for d in [".ssh", ".aws", ".gnupg"] {
-            if Path::new(home).join(d).exists() {
-                problems.push(format!("~/{d} is visible"));
-            }
-        }
-    }
-    if problems.is_empty() {
-        return None;
-    }
-    Some(warning(&format!(
-        "WARNING: claude-sandbox integrity check failed: {}. Run /verify-sandbox.",
-        problems.join("; ")
-    )))
-}
-
-fn warning(msg: &str) -> String {
-    json!({
-        "systemMessage": msg,
-        "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": msg },
-    })
-    .to_string()
-}
 
 /// What the merge changed (so uninstall undoes exactly that): keys it added
 /// that were absent, and the foreign values of keys it overwrote.
@@ -488,7 +310,7 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
 /// binds nothing, and Claude Code reads the file as the host has it.
 ///
 /// Written compact, so never longer than `text` (at most
-/// [`crate::files::LIMIT`], which a pipe to bubblewrap can hold).
+/// [`crate::sys::files::LIMIT`], which a pipe to bubblewrap can hold).
 pub fn inside_managed(text: &str) -> Option<String> {
     let Ok(Value::Object(mut root)) = serde_json::from_str::<Value>(text) else {
         return None;
@@ -720,46 +542,10 @@ mod tests {
     }
 
     #[test]
-    fn the_api_key_helper_names_the_way_in() {
-        let m = api_key_helper_message();
-        assert!(
-            m.contains("apiKeyHelper") && m.contains(paths::SHADOW),
-            "{m}"
-        );
-    }
-
-    #[test]
     fn non_json_refused() {
         assert!(merge_managed(Some("{ not json"), true)
             .unwrap_err()
             .contains("not JSON"));
         assert!(merge_managed(Some("[1]"), true).is_err());
-    }
-
-    #[test]
-    fn session_start_outside_warns_inside_silent_unless_broken() {
-        let outside = inside::Facts::default();
-        let out = session_start_output(&outside, &[]).unwrap();
-        let v: Value = serde_json::from_str(&out).unwrap();
-        assert!(v["systemMessage"]
-            .as_str()
-            .unwrap()
-            .contains("NOT running inside"));
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
-        let inside_facts = inside::Facts::from_texts(
-            true,
-            "NoNewPrivs:\t1\nCapEff:\t0000000000000000\nNSpid:\t9\t2\n",
-            "1000 1000 1\n",
-            "bwrap",
-        );
-        let env: Vec<(String, String)> = vec![
-            ("GIT_CONFIG_GLOBAL".into(), "/etc/claude-gitconfig".into()),
-            ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
-        ];
-        assert_eq!(session_start_output(&inside_facts, &env), None);
-        let mut leaky = env.clone();
-        leaky.push(("GH_TOKEN".into(), "ghp_x".into()));
-        let out = session_start_output(&inside_facts, &leaky).unwrap();
-        assert!(out.contains("GH_TOKEN is set"), "{out}");
     }
 }

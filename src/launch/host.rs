@@ -10,64 +10,21 @@ use std::process::{Command, Stdio};
 use crate::config::Config;
 use crate::error::bad_input;
 use crate::plan::{self, Facts, ProcMode};
-
-/// Who is launching.
-#[derive(Debug, Clone)]
-pub(crate) struct Identity {
-    pub uid: u32,
-    pub gid: u32,
-    /// Login name, from the user database.
-    pub user: String,
-    /// `$HOME` (else the user database's), canonical.
-    pub home: PathBuf,
-}
-
-/// Who is launching: uid, gid, login name and home directory.
-pub(crate) fn identity() -> anyhow::Result<Identity> {
-    let uid = nix::unistd::getuid();
-    let gid = nix::unistd::getgid();
-    let pw = nix::unistd::User::from_uid(uid).ok().flatten();
-    let user = pw.as_ref().map(|p| p.name.clone()).ok_or_else(|| {
-        bad_input(format!(
-            "uid {uid} has no entry in the user database; the sandbox needs the real user's name"
-        ))
-    })?;
-    // $HOME as the caller has it (tests and tools use a temporary HOME), else the user database.
-    let home = match std::env::var_os("HOME").map(PathBuf::from) {
-        Some(h) if h.is_absolute() => h,
-        _ => pw.map(|p| p.dir).unwrap_or_default(),
-    };
-    let home = home.canonicalize().map_err(|e| {
-        bad_input(format!(
-            "home directory {} is not usable: {e}; set HOME to an existing directory",
-            home.display()
-        ))
-    })?;
-    if !home.is_dir() {
-        return Err(bad_input(format!(
-            "HOME {} is not a directory",
-            home.display()
-        )));
-    }
-    Ok(Identity {
-        uid: uid.as_raw(),
-        gid: gid.as_raw(),
-        user,
-        home,
-    })
-}
+use crate::sys::user::Identity;
 
 /// This launch's session id, the same for every attempt.
 pub(crate) fn session_id() -> &'static str {
     static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    ID.get_or_init(|| crate::egress::session_id(crate::clock::now_secs(), std::process::id()))
+    ID.get_or_init(|| {
+        crate::egress::policy::session_id(crate::sys::clock::now_secs(), std::process::id())
+    })
 }
 
 /// What the user turned off of Claude Code's traffic: the launching
 /// environment first, then the `env` of `~/.claude/settings.json` (as
 /// Claude Code applies it). An unreadable file turns nothing off.
-fn claude_traffic(home: &Path) -> crate::egress::ClaudeTraffic {
-    let settings = crate::files::read_text(&home.join(".claude/settings.json"))
+fn claude_traffic(home: &Path) -> crate::egress::policy::ClaudeTraffic {
+    let settings = crate::sys::files::read_text(&home.join(".claude/settings.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let from_settings = |k: &str| {
@@ -77,7 +34,9 @@ fn claude_traffic(home: &Path) -> crate::egress::ClaudeTraffic {
             other => other.to_string(),
         })
     };
-    crate::egress::ClaudeTraffic::from_vars(&|k| std::env::var(k).ok().or_else(|| from_settings(k)))
+    crate::egress::policy::ClaudeTraffic::from_vars(&|k| {
+        std::env::var(k).ok().or_else(|| from_settings(k))
+    })
 }
 
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor
@@ -88,7 +47,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         gid,
         user,
         home,
-    } = identity()?;
+    } = crate::sys::user::identity().map_err(bad_input)?;
     let jailed = plan::jailed(cfg);
     let facts_home = home.clone();
     let cwd = std::env::current_dir().map_err(|e| {
@@ -112,7 +71,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .and_then(|ws| resolved.get(ws).cloned().flatten());
     let discovered = workspace
         .as_deref()
-        .map(crate::protect::discover)
+        .map(crate::plan::protect::discover)
         .unwrap_or_default();
     let protected = workspace
         .as_deref()
@@ -143,9 +102,9 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         hidden_whole,
         resolved,
         proc_mode,
-        launcher_ns: crate::kernel::NS_KINDS
+        launcher_ns: crate::sys::kernel::NS_KINDS
             .iter()
-            .filter_map(|k| Some((k.to_string(), crate::kernel::ns_inode(k)?)))
+            .filter_map(|k| Some((k.to_string(), crate::sys::kernel::ns_inode(k)?)))
             .collect(),
         // Only the jail makes host loopback unreachable; without it there is
         // nothing for `verify` to try.
@@ -157,16 +116,19 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         protected,
         discovered,
         jail: if jailed {
-            Some(crate::jail::host_facts(
-                plan::egress(cfg) == crate::egress::Egress::Open,
+            Some(crate::egress::jail::host_facts(
+                plan::egress(cfg) == crate::egress::policy::Egress::Open,
             )?)
         } else {
             None
         },
         // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
-        managed_settings: crate::files::read_text(Path::new(crate::paths::MANAGED_SETTINGS)).ok(),
+        managed_settings: crate::sys::files::read_text(Path::new(
+            crate::sys::paths::MANAGED_SETTINGS,
+        ))
+        .ok(),
         session: session_id().to_string(),
-        claude_traffic: if plan::egress(cfg) == crate::egress::Egress::Allowlist {
+        claude_traffic: if plan::egress(cfg) == crate::egress::policy::Egress::Allowlist {
             claude_traffic(&facts_home)
         } else {
             Default::default()
@@ -181,7 +143,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
 /// already) and the tripwire watches it like a missing path.
 fn protected_paths(
     workspace: &Path,
-    discovered: &crate::protect::Protected,
+    discovered: &crate::plan::protect::Protected,
 ) -> Vec<crate::sandbox::RwBind> {
     discovered
         .paths
@@ -240,7 +202,7 @@ pub(crate) fn loopback_listeners() -> Vec<u16> {
                         .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut buf));
                     String::from_utf8_lossy(&buf).into_owned()
                 };
-                return crate::kernel::loopback_listeners(
+                return crate::sys::kernel::loopback_listeners(
                     &read("/proc/net/tcp"),
                     &read("/proc/net/tcp6"),
                 );
@@ -366,18 +328,21 @@ fn diag_listeners(family: u8) -> std::io::Result<Vec<u16>> {
 fn root_view(
     uid: u32,
     resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
-) -> (Vec<crate::rootview::Unreadable>, Vec<PathBuf>) {
+) -> (Vec<crate::plan::Unreadable>, Vec<PathBuf>) {
     if uid != 0 {
         return (Vec::new(), Vec::new());
     }
     let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
-    let hidden = crate::rootview::HIDDEN_WHOLE
+    let hidden = crate::launch::rootview::HIDDEN_WHOLE
         .iter()
         .map(PathBuf::from)
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
         .collect();
-    (crate::rootview::unreadable(&keep).unreadable, hidden)
+    (
+        crate::launch::rootview::unreadable(&keep).unreadable,
+        hidden,
+    )
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of
@@ -510,7 +475,7 @@ mod listener_tests {
             assert!(found.contains(&p6), "{p6} not in {found:?}");
         }
         // The same answer as the /proc parser (netlink is only faster).
-        let from_proc = crate::kernel::loopback_listeners(
+        let from_proc = crate::sys::kernel::loopback_listeners(
             &std::fs::read_to_string("/proc/net/tcp").unwrap(),
             &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default(),
         );

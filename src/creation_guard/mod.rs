@@ -1,0 +1,2 @@
+//! creation guard
+pub(crate) mod supervisor;

@@ -1,0 +1,5 @@
+//! egress
+pub(crate) mod jail;
+pub(crate) mod policy;
+pub(crate) mod proxy;
+pub(crate) mod report;

@@ -1,0 +1,222 @@
+//! The guard hooks (SPEC §6): the commands Claude Code runs from the
+//! managed settings ([`crate::plan::managed_settings`] writes them there).
+//!
+//! - `hook session-start` (advisory): outside the sandbox, a loud warning as
+//!   hook JSON; inside, quick checks, a warning only when one fails.
+//! - `hook prompt-gate` (fail-closed): exit 2 with a message unless the
+//!   session is sandboxed (kernel facts, `inside::is_inside`), or
+//!   `CLAUDE_CODE_REMOTE=true`, or root created `/etc/claude-code/allow-unwrapped`.
+//! - `hook api-key-helper`: the managed `apiKeyHelper`, which outside the
+//!   sandbox takes the place of one a session planted in the user's or a
+//!   project's settings; it gives no credential.
+//!
+//! The two hooks drain their JSON stdin without ever blocking on it.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::{sys::inside, sys::paths};
+
+/// Command-line arguments of `claude-sandbox hook`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    pub which: Which,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Which {
+    /// SessionStart hook: warn when unsandboxed or when a defence is missing.
+    SessionStart,
+    /// UserPromptSubmit hook: refuse prompts outside the sandbox (exit 2).
+    PromptGate,
+    /// The managed apiKeyHelper: gives no credential, says why (exit 1).
+    ApiKeyHelper,
+}
+
+/// Run a hook; returns the exit status.
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
+    match args.which {
+        Which::SessionStart => {
+            drain_stdin();
+            if let Some(json) = session_start_output(
+                &inside::Facts::read(),
+                &std::env::vars().collect::<Vec<_>>(),
+            ) {
+                println!("{json}");
+            }
+            Ok(0)
+        }
+        Which::PromptGate => {
+            drain_stdin();
+            let remote = std::env::var("CLAUDE_CODE_REMOTE").as_deref() == Ok("true");
+            let flag = Path::new(paths::ALLOW_UNWRAPPED).exists();
+            if inside::is_inside() || remote || flag {
+                Ok(0)
+            } else {
+                eprintln!("{}", gate_message());
+                Ok(2)
+            }
+        }
+        // Not a hook: Claude Code gives it no JSON, and reads its stdout as
+        // the credential. None, and the reason on stderr.
+        Which::ApiKeyHelper => {
+            eprintln!("{}", api_key_helper_message());
+            Ok(1)
+        }
+    }
+}
+
+/// Read and discard the hook's JSON input, giving up after a short wait: a
+/// hook run by hand from a terminal, or fed by a writer that never closes,
+/// must not hang.
+fn drain_stdin() {
+    if nix::unistd::isatty(0).unwrap_or(false) {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin()
+            .lock()
+            .take(16 << 20)
+            .read_to_end(&mut sink);
+        let _ = tx.send(());
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(2));
+}
+
+pub(crate) fn gate_message() -> String {
+    format!(
+        "claude-sandbox: this Claude Code session is not sandboxed, so prompts are refused. \
+         Start it with plain `claude` (the shadow at {}), not {} directly. \
+         An operator who accepts unsandboxed sessions can create {}.",
+        paths::SHADOW,
+        paths::REAL_CLAUDE,
+        paths::ALLOW_UNWRAPPED
+    )
+}
+
+/// What the managed apiKeyHelper says (Claude Code shows it as the reason the helper failed).
+pub(crate) fn api_key_helper_message() -> String {
+    format!(
+        "claude-sandbox: outside the sandbox an apiKeyHelper from user or project settings does not run (a sandboxed session can write those); \
+         start Claude Code with plain `claude` (the shadow at {}), where your own apiKeyHelper works",
+        paths::SHADOW
+    )
+}
+
+/// Names that carry credentials and must not reach a sandboxed session.
+const TOKEN_VARS: &[&str] = &[
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GITLAB_TOKEN",
+    "GL_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "SSH_AUTH_SOCK",
+    "DISPLAY",
+];
+
+/// The SessionStart hook's JSON, or None when all is well.
+pub(crate) fn session_start_output(
+    facts: &inside::Facts,
+    env: &[(String, String)],
+) -> Option<String> {
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if !facts.inside() {
+        let msg = format!(
+            "WARNING: this Claude Code session is NOT running inside claude-sandbox. Commands it runs can read \
+             your credentials and reach internal hosts. Quit and start it with plain `claude` ({}).",
+            paths::SHADOW
+        );
+        return Some(warning(&msg));
+    }
+    let passed: Vec<String> = crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
+        .map(|l| l.config.pass_env)
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for t in TOKEN_VARS {
+        if get(t).is_some_and(|v| !v.is_empty()) && !passed.iter().any(|p| p == t) {
+            problems.push(format!("{t} is set"));
+        }
+    }
+    if get("GIT_CONFIG_GLOBAL") != Some(paths::GITCONFIG)
+        || get("GIT_CONFIG_SYSTEM") != Some("/dev/null")
+    {
+        problems.push("git config is not pinned to /etc/claude-gitconfig".into());
+    }
+    if let Some(home) = get("HOME") {
+        for f in [".netrc", ".Xauthority"] {
+            if std::fs::metadata(Path::new(home).join(f)).is_ok_and(|m| m.len() > 0) {
+                problems.push(format!("~/{f} is not masked"));
+            }
+        }
+        for d in [".ssh", ".aws", ".gnupg"] {
+            if Path::new(home).join(d).exists() {
+                problems.push(format!("~/{d} is visible"));
+            }
+        }
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    Some(warning(&format!(
+        "WARNING: claude-sandbox integrity check failed: {}. Run /verify-sandbox.",
+        problems.join("; ")
+    )))
+}
+
+fn warning(msg: &str) -> String {
+    json!({
+        "systemMessage": msg,
+        "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": msg },
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_key_helper_names_the_way_in() {
+        let m = api_key_helper_message();
+        assert!(
+            m.contains("apiKeyHelper") && m.contains(paths::SHADOW),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn session_start_outside_warns_inside_silent_unless_broken() {
+        let outside = inside::Facts::default();
+        let out = session_start_output(&outside, &[]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("NOT running inside"));
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        let inside_facts = inside::Facts::from_texts(
+            true,
+            "NoNewPrivs:\t1\nCapEff:\t0000000000000000\nNSpid:\t9\t2\n",
+            "1000 1000 1\n",
+            "bwrap",
+        );
+        let env: Vec<(String, String)> = vec![
+            ("GIT_CONFIG_GLOBAL".into(), "/etc/claude-gitconfig".into()),
+            ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
+        ];
+        assert_eq!(session_start_output(&inside_facts, &env), None);
+        let mut leaky = env.clone();
+        leaky.push(("GH_TOKEN".into(), "ghp_x".into()));
+        let out = session_start_output(&inside_facts, &leaky).unwrap();
+        assert!(out.contains("GH_TOKEN is set"), "{out}");
+    }
+}

@@ -1,0 +1,8 @@
+//! plan
+mod build;
+pub(crate) mod gitconfig;
+#[cfg(test)]
+mod golden;
+pub(crate) mod managed_settings;
+pub(crate) mod protect;
+pub(crate) use build::*;

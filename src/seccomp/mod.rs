@@ -1,0 +1,3 @@
+//! seccomp
+mod filter;
+pub(crate) use filter::*;

@@ -1,0 +1,3 @@
+//! tripwire
+mod watch;
+pub(crate) use watch::*;

@@ -1,0 +1,3 @@
+//! verify
+mod battery;
+pub(crate) use battery::*;
