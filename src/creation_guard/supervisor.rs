@@ -1104,37 +1104,6 @@ fn respond(listener: RawFd, id: u64, reply: Reply) {
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
 }
 
-/// Send `fd` over the unix socket `sock` (SCM_RIGHTS).
-fn send_fd(sock: RawFd, fd: RawFd) -> nix::Result<()> {
-    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-    let fds = [fd];
-    let iov = [std::io::IoSlice::new(b"L")];
-    sendmsg::<()>(
-        sock,
-        &iov,
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .map(|_| ())
-}
-
-/// Receive one fd from `sock`.
-fn recv_fd(sock: RawFd) -> Option<OwnedFd> {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-    let mut byte = [0u8; 1];
-    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-    let mut space = nix::cmsg_space!([RawFd; 1]);
-    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC).ok()?;
-    for c in msg.cmsgs().ok()? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            // SAFETY: the kernel installed these descriptors in this process.
-            return fds.first().map(|fd| unsafe { OwnedFd::from_raw_fd(*fd) });
-        }
-    }
-    None
-}
-
 /// Which side of [`fork_guarded`] this is.
 pub(crate) enum Role {
     /// The child: the guard filter loaded and the supervisor serving it;
@@ -1176,12 +1145,12 @@ pub(crate) fn fork_guarded() -> Result<Role, String> {
                     unsafe { libc::_exit(crate::error::EXIT_SETUP) };
                 }
             };
-            if send_fd(child_end.as_raw_fd(), listener.as_raw_fd()).is_err() {
+            if crate::sys::fd::send_fd(child_end.as_raw_fd(), listener.as_raw_fd()).is_err() {
                 // SAFETY: as above.
                 unsafe { libc::_exit(crate::error::EXIT_SETUP) };
             }
             drop(listener);
-            if crate::sys::kernel::read_byte(child_end.as_raw_fd()).is_none() {
+            if crate::sys::fd::read_byte(child_end.as_raw_fd()).is_none() {
                 // The supervisor is not serving: run nothing.
                 // SAFETY: as above.
                 unsafe { libc::_exit(crate::error::EXIT_SETUP) };
@@ -1194,7 +1163,7 @@ pub(crate) fn fork_guarded() -> Result<Role, String> {
             // SAFETY: prctl on this process only.
             unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
             drop(child_end);
-            match recv_fd(parent_end.as_raw_fd()) {
+            match crate::sys::fd::recv_fd(parent_end.as_raw_fd()) {
                 Some(listener) => Ok(Role::Supervisor {
                     listener,
                     child: child.as_raw(),

@@ -341,7 +341,7 @@ impl Keeper {
                 let mut empty: nix::libc::sigset_t = std::mem::zeroed();
                 nix::libc::sigemptyset(&mut empty);
                 nix::libc::sigprocmask(nix::libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-                crate::sys::kernel::move_fd(life_raw, FD_KEEPER_LIFELINE)
+                crate::sys::fd::move_fd(life_raw, FD_KEEPER_LIFELINE)
             });
         }
         let child = cmd.spawn().map_err(|e| {
@@ -484,7 +484,7 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
         }
     }
     // Block until the shadow closes its end or dies (EOF either way).
-    let orderly = crate::sys::kernel::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
+    let orderly = crate::sys::fd::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
     if !orderly {
         if let Some(net) = jail_net {
             sweep_namespace(net);
@@ -718,7 +718,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
     }
     // Keep stdio and our three fds only: the shim's ready pipe and the
     // sandbox's other fds must not stay open here; and `ip` gets none of them.
-    crate::sys::kernel::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    crate::sys::fd::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
     for fd in [fds.go, fds.gate, fds.routes] {
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
@@ -731,7 +731,7 @@ fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
             return 1;
         }
     };
-    if crate::sys::kernel::read_byte(fds.go).is_none() {
+    if crate::sys::fd::read_byte(fds.go).is_none() {
         step.abandon();
         return 1; // pasta did not attach; the shadow reports why.
     }

@@ -79,7 +79,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
             )
         })?;
     let channel = unsafe { OwnedFd::from_raw_fd(channel) };
-    send_fd(&channel, listener.as_raw_fd())
+    crate::sys::fd::send_fd(channel.as_raw_fd(), listener.as_raw_fd())
         .map_err(|e| format!("cannot hand the proxy its socket: {e}"))?;
     // Neither stays open in the sandbox.
     drop(listener);
@@ -110,44 +110,6 @@ fn loopback_up() -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-fn send_fd(channel: &OwnedFd, fd: RawFd) -> nix::Result<()> {
-    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-    let fds = [fd];
-    let iov = [std::io::IoSlice::new(b"L")];
-    sendmsg::<()>(
-        channel.as_raw_fd(),
-        &iov,
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .map(|_| ())
-}
-
-/// The listener the holder sent, or `None` when it ended without (it said why).
-fn recv_fd(channel: &OwnedFd) -> Option<OwnedFd> {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-    let mut byte = [0u8; 1];
-    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-    let mut space = nix::cmsg_space!([RawFd; 1]);
-    let msg = loop {
-        match recvmsg::<()>(
-            channel.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            other => break other.ok()?,
-        }
-    };
-    let fd = msg.cmsgs().ok()?.find_map(|c| match c {
-        ControlMessageOwned::ScmRights(fds) => fds.first().copied(),
-        _ => None,
-    })?;
-    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 // --------------------------------------------------------- the shadow side
@@ -280,7 +242,7 @@ impl Proxy {
         let Some(channel) = self.channel.take() else {
             return false;
         };
-        let Some(fd) = recv_fd(&channel) else {
+        let Some(fd) = crate::sys::fd::recv_fd(channel.as_raw_fd()) else {
             return false;
         };
         let listener = Arc::new(TcpListener::from(fd));

@@ -497,7 +497,7 @@ fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(C
                 return Err(std::io::Error::last_os_error());
             }
             for &(src, dst) in &map {
-                crate::sys::kernel::move_fd(src, dst)?;
+                crate::sys::fd::move_fd(src, dst)?;
             }
             Ok(())
         });
@@ -725,7 +725,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         return 2;
     }
     if let Some(gate) = gate {
-        if crate::sys::kernel::read_byte(gate).is_none() {
+        if crate::sys::fd::read_byte(gate).is_none() {
             // The jail said why on this same stderr (the shadow's error pipe).
             eprintln!("egress jail: the routes were not locked; nothing was started");
             return crate::error::EXIT_SETUP;
@@ -745,7 +745,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         }
         libc::close(ready_fd);
     }
-    crate::sys::kernel::close_fds_except(3, &[]);
+    crate::sys::fd::close_fds_except(3, &[]);
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGQUIT, libc::SIG_DFL);
@@ -796,7 +796,7 @@ fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
             libc::dup2(null.as_raw_fd(), 1);
         }
     }
-    crate::sys::kernel::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+    crate::sys::fd::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
     unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
     drop(go);
     Some(supervise(Supervisor::new(table), listener, child))

@@ -1,11 +1,9 @@
-//! Small readers of kernel facts and process plumbing shared by the launch
-//! path and `verify`: namespace identities, loopback listeners from
-//! `/proc/net/tcp*`, moving an fd to a fixed number between fork and exec.
-//! Depends on nothing else in the crate.
+//! Small readers of kernel facts shared by the launch path and `verify`:
+//! namespace identities, loopback listeners from `/proc/net/tcp*`, routes,
+//! a process's children.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::os::fd::RawFd;
 use std::os::unix::fs::MetadataExt;
 
 /// The namespace kinds the launcher records.
@@ -45,21 +43,6 @@ pub(crate) fn loopback_listeners(tcp: &str, tcp6: &str) -> Vec<u16> {
         }
     }
     ports.into_iter().take(64).collect()
-}
-
-/// In a child between fork and exec: make `src` available as `dst` across
-/// exec. `dup2` to itself is a no-op that keeps `FD_CLOEXEC`, so that case
-/// clears the flag instead (async-signal-safe: no allocation).
-pub(crate) fn move_fd(src: RawFd, dst: RawFd) -> std::io::Result<()> {
-    let r = if src == dst {
-        unsafe { nix::libc::fcntl(dst, nix::libc::F_SETFD, 0) }
-    } else {
-        unsafe { nix::libc::dup2(src, dst) }
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// An IPv4 route of `/proc/net/route` that is up.
@@ -110,23 +93,6 @@ pub(crate) fn parse_routes(text: &str) -> Vec<Route> {
         .collect()
 }
 
-/// Close every fd numbered `from` or higher except those in `keep`.
-pub(crate) fn close_fds_except(from: RawFd, keep: &[RawFd]) {
-    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in fds
-        .into_iter()
-        .filter(|fd| *fd >= from && !keep.contains(fd))
-    {
-        unsafe { nix::libc::close(fd) };
-    }
-}
-
 /// The children of process `pid` (its main thread's), from
 /// `/proc/PID/task/PID/children`; empty when it cannot be read.
 pub(crate) fn children(pid: i32) -> Vec<i32> {
@@ -137,17 +103,4 @@ pub(crate) fn children(pid: i32) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Read one byte from `fd`, retrying when a signal interrupts; None at EOF
-/// or on an error (the writer is gone either way).
-pub(crate) fn read_byte(fd: RawFd) -> Option<u8> {
-    let mut byte = [0u8; 1];
-    loop {
-        let n = unsafe { nix::libc::read(fd, byte.as_mut_ptr().cast(), 1) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        return (n == 1).then_some(byte[0]);
-    }
 }
