@@ -853,7 +853,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut sb =
-            crate::plan::build(&Config::default(), &crate::plan::tests::facts(), &[]).unwrap();
+            crate::plan::build(&Config::default(), &crate::plan::fixtures::facts(), &[]).unwrap();
         let file = dir.join("root-only");
         std::fs::write(&file, "x").unwrap();
         sb.mounts

@@ -14,7 +14,8 @@ use sha2::Digest;
 
 use crate::config::Config;
 use crate::egress::policy::{HostRoutes, JailFacts, Resolv};
-use crate::plan::{self, tests::facts, Facts, ProcMode};
+use crate::plan::fixtures::facts;
+use crate::plan::{self, Facts, ProcMode};
 use crate::sandbox::FdContent;
 
 fn site() -> HostRoutes {
@@ -258,7 +259,7 @@ fn more_cases(
     v.push(("allowlist", render(&cfg, &f, lan_resolv, &[])));
     // Launched by root: what only root may read is masked (issue #13).
     let mut f = with_record(facts());
-    crate::plan::tests::as_root(&mut f);
+    crate::plan::fixtures::as_root(&mut f);
     v.push((
         "root-launch",
         render(&Config::default(), &f, lan_resolv, &[]),

@@ -1,5 +1,7 @@
 //! plan
 mod build;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub(crate) mod gitconfig;
 #[cfg(test)]
 mod golden;

@@ -1970,13 +1970,13 @@ mod tests {
 
     /// A sandbox with every table of the plan in play.
     fn full_sandbox() -> (Sandbox, LaunchRecord) {
-        let mut f = plan::tests::facts();
+        let mut f = crate::plan::fixtures::facts();
         for p in plan::candidates(&f.home) {
             f.existing.insert(p);
         }
         f.passwd_home = Some(PathBuf::from("/home/real"));
         // A root launch, so the root-view masks are in play too.
-        plan::tests::as_root(&mut f);
+        crate::plan::fixtures::as_root(&mut f);
         let extra = PathBuf::from("/srv/data");
         f.resolved.insert(extra.clone(), Some(extra.clone()));
         if let Some(j) = f.jail.as_mut() {
