@@ -7,12 +7,12 @@ use std::process::Command;
 
 /// Cached debootstrapped roots: one per suite, never keyed by date. Remove
 /// the directory to force a fresh debootstrap.
-pub const ROOT_CACHE: &str = "/var/cache/claude-sandbox-tests";
-pub const SUITE: &str = "bookworm";
+pub(crate) const ROOT_CACHE: &str = "/var/cache/claude-sandbox-tests";
+pub(crate) const SUITE: &str = "bookworm";
 
 /// The Debian mirror this machine's apt uses (`CSB_DEBIAN_MIRROR` overrides;
 /// deb.debian.org when the sources name none, e.g. on Ubuntu).
-pub fn debian_mirror() -> String {
+pub(crate) fn debian_mirror() -> String {
     if let Ok(m) = std::env::var("CSB_DEBIAN_MIRROR") {
         return m;
     }
@@ -52,7 +52,7 @@ pub fn debian_mirror() -> String {
 }
 
 /// The cached minimal root, made once (under a lock) when missing.
-pub fn base_root() -> PathBuf {
+pub(crate) fn base_root() -> PathBuf {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let arch = if cfg!(target_arch = "aarch64") {

@@ -13,7 +13,7 @@ static NETS: AtomicUsize = AtomicUsize::new(0);
 
 /// `file` of the test network in `tests/testnet/` (`lan.sh`, `netprobe.py`),
 /// inside this repository.
-pub fn testnet(file: &str) -> PathBuf {
+pub(crate) fn testnet(file: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/testnet")
         .join(file);
@@ -22,17 +22,17 @@ pub fn testnet(file: &str) -> PathBuf {
 }
 
 /// A private site network; torn down on drop, listeners included.
-pub struct Lan {
-    pub prefix: String,
+pub(crate) struct Lan {
+    pub(crate) prefix: String,
     /// The "devcontainer" namespace.
-    pub host: String,
+    pub(crate) host: String,
     /// The LAN host's namespace (10.77.0.9).
-    pub lan: String,
-    pub listeners: Vec<Child>,
+    pub(crate) lan: String,
+    pub(crate) listeners: Vec<Child>,
 }
 
 impl Lan {
-    pub fn up() -> Lan {
+    pub(crate) fn up() -> Lan {
         let prefix = format!(
             "cj{}x{}",
             std::process::id() % 100_000,
@@ -53,7 +53,7 @@ impl Lan {
     }
 
     /// Start a bounded netprobe listener in namespace `ns`.
-    pub fn listen(&mut self, ns: &str, args: &[&str]) {
+    pub(crate) fn listen(&mut self, ns: &str, args: &[&str]) {
         let child = Command::new("ip")
             .args(["netns", "exec", ns, "python3"])
             .arg(testnet("netprobe.py"))
@@ -67,7 +67,7 @@ impl Lan {
 
     /// Wait (at most 10 s) until namespace `ns` has a listener on each TCP
     /// `ADDR:PORT` of `tcp` and a bound socket on each UDP one of `udp`.
-    pub fn wait_listening(&self, ns: &str, tcp: &[&str], udp: &[&str]) {
+    pub(crate) fn wait_listening(&self, ns: &str, tcp: &[&str], udp: &[&str]) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let seen = |flag: &str| {
             let o = Command::new("ip")
@@ -114,7 +114,7 @@ impl Drop for Lan {
 
 /// netprobe.py copied into `w` (beside the probe, readable by the test
 /// user and inside the sandbox); its path.
-pub fn netprobe_in(w: &World) -> std::path::PathBuf {
+pub(crate) fn netprobe_in(w: &World) -> std::path::PathBuf {
     let p = w.root.join("bin/netprobe.py");
     std::fs::copy(testnet("netprobe.py"), &p).unwrap();
     p
@@ -124,7 +124,7 @@ pub fn netprobe_in(w: &World) -> std::path::PathBuf {
 /// configuration (the jail is on unless it says otherwise), the LAN's
 /// gateway as resolver (set once: the world's /etc persists), and
 /// netprobe.py beside the probe, where the sandbox can read it.
-pub fn jail_world(name: &str, conf: &str) -> World {
+pub(crate) fn jail_world(name: &str, conf: &str) -> World {
     let w = World::new(name);
     w.install_by_hand(&w.root.join("bin/probe"), conf);
     netprobe_in(&w);

@@ -13,11 +13,11 @@
 //! is skipped with a loud message.
 #![allow(dead_code)]
 
-pub mod debian;
-pub mod lan;
-pub mod pty;
-pub mod site;
-pub mod tracked;
+pub(crate) mod debian;
+pub(crate) mod lan;
+pub(crate) mod pty;
+pub(crate) mod site;
+pub(crate) mod tracked;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -25,20 +25,20 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The unprivileged user every world has.
-pub const TEST_USER: &str = "csbtest";
-pub const TEST_UID: u32 = 4242;
+pub(crate) const TEST_USER: &str = "csbtest";
+pub(crate) const TEST_UID: u32 = 4242;
 
 /// Who runs a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Who {
+pub(crate) enum Who {
     Root,
     User,
 }
 
-pub const BOTH: [Who; 2] = [Who::Root, Who::User];
+pub(crate) const BOTH: [Who; 2] = [Who::Root, Who::User];
 
 /// True when end-to-end prerequisites are present; panics under CI when not.
-pub fn require(what: &str) -> bool {
+pub(crate) fn require(what: &str) -> bool {
     let mut missing = Vec::new();
     if !nix::unistd::geteuid().is_root() {
         missing.push("root");
@@ -58,7 +58,7 @@ pub fn require(what: &str) -> bool {
 }
 
 /// Our binary as cargo built it.
-pub fn our_binary() -> PathBuf {
+pub(crate) fn our_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_claude-sandbox"))
 }
 
@@ -66,7 +66,7 @@ pub fn our_binary() -> PathBuf {
 /// compiles examples as test harnesses (not into `examples/`), and a filtered
 /// `cargo test --test X` does not rebuild them, so a stale probe would report
 /// stale facts.
-pub fn probe_binary() -> PathBuf {
+pub(crate) fn probe_binary() -> PathBuf {
     static BUILD: std::sync::Once = std::sync::Once::new();
     let exe = our_binary();
     let release = exe.components().any(|c| c.as_os_str() == "release");
@@ -88,7 +88,7 @@ pub fn probe_binary() -> PathBuf {
 /// Our binary built with the test-only feature `test-mutations` (the
 /// deliberate regressions of src/testhooks.rs), in a target directory of
 /// its own, once per test binary. The normal build has no such code.
-pub fn mutation_binary() -> PathBuf {
+pub(crate) fn mutation_binary() -> PathBuf {
     static BUILD: std::sync::Once = std::sync::Once::new();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = manifest.join("target/mutations");
@@ -115,7 +115,7 @@ pub fn mutation_binary() -> PathBuf {
 
 /// The real Claude Code binary for tests: `CSB_REAL_CLAUDE`, or the npm
 /// install `.ci/run` makes. None when absent (callers decide: CI fails).
-pub fn real_claude() -> Option<PathBuf> {
+pub(crate) fn real_claude() -> Option<PathBuf> {
     let p = std::env::var_os("CSB_REAL_CLAUDE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -142,11 +142,11 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// A private directory under /var/tmp (not /tmp: the sandbox's /tmp must
 /// look empty), mode 0755, removed when dropped (panics included) unless
 /// `CSB_KEEP_WORLDS` is set. Dereferences to its path.
-pub struct TestDir(PathBuf);
+pub(crate) struct TestDir(PathBuf);
 
 impl TestDir {
     /// `/var/tmp/csb-{kind}-{name}-{pid}-{n}`, fresh.
-    pub fn new(kind: &str, name: &str) -> TestDir {
+    pub(crate) fn new(kind: &str, name: &str) -> TestDir {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let dir = PathBuf::from(format!(
             "/var/tmp/csb-{kind}-{name}-{}-{n}",
@@ -177,7 +177,7 @@ impl Drop for TestDir {
 }
 
 /// Where `claude-sandbox install` puts the product on a machine.
-pub const MACHINE_INSTALL: [&str; 5] = [
+pub(crate) const MACHINE_INSTALL: [&str; 5] = [
     "/usr/local/bin/claude",
     "/usr/libexec/claude-sandbox",
     "/etc/claude-sandbox.conf",
@@ -203,8 +203,8 @@ fn hide_machine_install(root: &Path) -> String {
 }
 
 /// One isolated installation.
-pub struct World {
-    pub root: TestDir,
+pub(crate) struct World {
+    pub(crate) root: TestDir,
 }
 
 fn sh(cmd: &str) {
@@ -214,7 +214,7 @@ fn sh(cmd: &str) {
 
 impl World {
     /// A new world in a [`TestDir`].
-    pub fn new(name: &str) -> World {
+    pub(crate) fn new(name: &str) -> World {
         let w = World {
             root: TestDir::new("test", name),
         };
@@ -262,25 +262,25 @@ impl World {
 
     /// Install the binary with the test mutations in this world (before
     /// [`World::install_by_hand`]).
-    pub fn use_mutation_binary(&self) {
+    pub(crate) fn use_mutation_binary(&self) {
         std::fs::copy(mutation_binary(), self.root.join("bin/claude-sandbox")).unwrap();
     }
 
-    pub fn home(&self, who: Who) -> PathBuf {
+    pub(crate) fn home(&self, who: Who) -> PathBuf {
         self.root.join("homes").join(match who {
             Who::Root => "root",
             Who::User => TEST_USER,
         })
     }
 
-    pub fn workspace(&self, who: Who) -> PathBuf {
+    pub(crate) fn workspace(&self, who: Who) -> PathBuf {
         self.root.join("ws").join(match who {
             Who::Root => "root",
             Who::User => TEST_USER,
         })
     }
 
-    pub fn user_name(who: Who) -> &'static str {
+    pub(crate) fn user_name(who: Who) -> &'static str {
         match who {
             Who::Root => "root",
             Who::User => TEST_USER,
@@ -288,7 +288,7 @@ impl World {
     }
 
     /// Write a file in a home (owned by that user), creating parents.
-    pub fn put(&self, who: Who, rel: &str, content: &str) -> PathBuf {
+    pub(crate) fn put(&self, who: Who, rel: &str, content: &str) -> PathBuf {
         let p = self.home(who).join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, content).unwrap();
@@ -325,7 +325,7 @@ impl World {
 
     /// Run a root shell script inside the world's mount namespace, with no
     /// further setup (for installs and fixtures).
-    pub fn run_root_raw(&self, script: &str) -> Output {
+    pub(crate) fn run_root_raw(&self, script: &str) -> Output {
         let full = format!("{}\nset +e\n{script}\n", self.prelude());
         Command::new("unshare")
             .args(["--mount", "--propagation", "private", "bash", "-c", &full])
@@ -336,7 +336,7 @@ impl World {
 
     /// Place the product by hand (no installer): our binary, `real` as the
     /// real Claude Code, the shadow symlink, the git config template and `conf`.
-    pub fn install_by_hand(&self, real: &Path, conf: &str) {
+    pub(crate) fn install_by_hand(&self, real: &Path, conf: &str) {
         let r = self.root.display();
         std::fs::write(self.root.join("bin/conf"), conf).unwrap();
         let out = self.run_root_raw(&format!(
@@ -362,7 +362,7 @@ impl World {
     }
 
     /// The probe as the real binary, jail off.
-    pub fn with_probe(name: &str) -> World {
+    pub(crate) fn with_probe(name: &str) -> World {
         let w = World::new(name);
         w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
         w
@@ -370,17 +370,17 @@ impl World {
 
     /// Build a command that runs `argv` as `who` in the world, from `who`'s
     /// workspace, with a clean environment (HOME, PATH, USER, TERM, LANG) plus `env`.
-    pub fn command(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Command {
+    pub(crate) fn command(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Command {
         self.command_in(who, &self.workspace(who), env, argv)
     }
 
-    pub fn command_in(&self, who: Who, cwd: &Path, env: &[(&str, &str)], argv: &[&str]) -> Command {
+    pub(crate) fn command_in(&self, who: Who, cwd: &Path, env: &[(&str, &str)], argv: &[&str]) -> Command {
         self.command_with_setup(who, cwd, "", env, argv)
     }
 
     /// Like [`World::command_in`], with extra root shell commands run in the
     /// world's mount namespace before dropping to `who`.
-    pub fn command_with_setup(
+    pub(crate) fn command_with_setup(
         &self,
         who: Who,
         cwd: &Path,
@@ -433,7 +433,7 @@ impl World {
     }
 
     /// Run and collect output (stdin closed unless `input` is given).
-    pub fn run(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Output {
+    pub(crate) fn run(&self, who: Who, env: &[(&str, &str)], argv: &[&str]) -> Output {
         self.command(who, env, argv)
             .stdin(Stdio::null())
             .output()
@@ -442,7 +442,7 @@ impl World {
 }
 
 /// Run `cmd` inside the network namespace `ns` (created by the test).
-pub fn in_netns(ns: &str, cmd: &Command) -> Command {
+pub(crate) fn in_netns(ns: &str, cmd: &Command) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns])
         .arg(cmd.get_program())
@@ -454,25 +454,25 @@ pub fn in_netns(ns: &str, cmd: &Command) -> Command {
 /// World set-up that makes the kernel refuse a fresh procfs to a user
 /// namespace, as container runtimes' over-mounts inside /proc do: the
 /// launch then falls back to the host's /proc, read-only (decision 0003).
-pub const REFUSE_FRESH_PROC: &str =
+pub(crate) const REFUSE_FRESH_PROC: &str =
     "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys";
 
-pub fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// stdout as text.
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// stderr as text.
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Parse the probe's JSON report (the last line of stdout).
-pub fn report(o: &Output) -> serde_json::Value {
+pub(crate) fn report(o: &Output) -> serde_json::Value {
     let out = stdout(o);
     let line = out
         .lines()

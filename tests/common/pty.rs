@@ -10,7 +10,7 @@ use nix::libc;
 
 /// Start `cmd` as a session leader whose controlling terminal is a fresh pty's
 /// slave. Returns (child, master, slave).
-pub fn spawn_on_pty(mut cmd: Command) -> (Child, OwnedFd, OwnedFd) {
+pub(crate) fn spawn_on_pty(mut cmd: Command) -> (Child, OwnedFd, OwnedFd) {
     let pty = nix::pty::openpty(None, None).unwrap();
     // openpty's fds are inherited by default; the child must not hold the
     // master, or closing ours would never hang the terminal up.
@@ -39,7 +39,7 @@ pub fn spawn_on_pty(mut cmd: Command) -> (Child, OwnedFd, OwnedFd) {
 }
 
 /// Read what the terminal shows until `needle` appears or `timeout` passes.
-pub fn read_until(master: &OwnedFd, needle: &str, timeout: Duration) -> String {
+pub(crate) fn read_until(master: &OwnedFd, needle: &str, timeout: Duration) -> String {
     let mut seen = String::new();
     let deadline = Instant::now() + timeout;
     let mut f = std::fs::File::from(master.try_clone().unwrap());

@@ -21,20 +21,20 @@ use super::lan::Lan;
 use super::{stderr, TestDir, Who, World, TEST_UID};
 
 /// `/` of the internet host.
-pub const INDEX: &str = "allowed.test: the test internet\n";
+pub(crate) const INDEX: &str = "allowed.test: the test internet\n";
 /// `/` of the LAN host (must never arrive inside the sandbox).
-pub const INTERNAL_INDEX: &str = "internal.test: the LAN host\n";
+pub(crate) const INTERNAL_INDEX: &str = "internal.test: the LAN host\n";
 /// The size of `/blob`.
-pub const BLOB_LEN: usize = 100_000;
+pub(crate) const BLOB_LEN: usize = 100_000;
 /// `README` in the served repository.
-pub const README: &str = "cloned through the proxy\n";
+pub(crate) const README: &str = "cloned through the proxy\n";
 /// The resolver's address (the gateway).
-pub const RESOLVER: &str = "10.77.0.1";
+pub(crate) const RESOLVER: &str = "10.77.0.1";
 /// How long the site's listeners live (seconds).
 const LIFETIME: &str = "120";
 
 /// `/blob`: BLOB_LEN bytes that compress badly (so no layer can shrink them).
-pub fn blob() -> Vec<u8> {
+pub(crate) fn blob() -> Vec<u8> {
     let mut x: u32 = 0x2545_f491;
     (0..BLOB_LEN)
         .map(|_| {
@@ -47,8 +47,8 @@ pub fn blob() -> Vec<u8> {
 }
 
 /// One site: its files, certificates and repository.
-pub struct Site {
-    pub dir: TestDir,
+pub(crate) struct Site {
+    pub(crate) dir: TestDir,
 }
 
 fn run(what: &str, cmd: &mut Command) {
@@ -68,7 +68,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 impl Site {
-    pub fn new(name: &str) -> Site {
+    pub(crate) fn new(name: &str) -> Site {
         let site = Site {
             dir: TestDir::new("site", name),
         };
@@ -211,14 +211,14 @@ impl Site {
     }
 
     /// The CA certificate (public part only).
-    pub fn ca(&self) -> PathBuf {
+    pub(crate) fn ca(&self) -> PathBuf {
         self.dir.join("ca.pem")
     }
 
     /// Start the resolver and the web servers in `lan`, and wait until they
     /// listen: `internal.test` resolves to the LAN host, every other name to
     /// the internet host; both serve HTTP on 80 and TLS on 443.
-    pub fn start(&self, lan: &mut Lan) {
+    pub(crate) fn start(&self, lan: &mut Lan) {
         let l = lan.lan.clone();
         let d = self.dir.display().to_string();
         lan.listen(&l, &["dns", RESOLVER, LIFETIME, "internal.test=10.77.0.9"]);
@@ -253,7 +253,7 @@ impl Site {
 
     /// Copy the CA certificate into `who`'s workspace (visible inside the
     /// sandbox at the same path); its path.
-    pub fn ca_into(&self, w: &World, who: Who) -> PathBuf {
+    pub(crate) fn ca_into(&self, w: &World, who: Who) -> PathBuf {
         let p = w.workspace(who).join("ca.pem");
         std::fs::copy(self.ca(), &p).unwrap();
         if who == Who::User {

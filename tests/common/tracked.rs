@@ -35,14 +35,14 @@ fn unified_root() -> PathBuf {
 
 /// A cgroup for one test's launches; removed on drop (anything still in it
 /// is killed first, so a failing test leaves nothing running either).
-pub struct Tracked {
+pub(crate) struct Tracked {
     dir: PathBuf,
     /// The cgroup's path as `/proc/PID/cgroup` shows it (`0::/csb-…`).
     rel: String,
 }
 
 impl Tracked {
-    pub fn new(name: &str) -> Tracked {
+    pub(crate) fn new(name: &str) -> Tracked {
         let root = unified_root();
         let leaf = format!(
             "csb-{name}-{}-{}",
@@ -60,7 +60,7 @@ impl Tracked {
     }
 
     /// `cmd`, started inside this cgroup (it joins, then execs `cmd`).
-    pub fn wrap(&self, cmd: &Command) -> Command {
+    pub(crate) fn wrap(&self, cmd: &Command) -> Command {
         let mut c = Command::new("sh");
         c.arg("-c")
             .arg(format!(
@@ -77,7 +77,7 @@ impl Tracked {
     }
 
     /// Every process in the cgroup: `PID EXE (NAME)`.
-    pub fn leftovers(&self) -> Vec<String> {
+    pub(crate) fn leftovers(&self) -> Vec<String> {
         self.processes()
             .into_iter()
             .map(|(pid, exe, comm)| format!("{pid} {exe} ({comm})"))
@@ -122,7 +122,7 @@ impl Tracked {
     }
 
     /// The first process in the cgroup whose executable path and name match.
-    pub fn find(&self, matches: impl Fn(&str, &str) -> bool) -> Option<u32> {
+    pub(crate) fn find(&self, matches: impl Fn(&str, &str) -> bool) -> Option<u32> {
         self.processes()
             .into_iter()
             .find(|(_, exe, comm)| matches(exe, comm))
@@ -130,7 +130,7 @@ impl Tracked {
     }
 
     /// Wait up to `within` for the cgroup to empty; what is left then.
-    pub fn leftovers_after(&self, within: Duration) -> Vec<String> {
+    pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
         let deadline = Instant::now() + within;
         loop {
             let left = self.leftovers();
@@ -159,7 +159,7 @@ impl Drop for Tracked {
 }
 
 /// Entries named `claude-sandbox-*` in the temporary directory.
-pub fn tmp_leftovers() -> Vec<String> {
+pub(crate) fn tmp_leftovers() -> Vec<String> {
     std::fs::read_dir(std::env::temp_dir())
         .map(|d| {
             d.flatten()
