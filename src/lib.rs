@@ -1,7 +1,10 @@
 //! claude-sandbox: plain `claude` always starts inside an OS-level sandbox.
 //!
-//! One module per concern; the sandbox plan is plain data built by pure
-//! functions ([`plan`]) and executed separately ([`launch`]).
+//! One folder per defence or role, each opening (`mod.rs`) with what it
+//! promises, what it may import and what it exports; docs/architecture.md
+//! draws them and tests/layout.rs keeps the graph so. The sandbox is plain
+//! data built by pure planning ([`plan`] into a [`sandbox::Sandbox`]) and
+//! executed separately ([`launch`]).
 
 // Everything is crate-private except what the binary and the property tests
 // use (below), so the compiler reports dead code and visibility creep.
