@@ -1,2 +1,3 @@
 //! creation guard
+mod filter;
 pub(crate) mod supervisor;

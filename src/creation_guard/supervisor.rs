@@ -3,7 +3,7 @@
 //! from inside either, and the user's repository gets no placeholder for it.
 //!
 //! The shim, the first program inside the sandbox, forks. The child loads a
-//! seccomp filter ([`crate::seccomp::guard_program`]) that hands every
+//! seccomp filter ([`super::filter::guard_program`]) that hands every
 //! creating syscall — `open`/`openat` with `O_CREAT`, `creat`, `mkdir`,
 //! `mknod`, `symlink`, `link`, `rename`, `rmdir` and their `*at` forms — to
 //! the listener, sends the listener to the parent, and execs the real
@@ -35,7 +35,7 @@ use std::sync::Mutex;
 
 use nix::libc;
 
-use crate::seccomp::AT_REMOVEDIR;
+use super::filter::AT_REMOVEDIR;
 
 /// What may not be created inside: names in protected parent directories
 /// (the workspace root, every repository root and git directory in it).
@@ -708,7 +708,7 @@ impl Supervisor {
     }
 
     fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
-        let name = crate::seccomp::create_syscall(req.data.arch, req.data.nr as u32);
+        let name = super::filter::create_syscall(req.data.arch, req.data.nr as u32);
         let Some(call) = name.and_then(|n| decode(n, req.data.args)) else {
             return Reply::Err(libc::ENOSYS);
         };
@@ -1136,7 +1136,7 @@ pub(crate) fn fork_guarded() -> Result<Role, String> {
         Err(e) => Err(format!("creation guard: cannot fork its supervisor: {e}")),
         Ok(nix::unistd::ForkResult::Child) => {
             drop(parent_end);
-            let listener = match crate::seccomp::load_with_listener(&crate::seccomp::guard_program())
+            let listener = match super::filter::load_with_listener(&super::filter::guard_program())
             {
                 Ok(l) => l,
                 Err(e) => {
@@ -1340,7 +1340,7 @@ mod tests {
             })
         );
         assert_eq!(decode("read", a), None);
-        for (name, _) in crate::seccomp::CREATE_SYSCALLS {
+        for (name, _) in crate::creation_guard::filter::CREATE_SYSCALLS {
             // Refused by the filter itself, never sent here.
             if *name != "openat2" && !name.starts_with("landlock_") {
                 assert!(decode(name, a).is_some(), "{name}");
