@@ -92,6 +92,17 @@ const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, 
 /// Be the supervisor of `child` until it exits; returns the exit status the
 /// sandbox's first process should end with (or ends by the same signal).
 pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) -> i32 {
+    seal_and_hold_signals();
+    let sup = start_serving(sup, listener);
+    std::thread::spawn(move || forward_signals(child));
+    let status = wait_for(child);
+    report_refused(sup);
+    end_like(status)
+}
+
+/// Not dumpable, the session's subreaper, deaf to job control and
+/// `SIGPIPE`; the forwarded signals blocked here, for their thread.
+fn seal_and_hold_signals() {
     // SAFETY: prctl and signal calls on this process only.
     unsafe {
         // Nothing inside may trace us, read our memory or steal our fds.
@@ -113,6 +124,10 @@ pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) 
             libc::signal(s, libc::SIG_DFL);
         }
     }
+}
+
+/// The serving threads on `listener`, for as long as this process lives.
+fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
     let sup: &'static Supervisor = Box::leak(Box::new(sup));
     let raw = listener.as_raw_fd();
     // Wake the supervisor on the caller's CPU (Linux 6.6+; older kernels
@@ -131,18 +146,27 @@ pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) 
     for _ in 0..threads {
         std::thread::spawn(move || sup.serve(raw));
     }
-    std::thread::spawn(move || forward_signals(child));
-    let status = loop {
+    sup
+}
+
+/// Reap until `child` exits (orphans inside are reaped on the way); its
+/// wait status.
+fn wait_for(child: libc::pid_t) -> i32 {
+    loop {
         let mut st = 0;
         // SAFETY: waitpid fills st.
         let pid = unsafe { libc::waitpid(-1, &mut st, 0) };
         if pid == child {
-            break st;
+            return st;
         }
         if pid < 0 && last_errno() != libc::EINTR {
-            break 0;
+            return 0;
         }
-    };
+    }
+}
+
+/// One line naming the protected paths a call tried to create, if any.
+fn report_refused(sup: &Supervisor) {
     let refused = sup.refused();
     if !refused.is_empty() {
         eprintln!(
@@ -152,6 +176,10 @@ pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) 
             refused.join(", ")
         );
     }
+}
+
+/// End as the real binary did: by the same signal, or with its status.
+fn end_like(status: i32) -> i32 {
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
         // SAFETY: end this process by the same signal, as the real binary did.

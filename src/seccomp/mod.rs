@@ -36,15 +36,15 @@
 //!
 //! EXPORTS
 //! - the sandbox's filter as bubblewrap reads it: [`program_bytes`] (the
-//!   plan), [`program_bytes_for`] a [`Profile`] (testhooks' mutations), and
-//!   under test [`x86_64_program_bytes`] (the golden plans);
+//!   plan), `program_bytes_for` a `Profile` (testhooks' mutations), and
+//!   under test `x86_64_program_bytes` (the golden plans);
 //! - to the creation guard, which builds its own filter from them: the
 //!   assembler ([`Asm`], [`Insn`], the opcodes and returns it uses,
 //!   [`off_arg`]), the ABIs ([`Abi`], [`arches`], [`N`]) and the per-ABI
 //!   dispatch every filter opens with ([`by_abi`]);
-//! - under test, for both filters' tests: a BPF [`interpret`]er, the
-//!   architecture sets ([`ALL_ARCHES`]) and the kernel headers' numbers
-//!   ([`header_numbers`]).
+//! - under test, for both filters' tests: a BPF interpreter (`interpret`), the
+//!   architecture sets (`ALL_ARCHES`) and the kernel headers' numbers
+//!   (`header_numbers`).
 //!
 //! Files: `asm.rs` (the assembler), `abi.rs` (ABIs, the syscall table, the
 //! dispatch), `deny.rs` (the rules, the profiles, the program), `testkit.rs`
