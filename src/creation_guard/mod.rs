@@ -1,2 +1,57 @@
-//! creation guard
-pub(crate) mod supervisor;
+//! The creation guard (issue #12, SPEC §4.8; docs/decisions/0009).
+//!
+//! PROMISES. A protected workspace path that does not exist at launch cannot
+//! be created from inside either, and the user's repository gets no
+//! placeholder for it.
+//!
+//! The shim, the first program inside the sandbox, forks. The child loads a
+//! seccomp filter (`filter.rs`) that hands every creating syscall — `open`/
+//! `openat` with `O_CREAT`, `creat`, `mkdir`, `mknod`, `symlink`, `link`,
+//! `rename`, `rmdir` and their `*at` forms — to the listener, sends the
+//! listener to the parent, and execs the real binary; everything it starts
+//! inherits the filter. The parent becomes the **supervisor**: for each call
+//! it copies the path strings out of the caller's memory *once*, resolves
+//! the parent directory itself, refuses a protected name there (`EPERM`),
+//! and otherwise performs the call itself on that resolved directory and
+//! that copy, returning the result (a new descriptor is placed in the caller
+//! with `SECCOMP_IOCTL_NOTIF_ADDFD`). So what is checked is exactly what is
+//! done: a second thread that rewrites the path after the check changes
+//! nothing, and `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (which would let the
+//! kernel read the path again) is never used.
+//!
+//! The supervisor lives inside the sandbox, so it has the caller's root,
+//! mounts, user namespace and credentials: performing a call for it grants
+//! nothing the caller did not have. It is not dumpable (no process inside
+//! can trace it or read its memory), is the child subreaper of the session
+//! (so every process inside stays its descendant, as a ptrace-scoped
+//! `process_vm_readv` needs), forwards the signals the shadow sends, and
+//! exits with the real binary's status. If it dies, every creating call
+//! inside fails (`ENOSYS`): closed, never open.
+//!
+//! MAY IMPORT `sys` (fd passing, `/proc` status fields), `error` (exit
+//! codes), `sandbox` (the guard list's encoding) and `seccomp` (its
+//! assembler and ABI table, which the guard's filter is built with).
+//!
+//! EXPORTS what the shim (`launch::shadow`) runs: [`read_table`] (the
+//! protected paths from the shim's fd), [`fork_guarded`] and its [`Role`],
+//! [`Supervisor`] (built from the table) and [`supervise`] (serve until the
+//! real binary exits; its status).
+//!
+//! Files: `filter.rs` (the guard's seccomp filter and its loading),
+//! `fork.rs` (fork, supervise, signals, the table's reading), `table.rs`
+//! (the protected names), `calls.rs` (a notification decoded), `proc.rs`
+//! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
+//! the kernel would), `serve.rs` (the serving threads, every call but
+//! `open`), `open.rs` (`open(O_CREAT)`).
+
+mod calls;
+mod filter;
+mod fork;
+mod open;
+mod proc;
+mod resolve;
+mod serve;
+mod table;
+
+pub(crate) use fork::{fork_guarded, read_table, supervise, Role};
+pub(crate) use serve::Supervisor;

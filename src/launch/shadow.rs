@@ -764,9 +764,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
 /// on the shadow's error pipe: the launch's (exit 125, nothing ran), never
 /// a session without the guard.
 fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
-    use crate::creation_guard::supervisor::{
-        fork_guarded, read_table, supervise, Role, Supervisor,
-    };
+    use crate::creation_guard::{fork_guarded, read_table, supervise, Role, Supervisor};
     let role = read_table(table_fd).and_then(|t| Ok((t, fork_guarded()?)));
     let (table, listener, child, go) = match role {
         Err(e) => {

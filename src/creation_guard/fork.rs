@@ -1,0 +1,231 @@
+//! The shim's side of the guard: fork into the guarded child (which loads
+//! the guard's filter and hands its listener over) and the supervisor,
+//! which reads the protected paths, serves the listener, forwards the
+//! shadow's signals and ends with the real binary's status.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::libc;
+
+use super::filter::{guard_program, load_with_listener};
+use super::resolve::last_errno;
+use super::serve::Supervisor;
+use super::table::Table;
+
+/// Which side of [`fork_guarded`] this is.
+pub(crate) enum Role {
+    /// The child: the guard filter loaded and the supervisor serving it;
+    /// go on to exec the program.
+    Guarded,
+    /// The parent: serve `listener` for `child`; write one byte on `go` to
+    /// let the child run (drop it unsent: the child exits, nothing runs).
+    Supervisor {
+        listener: OwnedFd,
+        child: libc::pid_t,
+        go: OwnedFd,
+    },
+}
+
+/// Fork into the guarded child and its supervisor. The child loads the
+/// guard filter, hands its listener to the parent and waits for "go"; any
+/// failure is one line naming it, and nothing is exec'd.
+pub(crate) fn fork_guarded() -> Result<Role, String> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    let (parent_end, child_end) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("creation guard: cannot make its socket: {e}"))?;
+    // SAFETY: the shim is single-threaded here; the child only makes
+    // syscalls before it execs or exits.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => Err(format!("creation guard: cannot fork its supervisor: {e}")),
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(parent_end);
+            let listener = match load_with_listener(&guard_program()) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("creation guard: the kernel refused its seccomp listener: {e}");
+                    // SAFETY: leaving the forked child without running destructors.
+                    unsafe { libc::_exit(crate::error::EXIT_SETUP) };
+                }
+            };
+            if crate::sys::fd::send_fd(child_end.as_raw_fd(), listener.as_raw_fd()).is_err() {
+                // SAFETY: as above.
+                unsafe { libc::_exit(crate::error::EXIT_SETUP) };
+            }
+            drop(listener);
+            if crate::sys::fd::read_byte(child_end.as_raw_fd()).is_none() {
+                // The supervisor is not serving: run nothing.
+                // SAFETY: as above.
+                unsafe { libc::_exit(crate::error::EXIT_SETUP) };
+            }
+            Ok(Role::Guarded)
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            // Not dumpable before the child can run anything: once traced,
+            // a tracer stays attached whatever this becomes later.
+            // SAFETY: prctl on this process only.
+            unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+            drop(child_end);
+            match crate::sys::fd::recv_fd(parent_end.as_raw_fd()) {
+                Some(listener) => Ok(Role::Supervisor {
+                    listener,
+                    child: child.as_raw(),
+                    go: parent_end,
+                }),
+                None => {
+                    let _ = nix::sys::wait::waitpid(child, None);
+                    Err("creation guard: the sandbox's first process could not load the guard's filter; nothing was started".into())
+                }
+            }
+        }
+    }
+}
+
+/// Signals the supervisor passes on to the real binary (the shadow sends
+/// them to the sandbox's first process, which is now the supervisor).
+const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
+
+/// Be the supervisor of `child` until it exits; returns the exit status the
+/// sandbox's first process should end with (or ends by the same signal).
+pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) -> i32 {
+    seal_and_hold_signals();
+    let sup = start_serving(sup, listener);
+    std::thread::spawn(move || forward_signals(child));
+    let status = wait_for(child);
+    report_refused(sup);
+    end_like(status)
+}
+
+/// Not dumpable, the session's subreaper, deaf to job control and
+/// `SIGPIPE`; the forwarded signals blocked here, for their thread.
+fn seal_and_hold_signals() {
+    // SAFETY: prctl and signal calls on this process only.
+    unsafe {
+        // Nothing inside may trace us, read our memory or steal our fds.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        // Orphans inside stay our descendants (ptrace-scoped reads) and are reaped here.
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        for s in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGPIPE] {
+            libc::signal(s, libc::SIG_IGN);
+        }
+        // Blocked first, then default: taken by the forwarding thread,
+        // never acted on here.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        for s in FORWARDED {
+            libc::signal(s, libc::SIG_DFL);
+        }
+    }
+}
+
+/// The serving threads on `listener`, for as long as this process lives.
+fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
+    let sup: &'static Supervisor = Box::leak(Box::new(sup));
+    let raw = listener.as_raw_fd();
+    // Wake the supervisor on the caller's CPU (Linux 6.6+; older kernels
+    // refuse the flag and wake it as usual): a round trip costs less.
+    const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the ioctl reads a u64 of flags.
+    unsafe {
+        libc::ioctl(
+            raw,
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS as _,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        )
+    };
+    std::mem::forget(listener);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    for _ in 0..threads {
+        std::thread::spawn(move || sup.serve(raw));
+    }
+    sup
+}
+
+/// Reap until `child` exits (orphans inside are reaped on the way); its
+/// wait status.
+fn wait_for(child: libc::pid_t) -> i32 {
+    loop {
+        let mut st = 0;
+        // SAFETY: waitpid fills st.
+        let pid = unsafe { libc::waitpid(-1, &mut st, 0) };
+        if pid == child {
+            return st;
+        }
+        if pid < 0 && last_errno() != libc::EINTR {
+            return 0;
+        }
+    }
+}
+
+/// One line naming the protected paths a call tried to create, if any.
+fn report_refused(sup: &Supervisor) {
+    let refused = sup.refused();
+    if !refused.is_empty() {
+        eprintln!(
+            "claude-sandbox: refused to create {} protected path{} (they would run outside the sandbox): {}",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
+            refused.join(", ")
+        );
+    }
+}
+
+/// End as the real binary did: by the same signal, or with its status.
+fn end_like(status: i32) -> i32 {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: end this process by the same signal, as the real binary did.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+        }
+        return 128 + sig;
+    }
+    libc::WEXITSTATUS(status)
+}
+
+fn forward_signals(child: libc::pid_t) {
+    // SAFETY: sigwaitinfo on the blocked forwarded set; kill of our child.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, s);
+        }
+        loop {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let sig = libc::sigwaitinfo(&set, &mut info);
+            if sig < 0 {
+                continue;
+            }
+            // From the terminal, the whole foreground group got it already.
+            if info.si_code == libc::SI_KERNEL && matches!(sig, libc::SIGINT | libc::SIGQUIT) {
+                continue;
+            }
+            libc::kill(child, sig);
+        }
+    }
+}
+
+/// The protected paths a launch guards: `paths` read from the shim's fd.
+pub(crate) fn read_table(fd: RawFd) -> Result<Table, String> {
+    use std::io::Read;
+    // SAFETY: the fd is ours, handed over by bubblewrap.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| format!("creation guard: cannot read the protected paths: {e}"))?;
+    Ok(Table::new(&crate::sandbox::guard_list::decode(&bytes)))
+}

@@ -1,0 +1,209 @@
+//! The supervisor's `open(O_CREAT)`: the last component is followed by hand,
+//! so every name a symlink leads to is checked; a protected name that exists
+//! is opened without being created; `/proc` entries are opened only for
+//! their own process; an existing FIFO is opened in a thread of its own.
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::libc;
+
+use super::proc::{read_path, Caller, ProcOwner};
+use super::resolve::{locate_from, openat, Errno, Loc};
+use super::serve::{respond, Reply, Supervisor};
+
+/// Where one step of [`Supervisor::open`] ended.
+enum Step {
+    /// Opened: the descriptor to place in the caller.
+    Opened(OwnedFd),
+    /// Answered otherwise: refused, or taken by another thread.
+    Answered(Reply),
+    /// The name is a symlink: follow it to here.
+    Follow(Loc),
+}
+
+impl Supervisor {
+    pub(super) fn open(&self, c: &Caller, dirfd: i32, path: u64, flags: i32, mode: u32) -> Reply {
+        let path = match read_path(c.pid, path) {
+            Ok(p) => p,
+            Err(e) => return Reply::Err(e),
+        };
+        let mut loc = match c.locate(dirfd, &path) {
+            Ok(l) => l,
+            Err(e) => return Reply::Err(e),
+        };
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        // The last component is followed by hand (at most 40 links, as the
+        // kernel does), so every name a link leads to is checked too.
+        for _ in 0..40 {
+            match self.open_step(c, loc, flags, mode) {
+                Ok(Step::Opened(fd)) => return Reply::Fd { fd, cloexec },
+                Ok(Step::Answered(reply)) => return reply,
+                Ok(Step::Follow(next)) => loc = next,
+                Err(e) => return Reply::Err(e),
+            }
+        }
+        Reply::Err(libc::ELOOP)
+    }
+
+    /// Open `loc` for the caller, or say where the symlink it names leads.
+    fn open_step(&self, c: &Caller, loc: Loc, flags: i32, mode: u32) -> Result<Step, Errno> {
+        let dir = loc.dir.fd.as_raw_fd();
+        let cname = loc.cname();
+        if loc.dir.on_procfs() {
+            return open_in_proc(c, &loc, &cname, flags, mode);
+        }
+        if self.table.protects(&loc.dir, &loc.name) {
+            return self.open_protected(&loc, &cname, flags, mode);
+        }
+        let follow = flags & (libc::O_EXCL | libc::O_NOFOLLOW) == 0;
+        let f = if follow {
+            flags | libc::O_NOFOLLOW
+        } else {
+            flags
+        };
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        if let Some(later) = open_fifo_apart(c, dir, &loc.name, &cname, f, mode, cloexec) {
+            return Ok(Step::Answered(later));
+        }
+        match open_or_create(c, dir, &cname, f, mode) {
+            Err(libc::ELOOP) if follow => follow_link(c, loc).map(Step::Follow),
+            other => other.map(Step::Opened),
+        }
+    }
+
+    /// A protected name: refused if it does not exist; if it does (bound
+    /// read-only), opened as the kernel would, but never created.
+    fn open_protected(
+        &self,
+        loc: &Loc,
+        cname: &CString,
+        flags: i32,
+        mode: u32,
+    ) -> Result<Step, Errno> {
+        let dir = loc.dir.fd.as_raw_fd();
+        let exists = nix::sys::stat::fstatat(
+            Some(dir),
+            OsStr::from_bytes(&loc.name),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .is_ok();
+        if !exists {
+            return Ok(Step::Answered(self.refuse(loc)));
+        }
+        if flags & libc::O_EXCL != 0 {
+            return Err(libc::EEXIST);
+        }
+        openat(dir, cname.as_bytes(), flags & !libc::O_CREAT, mode).map(Step::Opened)
+    }
+}
+
+/// Nothing is created in /proc; its links (fd/N, cwd) lead to existing
+/// objects. But only the caller's own entries are opened for it, never the
+/// supervisor's or another process's.
+fn open_in_proc(
+    c: &Caller,
+    loc: &Loc,
+    cname: &CString,
+    flags: i32,
+    mode: u32,
+) -> Result<Step, Errno> {
+    match c.proc_owner(&loc.dir) {
+        ProcOwner::Caller | ProcOwner::System => {
+            openat(loc.dir.fd.as_raw_fd(), cname.as_bytes(), flags, mode).map(Step::Opened)
+        }
+        ProcOwner::Supervisor(mut p) => {
+            p.push(b'/');
+            p.extend_from_slice(cname.as_bytes());
+            locate_from(None, &p).map(Step::Follow)
+        }
+        ProcOwner::Other => Err(libc::EACCES),
+    }
+}
+
+/// Where the symlink `loc` names leads, read as the caller would: its
+/// self-references spelled out, a relative target from `loc`'s directory.
+fn follow_link(c: &Caller, loc: Loc) -> Result<Loc, Errno> {
+    let target = nix::fcntl::readlinkat(Some(loc.dir.fd.as_raw_fd()), OsStr::from_bytes(&loc.name))
+        .map_err(|e| e as i32)?;
+    let target = c.translate(target.as_bytes());
+    let start = if target.starts_with(b"/") {
+        None
+    } else {
+        Some(loc.dir.fd)
+    };
+    locate_from(start, &target)
+}
+
+/// `openat(dir, name, flags)` for the caller. Most of these name a file
+/// that exists (a shell's `>` onto it): tried without `O_CREAT` first, it
+/// needs no read of the caller's umask.
+fn open_or_create(
+    c: &Caller,
+    dir: RawFd,
+    name: &CString,
+    flags: i32,
+    mode: u32,
+) -> Result<OwnedFd, Errno> {
+    let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
+        openat(dir, name.as_bytes(), flags & !libc::O_CREAT, mode)
+    } else {
+        Err(libc::ENOENT)
+    };
+    match existing {
+        Err(libc::ENOENT) => {
+            let umask = c.umask();
+            c.still_valid()?;
+            // SAFETY: umask only sets this thread's (unshared) mask.
+            unsafe { libc::umask(umask) };
+            openat(dir, name.as_bytes(), flags, mode)
+        }
+        other => other,
+    }
+}
+
+/// An existing FIFO's `open` waits for the other end, as long as it takes:
+/// done in a thread of its own, which answers, so the serving threads are
+/// never held (a writer killed while waiting, left for good, would hold
+/// one until a reader came; a few of them, every creation). `Some(Later)`
+/// when that thread took the call.
+fn open_fifo_apart(
+    c: &Caller,
+    dir: RawFd,
+    name: &[u8],
+    cname: &CString,
+    flags: i32,
+    mode: u32,
+    cloexec: bool,
+) -> Option<Reply> {
+    let st = nix::sys::stat::fstatat(
+        Some(dir),
+        OsStr::from_bytes(name),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: dup of a descriptor this process holds.
+    let own = unsafe { libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor.
+    let own = unsafe { OwnedFd::from_raw_fd(own) };
+    let (listener, id, name) = (c.listener, c.id, cname.clone());
+    // It exists: opened without O_CREAT (gone meanwhile: ENOENT).
+    let flags = flags & !libc::O_CREAT;
+    std::thread::Builder::new()
+        .spawn(move || {
+            let reply = match openat(own.as_raw_fd(), name.as_bytes(), flags, mode) {
+                Ok(fd) => Reply::Fd { fd, cloexec },
+                Err(e) => Reply::Err(e),
+            };
+            respond(listener, id, reply);
+        })
+        .ok()
+        .map(|_| Reply::Later)
+}

@@ -1,0 +1,308 @@
+//! The caller as the supervisor sees it: its number in this `/proc`
+//! ([`ProcView`]), the path strings in its memory, copied once
+//! ([`read_path`]), and the notification's context ([`Caller`]): its
+//! self-references spelled out, where its relative paths start, whose
+//! `/proc` entries a directory holds, its umask.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::libc;
+
+use super::resolve::{locate_from, openat, Dir, Errno, Loc};
+
+/// How the supervisor names a process of the sandbox in `/proc`: the same
+/// number with a fresh `/proc`; through a pidfd's fdinfo where the host's
+/// `/proc` is bound read-only (decision 0003), whose numbers are the host's.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ProcView {
+    fresh: bool,
+}
+
+impl ProcView {
+    pub(super) fn here() -> ProcView {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let nested = crate::sys::inside::status_field(&status, "NSpid")
+            .is_some_and(|v| v.split_whitespace().count() > 1);
+        ProcView { fresh: !nested }
+    }
+
+    pub(super) fn pid(self, pid: u32) -> Result<u32, Errno> {
+        if self.fresh {
+            return Ok(pid);
+        }
+        // A caller may be any thread: PIDFD_THREAD (Linux 6.9+) takes a
+        // thread's id; without it only a thread-group leader's is taken.
+        const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+        // SAFETY: pidfd_open takes a pid and flags.
+        let open = |flags: libc::c_long| unsafe {
+            libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, flags)
+        };
+        let mut fd = open(PIDFD_THREAD);
+        if fd < 0 {
+            fd = open(0);
+        }
+        if fd < 0 {
+            return Err(libc::ESRCH);
+        }
+        // SAFETY: the kernel just returned this descriptor.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+            .map_err(|_| libc::ESRCH)?;
+        crate::sys::inside::status_field(&info, "Pid")
+            .and_then(|v| v.parse().ok())
+            .ok_or(libc::ESRCH)
+    }
+}
+
+/// Longest path the kernel takes, with its NUL.
+const PATH_MAX: usize = 4096;
+
+/// A NUL-terminated string at `addr` in process `pid`, copied once.
+pub(super) fn read_path(pid: u32, addr: u64) -> Result<Vec<u8>, Errno> {
+    read_cstr(addr, |at, buf| {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: at as usize as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: local is `buf`; remote is the caller's, read by the kernel.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        usize::try_from(n).unwrap_or(0)
+    })
+}
+
+/// The string at `addr`, read with `read(at, buf)` (bytes read, 0 on a
+/// fault) one page at a time: the next page may be unmapped, and a string
+/// ending before it must still be read.
+fn read_cstr(addr: u64, mut read: impl FnMut(u64, &mut [u8]) -> usize) -> Result<Vec<u8>, Errno> {
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    let mut out = Vec::new();
+    let mut at = addr;
+    let mut buf = [0u8; 4096];
+    while out.len() < PATH_MAX {
+        let room = (4096 - (at % 4096) as usize).min(PATH_MAX - out.len());
+        let n = read(at, &mut buf[..room]).min(room);
+        if n == 0 {
+            return Err(libc::EFAULT);
+        }
+        if let Some(z) = buf[..n].iter().position(|b| *b == 0) {
+            out.extend_from_slice(&buf[..z]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+        at += n as u64;
+    }
+    Err(libc::ENAMETOOLONG)
+}
+
+/// One notification's context: the caller (as the listener names it and as
+/// `/proc` does) and the paths it refers to.
+pub(super) struct Caller {
+    pub(super) pid: u32,
+    pub(super) proc_pid: u32,
+    /// The listener and the notification's id, to check the caller is
+    /// still the one that made the call (its pid may have been reused).
+    pub(super) listener: RawFd,
+    pub(super) id: u64,
+}
+
+impl Caller {
+    /// After reading the caller's memory and `/proc` entries and before
+    /// acting on them: the call is still pending, so the pid was not reused.
+    pub(super) fn still_valid(&self) -> Result<(), Errno> {
+        let mut id = self.id;
+        // SAFETY: id is a u64 the ioctl reads.
+        let r = unsafe {
+            libc::ioctl(
+                self.listener,
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+                &mut id,
+            )
+        };
+        if r < 0 {
+            Err(libc::ESRCH)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `path` with the caller's self-references spelled out: `/proc/self`,
+    /// `/dev/fd` and `/dev/stdout` mean the caller, not the supervisor.
+    pub(super) fn translate(&self, path: &[u8]) -> Vec<u8> {
+        let me = format!("/proc/{}", self.proc_pid);
+        let rules: [(&[u8], String); 6] = [
+            (b"/proc/self", me.clone()),
+            (b"/proc/thread-self", format!("{me}/task/{}", self.proc_pid)),
+            (b"/dev/fd", format!("{me}/fd")),
+            (b"/dev/stdin", format!("{me}/fd/0")),
+            (b"/dev/stdout", format!("{me}/fd/1")),
+            (b"/dev/stderr", format!("{me}/fd/2")),
+        ];
+        for (from, to) in rules {
+            if let Some(rest) = path.strip_prefix(from) {
+                if rest.is_empty() || rest.starts_with(b"/") {
+                    let mut p = to.into_bytes();
+                    p.extend_from_slice(rest);
+                    return p;
+                }
+            }
+        }
+        path.to_vec()
+    }
+
+    /// Where relative paths of `dirfd` start (None for an absolute path).
+    pub(super) fn start(&self, dirfd: i32, path: &[u8]) -> Result<Option<OwnedFd>, Errno> {
+        if path.starts_with(b"/") {
+            return Ok(None);
+        }
+        let link = if dirfd == libc::AT_FDCWD {
+            format!("/proc/{}/cwd", self.proc_pid)
+        } else if dirfd < 0 {
+            return Err(libc::EBADF);
+        } else {
+            format!("/proc/{}/fd/{dirfd}", self.proc_pid)
+        };
+        openat(libc::AT_FDCWD, link.as_bytes(), libc::O_PATH, 0)
+            .map(Some)
+            .map_err(|e| if e == libc::ENOENT { libc::EBADF } else { e })
+    }
+
+    /// Resolve all but the last component of `path` (from `dirfd`), as the
+    /// kernel would for the caller: same root, same mounts, same credentials.
+    pub(super) fn locate(&self, dirfd: i32, path: &[u8]) -> Result<Loc, Errno> {
+        let path = self.translate(path);
+        let start = self.start(dirfd, &path)?;
+        self.still_valid()?;
+        locate_from(start, &path)
+    }
+
+    /// Whose `/proc` entries the procfs directory `dir` holds, as seen by
+    /// this process: a path through `/proc/self` that the translation did
+    /// not spell out (`/dev/./fd`, a relative `self/…`, a symlink to it)
+    /// reaches the supervisor's own, and another process's entries are
+    /// opened with the supervisor's rights, not the caller's (its memory,
+    /// PID 1's: bubblewrap's init, outside the guard).
+    pub(super) fn proc_owner(&self, dir: &Dir) -> ProcOwner {
+        let path = dir.path();
+        let Some(rest) = path.strip_prefix(b"/proc") else {
+            return ProcOwner::Other;
+        };
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        let (first, tail) = match rest.iter().position(|b| *b == b'/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, &b""[..]),
+        };
+        if first.is_empty() || !first.iter().all(u8::is_ascii_digit) {
+            return ProcOwner::System;
+        }
+        let tgid = |p: &[u8]| {
+            let status =
+                std::fs::read_to_string(format!("/proc/{}/status", String::from_utf8_lossy(p)))
+                    .ok()?;
+            crate::sys::inside::status_field(&status, "Tgid").map(str::to_owned)
+        };
+        let owner = tgid(first);
+        // `/proc/self` names this process's thread group, in this /proc.
+        let mine = std::fs::read_link("/proc/self")
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok());
+        if owner.is_some() && owner == mine {
+            let mut p = format!("/proc/{}", self.proc_pid).into_bytes();
+            p.extend_from_slice(tail);
+            return ProcOwner::Supervisor(p);
+        }
+        if owner.is_some() && owner == tgid(self.proc_pid.to_string().as_bytes()) {
+            return ProcOwner::Caller;
+        }
+        ProcOwner::Other
+    }
+
+    /// The caller's umask, which a creation on its behalf must honour.
+    pub(super) fn umask(&self) -> libc::mode_t {
+        std::fs::read_to_string(format!("/proc/{}/status", self.proc_pid))
+            .ok()
+            .and_then(|s| {
+                crate::sys::inside::status_field(&s, "Umask")
+                    .and_then(|v| libc::mode_t::from_str_radix(v, 8).ok())
+            })
+            .unwrap_or(0o022)
+    }
+}
+
+/// Whose entries a procfs directory holds ([`Caller::proc_owner`]).
+pub(super) enum ProcOwner {
+    /// The caller's own thread group.
+    Caller,
+    /// No process's (`/proc`, `/proc/sys/…`).
+    System,
+    /// The supervisor's: the same path under the caller's `/proc/PID`.
+    Supervisor(Vec<u8>),
+    /// Another process's (or unknown): refused.
+    Other,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn translate_spells_out_the_callers_self_references() {
+        let c = Caller {
+            pid: 7,
+            proc_pid: 42,
+            listener: -1,
+            id: 0,
+        };
+        assert_eq!(c.translate(b"/proc/self/cwd/x"), b"/proc/42/cwd/x");
+        assert_eq!(c.translate(b"/dev/stdout"), b"/proc/42/fd/1");
+        assert_eq!(c.translate(b"/dev/fd/3/.envrc"), b"/proc/42/fd/3/.envrc");
+        assert_eq!(c.translate(b"/proc/selfish"), b"/proc/selfish");
+        assert_eq!(c.translate(b"rel/dev/stdout"), b"rel/dev/stdout");
+    }
+    #[test]
+    fn strings_are_read_a_page_at_a_time_up_to_the_nul() {
+        // A fake address space: `mem` mapped at 0x10_0000 - 10, so the
+        // string crosses a page boundary; nothing mapped after it.
+        let base = 0x10_0000 - 10;
+        let mem = |text: &'static [u8]| {
+            move |at: u64, buf: &mut [u8]| -> usize {
+                assert!(at % 4096 + buf.len() as u64 <= 4096, "a read across a page");
+                let Some(off) = at.checked_sub(base) else {
+                    return 0;
+                };
+                let src = text.get(off as usize..).unwrap_or(&[]);
+                let n = src.len().min(buf.len());
+                buf[..n].copy_from_slice(&src[..n]);
+                n
+            }
+        };
+        assert_eq!(
+            read_cstr(base, mem(b"/w/sub/.envrc\0junk")).unwrap(),
+            b"/w/sub/.envrc"
+        );
+        // No NUL before the end of what is mapped: a fault, as the kernel says.
+        assert_eq!(
+            read_cstr(base, mem(b"/w/unterminated")).err(),
+            Some(libc::EFAULT)
+        );
+        let long: &'static [u8] = Box::leak(vec![b'a'; PATH_MAX + 10].into_boxed_slice());
+        assert_eq!(read_cstr(base, mem(long)).err(), Some(libc::ENAMETOOLONG));
+        assert_eq!(read_cstr(0, mem(b"x\0")).err(), Some(libc::EFAULT));
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn read_path_reads_a_process_memory() {
+        // (Not under qemu-user, which does not translate the addresses.)
+        let s = b"/w/.envrc\0junk";
+        assert_eq!(
+            read_path(std::process::id(), s.as_ptr() as u64).unwrap(),
+            b"/w/.envrc"
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! The supervisor's serving threads: receive a notification, decode it,
+//! refuse a protected name (`EPERM`, remembered for the line at exit) or
+//! perform the call on the resolved directory and the copied path, and
+//! answer (a new descriptor placed in the caller with `ADDFD`).
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
+
+use nix::libc;
+
+use super::calls::{decode, Call};
+use super::filter::{create_syscall, AT_REMOVEDIR};
+use super::proc::{read_path, Caller, ProcView};
+use super::resolve::{check, cstr, last_errno, Errno, Loc};
+use super::table::Table;
+
+/// What the caller gets back.
+pub(super) enum Reply {
+    Val(i64),
+    Fd {
+        fd: OwnedFd,
+        cloexec: bool,
+    },
+    Err(Errno),
+    /// Answered by another thread (an `open` that may wait long).
+    Later,
+}
+
+/// The supervisor's state shared by its threads.
+pub(crate) struct Supervisor {
+    pub(super) table: Table,
+    proc_view: ProcView,
+    /// Protected paths a call tried to create, for the line at exit.
+    refused: Mutex<Vec<String>>,
+}
+
+impl Supervisor {
+    pub(crate) fn new(table: Table) -> Supervisor {
+        Supervisor {
+            table,
+            proc_view: ProcView::here(),
+            refused: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(super) fn refuse(&self, loc: &Loc) -> Reply {
+        if let Ok(mut r) = self.refused.lock() {
+            let p = loc.display();
+            if !r.contains(&p) && r.len() < 64 {
+                r.push(p);
+            }
+        }
+        Reply::Err(libc::EPERM)
+    }
+
+    /// The paths refused so far.
+    pub(super) fn refused(&self) -> Vec<String> {
+        self.refused.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Serve notifications from `listener` until it fails (the sandbox is gone).
+    pub(super) fn serve(&self, listener: RawFd) {
+        // Each thread its own umask (set per call from the caller's).
+        // SAFETY: unshare(CLONE_FS) only detaches this thread's fs_struct.
+        unsafe { libc::unshare(libc::CLONE_FS) };
+        loop {
+            // SAFETY: the kernel wants a zeroed struct; it fills it.
+            let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+            // SAFETY: req is a valid seccomp_notif for the ioctl to fill.
+            let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV as _, &mut req) };
+            if r < 0 {
+                match last_errno() {
+                    libc::EINTR | libc::ENOENT => continue,
+                    _ => return,
+                }
+            }
+            let reply = self.handle(listener, &req);
+            respond(listener, req.id, reply);
+        }
+    }
+
+    fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
+        let name = create_syscall(req.data.arch, req.data.nr as u32);
+        let Some(call) = name.and_then(|n| decode(n, req.data.args)) else {
+            return Reply::Err(libc::ENOSYS);
+        };
+        match self.proc_view.pid(req.pid) {
+            Ok(p) => self.perform(
+                &Caller {
+                    pid: req.pid,
+                    proc_pid: p,
+                    listener,
+                    id: req.id,
+                },
+                &call,
+            ),
+            Err(e) => Reply::Err(e),
+        }
+    }
+
+    fn perform(&self, c: &Caller, call: &Call) -> Reply {
+        let res = match *call {
+            Call::Open {
+                dirfd,
+                path,
+                flags,
+                mode,
+            } => return self.open(c, dirfd, path, flags, mode),
+            Call::Mkdir { dirfd, path, mode } => self.create(c, dirfd, path, |loc| {
+                // SAFETY: valid fd and C string.
+                check(unsafe { libc::mkdirat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), mode) })
+            }),
+            Call::Mknod {
+                dirfd,
+                path,
+                mode,
+                dev,
+            } => self.create(c, dirfd, path, |loc| {
+                // SAFETY: valid fd and C string.
+                check(unsafe {
+                    libc::mknodat(
+                        loc.dir.fd.as_raw_fd(),
+                        loc.cname().as_ptr(),
+                        mode,
+                        libc::dev_t::from(dev),
+                    )
+                })
+            }),
+            Call::Symlink {
+                target,
+                dirfd,
+                path,
+            } => {
+                let target = match read_path(c.pid, target).and_then(|t| cstr(&t)) {
+                    Ok(t) => t,
+                    Err(e) => return Reply::Err(e),
+                };
+                self.create(c, dirfd, path, |loc| {
+                    // SAFETY: valid fd and C strings.
+                    check(unsafe {
+                        libc::symlinkat(
+                            target.as_ptr(),
+                            loc.dir.fd.as_raw_fd(),
+                            loc.cname().as_ptr(),
+                        )
+                    })
+                })
+            }
+            Call::Link {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => self.link(c, olddirfd, old, newdirfd, new, flags),
+            Call::Rename {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => self.rename(c, olddirfd, old, newdirfd, new, flags),
+            Call::Unlink { dirfd, path, flags } => self.unlink(c, dirfd, path, flags),
+        };
+        match res {
+            Ok(v) => Reply::Val(v),
+            Err(r) => r,
+        }
+    }
+
+    /// mkdir, mknod, symlink: one new name, never following the last component.
+    fn create(
+        &self,
+        c: &Caller,
+        dirfd: i32,
+        path: u64,
+        op: impl FnOnce(&Loc) -> Result<i64, Errno>,
+    ) -> Result<i64, Reply> {
+        let path = read_path(c.pid, path).map_err(Reply::Err)?;
+        let umask = c.umask();
+        let loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
+        if self.table.protects(&loc.dir, &loc.name) {
+            return Err(self.refuse(&loc));
+        }
+        // SAFETY: umask only sets this thread's (unshared) mask.
+        unsafe { libc::umask(umask) };
+        op(&loc).map_err(Reply::Err)
+    }
+
+    fn link(
+        &self,
+        c: &Caller,
+        olddirfd: i32,
+        old: u64,
+        newdirfd: i32,
+        new: u64,
+        flags: i32,
+    ) -> Result<i64, Reply> {
+        let old = read_path(c.pid, old).map_err(Reply::Err)?;
+        let new = read_path(c.pid, new).map_err(Reply::Err)?;
+        let to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
+        if self.table.protects(&to.dir, &to.name) {
+            return Err(self.refuse(&to));
+        }
+        // The source names an existing object; the kernel resolves it for
+        // us, from the caller's directory.
+        let (from_dir, from, flags) = if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+            // linkat(fd, "", …, AT_EMPTY_PATH): the caller's descriptor itself.
+            let p = format!("/proc/{}/fd/{olddirfd}", c.proc_pid).into_bytes();
+            (None, p, libc::AT_SYMLINK_FOLLOW)
+        } else {
+            let old = c.translate(&old);
+            let start = c.start(olddirfd, &old).map_err(Reply::Err)?;
+            c.still_valid().map_err(Reply::Err)?;
+            (start, old, flags)
+        };
+        let from = cstr(&from).map_err(Reply::Err)?;
+        let base = from_dir.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd());
+        // SAFETY: valid fds and C strings.
+        check(unsafe {
+            libc::linkat(
+                base,
+                from.as_ptr(),
+                to.dir.fd.as_raw_fd(),
+                to.cname().as_ptr(),
+                flags,
+            )
+        })
+        .map_err(Reply::Err)
+    }
+
+    fn rename(
+        &self,
+        c: &Caller,
+        olddirfd: i32,
+        old: u64,
+        newdirfd: i32,
+        new: u64,
+        flags: u32,
+    ) -> Result<i64, Reply> {
+        let old = read_path(c.pid, old).map_err(Reply::Err)?;
+        let new = read_path(c.pid, new).map_err(Reply::Err)?;
+        let from = c.locate(olddirfd, &old).map_err(Reply::Err)?;
+        let to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        if self.table.protects(&to.dir, &to.name) {
+            return Err(self.refuse(&to));
+        }
+        if exchange && self.table.protects(&from.dir, &from.name) {
+            return Err(self.refuse(&from));
+        }
+        if self.table.is_protected_dir(&from.dir, &from.name) {
+            return Err(self.refuse(&from));
+        }
+        if self.table.is_protected_dir(&to.dir, &to.name) {
+            return Err(self.refuse(&to));
+        }
+        // SAFETY: valid fds and C strings.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                from.dir.fd.as_raw_fd(),
+                from.cname().as_ptr(),
+                to.dir.fd.as_raw_fd(),
+                to.cname().as_ptr(),
+                flags,
+            )
+        };
+        check(r as libc::c_int).map_err(Reply::Err)
+    }
+
+    fn unlink(&self, c: &Caller, dirfd: i32, path: u64, flags: i32) -> Result<i64, Reply> {
+        let path = read_path(c.pid, path).map_err(Reply::Err)?;
+        let loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
+        if flags & AT_REMOVEDIR as i32 != 0 && self.table.is_protected_dir(&loc.dir, &loc.name) {
+            return Err(self.refuse(&loc));
+        }
+        // SAFETY: valid fd and C string.
+        check(unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), flags) })
+            .map_err(Reply::Err)
+    }
+}
+
+/// Complete the call `id` with `reply`.
+pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
+    let (val, error) = match reply {
+        Reply::Later => return,
+        Reply::Val(v) => (v, 0),
+        Reply::Err(e) => (0, -e),
+        Reply::Fd { fd, cloexec } => {
+            let add = libc::seccomp_notif_addfd {
+                id,
+                flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+                srcfd: fd.as_raw_fd() as u32,
+                newfd: 0,
+                newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+            };
+            // SAFETY: add is a valid seccomp_notif_addfd. With FLAG_SEND the
+            // kernel completes the call with the new fd's number; if the
+            // caller is gone there is nothing more to do.
+            let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD as _, &add) };
+            if r >= 0 || last_errno() == libc::ENOENT {
+                return;
+            }
+            (0, -last_errno())
+        }
+    };
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error,
+        flags: 0,
+    };
+    // SAFETY: resp is a valid seccomp_notif_resp; a dead caller (ENOENT) needs nothing.
+    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
+}
