@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::sandbox::record::LaunchRecord;
+use crate::sandbox::LaunchRecord;
 #[cfg(test)]
 use crate::sandbox::{self, Data, Namespace, Sandbox};
 use crate::sys::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
@@ -1939,7 +1939,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::record::RECORD_VERSION;
+    use crate::sandbox::RECORD_VERSION;
     use crate::sys::kernel::loopback_listeners;
 
     const MOUNTINFO: &str = "\
