@@ -13,7 +13,7 @@ use crate::plan::{self, Facts, ProcMode};
 use crate::sys::user::Identity;
 
 /// This launch's session id, the same for every attempt.
-pub(crate) fn session_id() -> &'static str {
+pub(super) fn session_id() -> &'static str {
     static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ID.get_or_init(|| {
         crate::egress::policy::session_id(crate::sys::clock::now_secs(), std::process::id())
@@ -41,7 +41,7 @@ fn claude_traffic(home: &Path) -> crate::egress::policy::ClaudeTraffic {
 
 /// Take the snapshot. `proc_mode` is decided by the caller (the executor
 /// tries a fresh `/proc` first and falls back when the kernel refuses it).
-pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
+pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts> {
     let Identity {
         uid,
         gid,
@@ -59,14 +59,78 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .into_iter()
         .filter(|p| p.symlink_metadata().is_ok())
         .collect();
-    let resolved: BTreeMap<PathBuf, Option<PathBuf>> = plan::rw_requests(cfg, &cwd)
+    let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
+    let (root_masks, hidden_whole) = root_view(uid, &resolved);
+    let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .and_then(|p| p.dir.canonicalize().ok())
+        .filter(|p| *p != home);
+    let env = std::env::vars_os().collect();
+    let run_dirs = plan::SYSTEM_TMPFS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .collect();
+    let run_keep = run_keep();
+    let launcher_ns = crate::sys::kernel::NS_KINDS
+        .iter()
+        .filter_map(|k| Some((k.to_string(), crate::sys::kernel::ns_inode(k)?)))
+        .collect();
+    let (host_loopback_tcp, jail) = network_facts(cfg, jailed)?;
+    // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
+    let managed_settings =
+        crate::sys::files::read_text(Path::new(crate::sys::paths::MANAGED_SETTINGS)).ok();
+    let session = session_id().to_string();
+    let claude_traffic = if plan::egress(cfg) == crate::egress::policy::Egress::Allowlist {
+        claude_traffic(&facts_home)
+    } else {
+        Default::default()
+    };
+    Ok(Facts {
+        uid,
+        gid,
+        user,
+        passwd_home,
+        home,
+        cwd,
+        env,
+        existing,
+        run_dirs,
+        run_keep,
+        root_masks,
+        hidden_whole,
+        resolved,
+        proc_mode,
+        launcher_ns,
+        host_loopback_tcp,
+        protected,
+        discovered,
+        jail,
+        managed_settings,
+        session,
+        claude_traffic,
+    })
+}
+
+/// The read-write paths resolved, and the workspace's protected paths
+/// (§4.8): all that the walk found, and those that exist, to bind.
+fn workspace_facts(
+    cfg: &Config,
+    cwd: &Path,
+) -> (
+    BTreeMap<PathBuf, Option<PathBuf>>,
+    crate::plan::protect::Protected,
+    Vec<crate::sandbox::RwBind>,
+) {
+    let resolved: BTreeMap<PathBuf, Option<PathBuf>> = plan::rw_requests(cfg, cwd)
         .into_iter()
         .map(|p| {
             let r = p.canonicalize().ok();
             (p, r)
         })
         .collect();
-    let workspace = plan::rw_requests(cfg, &cwd)
+    let workspace = plan::rw_requests(cfg, cwd)
         .first()
         .and_then(|ws| resolved.get(ws).cloned().flatten());
     let discovered = workspace
@@ -77,63 +141,23 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .as_deref()
         .map(|ws| protected_paths(ws, &discovered))
         .unwrap_or_default();
-    let (root_masks, hidden_whole) = root_view(uid, &resolved);
-    let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .and_then(|p| p.dir.canonicalize().ok())
-        .filter(|p| *p != home);
-    Ok(Facts {
-        uid,
-        gid,
-        user,
-        passwd_home,
-        home,
-        cwd,
-        env: std::env::vars_os().collect(),
-        existing,
-        run_dirs: plan::SYSTEM_TMPFS
-            .iter()
-            .map(PathBuf::from)
-            .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
-            .collect(),
-        run_keep: run_keep(),
-        root_masks,
-        hidden_whole,
-        resolved,
-        proc_mode,
-        launcher_ns: crate::sys::kernel::NS_KINDS
-            .iter()
-            .filter_map(|k| Some((k.to_string(), crate::sys::kernel::ns_inode(k)?)))
-            .collect(),
-        // Only the jail makes host loopback unreachable; without it there is
-        // nothing for `verify` to try.
-        host_loopback_tcp: if jailed {
-            loopback_listeners()
-        } else {
-            Vec::new()
-        },
-        protected,
-        discovered,
-        jail: if jailed {
-            Some(crate::egress::jail::host_facts(
-                plan::egress(cfg) == crate::egress::policy::Egress::Open,
-            )?)
-        } else {
-            None
-        },
-        // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
-        managed_settings: crate::sys::files::read_text(Path::new(
-            crate::sys::paths::MANAGED_SETTINGS,
-        ))
-        .ok(),
-        session: session_id().to_string(),
-        claude_traffic: if plan::egress(cfg) == crate::egress::policy::Egress::Allowlist {
-            claude_traffic(&facts_home)
-        } else {
-            Default::default()
-        },
-    })
+    (resolved, discovered, protected)
+}
+
+/// With the jail: the host's loopback listeners (only the jail makes host
+/// loopback unreachable; without it there is nothing for `verify` to try)
+/// and what the jail is planned from.
+fn network_facts(
+    cfg: &Config,
+    jailed: bool,
+) -> anyhow::Result<(Vec<u16>, Option<crate::egress::policy::JailFacts>)> {
+    if !jailed {
+        return Ok((Vec::new(), None));
+    }
+    let host_loopback_tcp = loopback_listeners();
+    let jail =
+        crate::egress::jail::host_facts(plan::egress(cfg) == crate::egress::policy::Egress::Open)?;
+    Ok((host_loopback_tcp, Some(jail)))
 }
 
 /// The protected paths of the workspace (§4.8) that exist, to bind
@@ -166,7 +190,7 @@ fn protected_paths(
 
 /// Create the sandbox's private `~/.cache` and `~/.local/share` on the host
 /// ([`plan::HOME_PRIVATE`]), owner-only, when they are missing.
-pub(crate) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
+pub(super) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     for (_, name) in plan::HOME_PRIVATE {
         let dir = plan::private_dir(home, name);
@@ -394,13 +418,13 @@ fn walk_sockets(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// The user's git identity, looked up by a `git` child started early so the
 /// wait overlaps other launch work (bubblewrap reads it last).
-pub(crate) struct GitIdentity {
+pub(super) struct GitIdentity {
     job: std::sync::Mutex<Option<std::thread::JoinHandle<NameEmail>>>,
     done: std::sync::OnceLock<NameEmail>,
 }
 
 /// `user.name` and `user.email`, when set.
-pub(crate) type NameEmail = (Option<String>, Option<String>);
+pub(super) type NameEmail = (Option<String>, Option<String>);
 
 impl GitIdentity {
     /// Start looking up the identity of the user whose home is `home`.
@@ -422,7 +446,7 @@ impl GitIdentity {
 }
 
 /// `user.name` and `user.email` from the user's own global git config.
-pub(crate) fn git_identity(home: &Path) -> NameEmail {
+pub(super) fn git_identity(home: &Path) -> NameEmail {
     let Some(git) = ["/usr/bin/git", "/usr/local/bin/git", "/bin/git"]
         .iter()
         .map(Path::new)
