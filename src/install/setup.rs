@@ -18,35 +18,35 @@ use crate::plan::managed_settings;
 use crate::{config, launch::integrity, plan::gitconfig, sys::paths};
 
 /// The Claude Code version installed from npm unless `--claude-version` says otherwise.
-pub(crate) const DEFAULT_CLAUDE_VERSION: &str = include_str!("../../etc/claude-code-version");
+const DEFAULT_CLAUDE_VERSION: &str = include_str!("../../etc/claude-code-version");
 
 /// Command-line arguments of `claude-sandbox install`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Install under this staging root instead of / (for tests): no packages, nothing outside it.
     #[arg(long, value_name = "DIR")]
-    pub prefix: Option<PathBuf>,
+    prefix: Option<PathBuf>,
     /// The real Claude Code binary to relocate (default: the user's ~/.local/bin/claude, else npm).
     #[arg(long, value_name = "PATH")]
-    pub real_claude: Option<PathBuf>,
+    real_claude: Option<PathBuf>,
     /// Claude Code version to fetch from the npm registry.
     #[arg(long, value_name = "VER")]
-    pub claude_version: Option<String>,
+    claude_version: Option<String>,
     /// Do not install OS packages.
     #[arg(long)]
-    pub no_packages: bool,
+    no_packages: bool,
     /// Create /etc/claude-code/allow-unwrapped (the prompt gate lets unsandboxed sessions through).
     #[arg(long)]
-    pub allow_unwrapped: bool,
+    allow_unwrapped: bool,
     /// Install this file as /etc/claude-sandbox.conf, after validating it.
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
     /// The user whose home gets ~/.config/gh, ~/.config/glab-cli, ~/.claude.json (default: $SUDO_USER, else root).
     #[arg(long, value_name = "NAME")]
-    pub user: Option<String>,
+    user: Option<String>,
     /// Re-pin the real binary already in place (after showing old and new digests).
     #[arg(long, conflicts_with_all = ["real_claude", "claude_version", "config"])]
-    pub repin: bool,
+    repin: bool,
 }
 
 /// Command-line arguments of `claude-sandbox uninstall`.
@@ -54,17 +54,17 @@ pub(crate) struct Args {
 pub(crate) struct UninstallArgs {
     /// The staging root given to install.
     #[arg(long, value_name = "DIR")]
-    pub prefix: Option<PathBuf>,
+    prefix: Option<PathBuf>,
 }
 
 const MANIFEST: &str = "/usr/libexec/claude-sandbox/install-manifest.json";
 /// What VS Code's Claude Code extension runs for its chat panel when the
 /// devcontainer feature sets `claudeCode.claudeProcessWrapper` to it.
-pub(crate) const VSCODE_WRAPPER: &str = "/usr/libexec/claude-sandbox/vscode-wrapper";
+const VSCODE_WRAPPER: &str = "/usr/libexec/claude-sandbox/vscode-wrapper";
 /// The extension runs its process wrapper as `WRAPPER BUNDLED_CLAUDE ARGS…`
 /// (its own copy of the CLI first). That copy is never run: the arguments go
 /// to the shadow, which launches the pinned real binary sandboxed.
-pub(crate) const VSCODE_WRAPPER_SCRIPT: &str = "#!/bin/sh
+const VSCODE_WRAPPER_SCRIPT: &str = "#!/bin/sh
 # Written by claude-sandbox install. VS Code's Claude Code extension runs this
 # (claudeCode.claudeProcessWrapper) as: vscode-wrapper BUNDLED_CLAUDE ARGS...
 # The extension's bundled CLI is never run; the shadow launches the pinned
@@ -178,7 +178,7 @@ impl Ctx {
 }
 
 /// `abs` under `root`.
-pub(crate) fn rebase(root: &Path, abs: &Path) -> PathBuf {
+fn rebase(root: &Path, abs: &Path) -> PathBuf {
     root.join(abs.strip_prefix("/").unwrap_or(abs))
 }
 
@@ -814,7 +814,7 @@ fn supports_process_wrapper(real: &Path) -> bool {
     version_at_least(v.split_whitespace().next().unwrap_or(""), (2, 1, 208))
 }
 
-pub(crate) fn version_at_least(v: &str, min: (u64, u64, u64)) -> bool {
+fn version_at_least(v: &str, min: (u64, u64, u64)) -> bool {
     let parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap_or(0)).collect();
     parts.len() == 3 && (parts[0], parts[1], parts[2]) >= min
 }
