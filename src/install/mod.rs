@@ -22,7 +22,11 @@
 
 pub(crate) mod doctor;
 pub(crate) mod hooks;
+mod manifest;
 pub(crate) mod promote;
+mod real_claude;
 mod setup;
+mod uninstall;
 
-pub(crate) use setup::{main, uninstall, Args, UninstallArgs};
+pub(crate) use setup::{main, Args};
+pub(crate) use uninstall::{uninstall, UninstallArgs};
