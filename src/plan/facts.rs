@@ -33,57 +33,57 @@ pub(crate) struct Unreadable {
 /// A snapshot of the host, taken by [`crate::launch::host::gather`].
 #[derive(Debug, Clone)]
 pub(crate) struct Facts {
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     /// The real user's login name.
-    pub user: String,
+    pub(crate) user: String,
     /// `$HOME`, canonical.
-    pub home: PathBuf,
+    pub(crate) home: PathBuf,
     /// The home directory the user database gives, canonical, when it exists
     /// and differs from `$HOME` (sudo keeping HOME, tools that set it): it is
     /// masked too, or the real home would show through the read-only root.
-    pub passwd_home: Option<PathBuf>,
+    pub(crate) passwd_home: Option<PathBuf>,
     /// The current directory, canonical.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The launching environment.
-    pub env: BTreeMap<OsString, OsString>,
+    pub(crate) env: BTreeMap<OsString, OsString>,
     /// Which of [`candidates`] exist.
-    pub existing: BTreeSet<PathBuf>,
+    pub(crate) existing: BTreeSet<PathBuf>,
     /// The [`SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
     /// symlink to `/run` is not masked twice).
-    pub run_dirs: Vec<PathBuf>,
+    pub(crate) run_dirs: Vec<PathBuf>,
     /// What to bind back into the fresh `/run` ([`RUN_KEEP`] entries and the
     /// `/etc/resolv.conf` target under `/run`) that exists.
-    pub run_keep: Vec<PathBuf>,
+    pub(crate) run_keep: Vec<PathBuf>,
     /// Launched by root: what an unprivileged user could not read under the
     /// system directories ([`crate::launch::rootview`]), and the directories hidden
     /// whole. Empty otherwise.
-    pub root_masks: Vec<Unreadable>,
-    pub hidden_whole: Vec<PathBuf>,
+    pub(crate) root_masks: Vec<Unreadable>,
+    pub(crate) hidden_whole: Vec<PathBuf>,
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
-    pub resolved: BTreeMap<PathBuf, Option<PathBuf>>,
-    pub proc_mode: ProcMode,
+    pub(crate) resolved: BTreeMap<PathBuf, Option<PathBuf>>,
+    pub(crate) proc_mode: ProcMode,
     /// The launcher's namespace inodes, by kind (for the launch record).
-    pub launcher_ns: BTreeMap<String, u64>,
+    pub(crate) launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (for the launch record).
-    pub host_loopback_tcp: Vec<u16>,
+    pub(crate) host_loopback_tcp: Vec<u16>,
     /// What the egress jail is planned from, when [`jailed`].
-    pub jail: Option<JailFacts>,
+    pub(crate) jail: Option<JailFacts>,
     /// The protected workspace paths that exist (§4.8, [`crate::plan::protect`]),
     /// each as found and as resolved (a symlink to a file in the workspace
     /// protects that file).
-    pub protected: Vec<RwBind>,
+    pub(crate) protected: Vec<RwBind>,
     /// What the walk of the workspace found ([`crate::plan::protect::discover`]),
     /// existing or not: the tripwire watches all of it.
-    pub discovered: crate::plan::protect::Protected,
+    pub(crate) discovered: crate::plan::protect::Protected,
     /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
     /// exist and read as text; the sandbox gets them without the lockdown.
-    pub managed_settings: Option<String>,
+    pub(crate) managed_settings: Option<String>,
     /// This launch's session id ([`crate::egress::policy::session_id`]).
-    pub session: String,
+    pub(crate) session: String,
     /// What the user turned off of Claude Code's own traffic (allowlist mode).
-    pub claude_traffic: ClaudeTraffic,
+    pub(crate) claude_traffic: ClaudeTraffic,
 }
 
 /// Paths whose existence the plan depends on; [`crate::launch::host::gather`] stats exactly these.

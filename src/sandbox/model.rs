@@ -19,29 +19,29 @@ use super::record::LaunchRecord;
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Sandbox {
     /// The uid and gid the sandbox runs as, in its own user namespace.
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     /// Namespaces unshared besides the user namespace (the network's is [`Sandbox::network`]).
-    pub namespaces: Vec<Namespace>,
+    pub(crate) namespaces: Vec<Namespace>,
     /// No further user namespaces inside (`--disable-userns`): nothing in a
     /// coding session needs one, and each is kernel attack surface.
-    pub nested_userns: bool,
-    pub capabilities: Capabilities,
+    pub(crate) nested_userns: bool,
+    pub(crate) capabilities: Capabilities,
     /// File system operations, applied in this order (later ones cover earlier).
-    pub mounts: Vec<Mount>,
+    pub(crate) mounts: Vec<Mount>,
     /// The working directory inside.
-    pub chdir: PathBuf,
+    pub(crate) chdir: PathBuf,
     /// The whole environment inside (§4.5), in order.
     #[serde(serialize_with = "lossy_pairs")]
-    pub env: Vec<(OsString, OsString)>,
-    pub seccomp: Seccomp,
-    pub network: Network,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) seccomp: Seccomp,
+    pub(crate) network: Network,
     /// The protected paths no call inside may create, existing or not
     /// (§4.8): the shim's supervisor refuses them (src/supervisor.rs). Empty:
     /// no supervisor.
-    pub guard: Vec<PathBuf>,
+    pub(crate) guard: Vec<PathBuf>,
     /// What runs inside, after our shim.
-    pub command: Program,
+    pub(crate) command: Program,
 }
 
 /// A namespace bubblewrap unshares.
@@ -111,16 +111,16 @@ pub(crate) enum Data {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct RwBind {
     /// As configured (or the current directory).
-    pub requested: PathBuf,
+    pub(crate) requested: PathBuf,
     /// Where it resolved when the sandbox was planned; what is bound.
-    pub resolved: PathBuf,
+    pub(crate) resolved: PathBuf,
 }
 
 /// The seccomp program bubblewrap loads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Seccomp {
     /// Raw `sock_filter`s ([`crate::seccomp::program_bytes`]).
-    pub program: Vec<u8>,
+    pub(crate) program: Vec<u8>,
 }
 
 impl Serialize for Seccomp {
@@ -160,33 +160,33 @@ impl Network {
 /// lets through, and where it logs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ProxyNet {
-    pub listen: std::net::SocketAddrV4,
-    pub policy: crate::egress::policy::Policy,
+    pub(crate) listen: std::net::SocketAddrV4,
+    pub(crate) policy: crate::egress::policy::Policy,
     /// The session id, which names the log.
-    pub session: String,
+    pub(crate) session: String,
     /// The connection log (outside everything the sandbox can write).
-    pub log: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 /// What the jail's processes need to wire the namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct JailNet {
     /// Input for `ip -batch -` in the jail's namespace.
-    pub route_batch: String,
+    pub(crate) route_batch: String,
     /// pasta's `--dns-forward` address, when DNS goes through its forwarder.
-    pub dns_forward: Option<Ipv4Addr>,
+    pub(crate) dns_forward: Option<Ipv4Addr>,
     /// The jail's interface, named as the host's default-route interface
     /// (the route batch's `dev`): a persistent tap the holder makes, which
     /// pasta attaches to (`-I`).
-    pub iface: String,
+    pub(crate) iface: String,
 }
 
 /// The program the shim execs inside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Program {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     #[serde(serialize_with = "lossy_list")]
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
 }
 
 fn lossy_pairs<S: Serializer>(v: &[(OsString, OsString)], s: S) -> Result<S::Ok, S::Error> {

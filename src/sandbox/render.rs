@@ -57,13 +57,13 @@ pub(crate) enum FdContent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Holder {
     /// The route batch to read.
-    pub routes: i32,
+    pub(crate) routes: i32,
     /// Where to report the route keeper's PID (to pasta's keeper).
-    pub ready: i32,
+    pub(crate) ready: i32,
     /// "go" from the shadow: pasta is attached.
-    pub go: i32,
+    pub(crate) go: i32,
     /// The write end of the shim's gate.
-    pub gate: i32,
+    pub(crate) gate: i32,
 }
 
 impl Holder {
@@ -77,13 +77,13 @@ impl Holder {
 #[derive(Debug, Clone)]
 pub(crate) struct Rendered {
     /// bubblewrap's arguments (program name not included).
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
     /// Every numbered fd bubblewrap (or the holder) must receive.
-    pub fds: Vec<(i32, FdContent)>,
+    pub(crate) fds: Vec<(i32, FdContent)>,
     /// With the jail: the holder's fd numbers.
-    pub holder: Option<Holder>,
+    pub(crate) holder: Option<Holder>,
     /// In allowlist mode: the fd the allowlist holder sends the listener on.
-    pub proxy_channel: Option<i32>,
+    pub(crate) proxy_channel: Option<i32>,
 }
 
 struct Out {
