@@ -14,7 +14,7 @@
 //! (doctor's jail check).
 //!
 //! Exports: `claude-sandbox install` and `uninstall` ([`Args`], [`main`],
-//! [`UninstallArgs`], [`uninstall`]), and one namespace per other
+//! [`UninstallArgs`], [`uninstall()`]), and one namespace per other
 //! subcommand, each with its own `Args` and `main` (the namespace names the
 //! subcommand): `doctor`, `hooks` (`claude-sandbox hook …`), `promote`
 //! (also its JSONC edit, for the property tests, and the `/verify-sandbox`

@@ -111,7 +111,7 @@ struct Validated {
     user: nix::unistd::User,
     /// That user's home, under the install root.
     home: PathBuf,
-    /// The managed settings as found (see [`managed_settings`]).
+    /// The managed settings as found (see [`managed_settings()`]).
     settings_text: Result<Option<String>, String>,
 }
 

@@ -17,7 +17,7 @@
 //!
 //! Exports: the entries ([`shadow_main`], [`wrapper_main`], [`shim_main`]),
 //! one attempt's plan ([`sandbox`], for `claude-sandbox plan`), the checks
-//! `doctor` and the installer share ([`preflight`], [`userns_available`],
+//! `doctor` and the installer share ([`preflight()`], [`userns_available`],
 //! [`APPARMOR_USERNS_SYSCTL`], [`apparmor_restricts_userns`],
 //! [`apparmor_userns_fix`]), the host views the battery compares with
 //! ([`loopback_listeners`], [`run_sockets`]), and two namespaces whose names

@@ -1,5 +1,5 @@
 //! The host facts a plan is built from ([`Facts`], gathered by
-//! [`crate::launch::host::gather`]) and the questions the gatherer asks the
+//! `crate::launch`'s `host::gather`) and the questions the gatherer asks the
 //! plan first: which paths to stat ([`candidates`]), which read-write paths
 //! to resolve ([`rw_requests`]).
 
@@ -30,7 +30,7 @@ pub(crate) struct Unreadable {
     pub(crate) dir: bool,
 }
 
-/// A snapshot of the host, taken by [`crate::launch::host::gather`].
+/// A snapshot of the host, taken by `crate::launch`'s `host::gather`.
 #[derive(Debug, Clone)]
 pub(crate) struct Facts {
     pub(crate) uid: u32,
@@ -49,10 +49,10 @@ pub(crate) struct Facts {
     pub(crate) env: BTreeMap<OsString, OsString>,
     /// Which of [`candidates`] exist.
     pub(crate) existing: BTreeSet<PathBuf>,
-    /// The [`SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
+    /// The [`super::SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
     /// symlink to `/run` is not masked twice).
     pub(crate) run_dirs: Vec<PathBuf>,
-    /// What to bind back into the fresh `/run` ([`RUN_KEEP`] entries and the
+    /// What to bind back into the fresh `/run` ([`super::RUN_KEEP`] entries and the
     /// `/etc/resolv.conf` target under `/run`) that exists.
     pub(crate) run_keep: Vec<PathBuf>,
     /// Launched by root: what an unprivileged user could not read under the
@@ -68,7 +68,7 @@ pub(crate) struct Facts {
     pub(crate) launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (for the launch record).
     pub(crate) host_loopback_tcp: Vec<u16>,
-    /// What the egress jail is planned from, when [`jailed`].
+    /// What the egress jail is planned from, when [`super::jailed`].
     pub(crate) jail: Option<JailFacts>,
     /// The protected workspace paths that exist (§4.8, [`crate::plan::protect`]),
     /// each as found and as resolved (a symlink to a file in the workspace
@@ -86,7 +86,7 @@ pub(crate) struct Facts {
     pub(crate) claude_traffic: ClaudeTraffic,
 }
 
-/// Paths whose existence the plan depends on; [`crate::launch::host::gather`] stats exactly these.
+/// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.
 pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = HOME_RW
         .iter()
@@ -99,7 +99,7 @@ pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The host directory behind the private `~/NAME` of [`HOME_PRIVATE`].
+/// The host directory behind the private `~/NAME` of [`super::HOME_PRIVATE`].
 pub(crate) fn private_dir(home: &Path, name: &str) -> PathBuf {
     home.join(PRIVATE_STATE).join(name)
 }

@@ -54,7 +54,7 @@ impl Added {
 
 /// How the merge takes a [`LOCKDOWN`] key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Claim {
+pub(crate) enum Claim {
     /// Always ours: a foreign value is replaced, and put back by uninstall.
     Force,
     /// Ours only where the key is absent: whatever value an administrator
@@ -64,7 +64,7 @@ enum Claim {
 
 /// One managed setting of the lockdown (decision 0005).
 #[derive(Debug)]
-struct LockKey {
+pub(crate) struct LockKey {
     pub key: &'static str,
     pub claim: Claim,
     /// Our value.
@@ -78,7 +78,7 @@ struct LockKey {
 /// `~/.claude.json`, a project's `.claude/settings*.json` or `.mcp.json`,
 /// while the guard hooks (managed) still run. Verified against the pinned
 /// Claude Code, see docs/decisions/0005-managed-settings-lockdown.md.
-const LOCKDOWN: &[LockKey] = &[
+pub(crate) const LOCKDOWN: &[LockKey] = &[
     LockKey {
         key: "allowManagedHooksOnly",
         claim: Claim::Force,

@@ -14,7 +14,7 @@
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `seccomp`,
 //! `egress::policy` (a pure unit: tests/layout.rs).
 //!
-//! Exports: [`build`], the host facts it reads ([`Facts`], [`ProcMode`],
+//! Exports: [`build()`], the host facts it reads ([`Facts`], [`ProcMode`],
 //! [`Unreadable`]) and what the gatherer asks first ([`candidates`],
 //! [`rw_requests`], [`jailed`], [`egress`]), the path tables the tripwire,
 //! installer and battery share ([`HOME_RW`], [`HOME_PRIVATE`], …), and

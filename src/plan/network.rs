@@ -10,7 +10,7 @@ use crate::sys::paths;
 
 /// How the sandbox reaches the network: the one place this is decided
 /// (facts are gathered for it, the plan adds it; everything after reads
-/// [`Sandbox::network`]).
+/// [`crate::sandbox::Sandbox::network`]).
 pub(crate) fn egress(cfg: &Config) -> Egress {
     cfg.egress
 }

@@ -13,7 +13,7 @@
 //!
 //! Exports: the description ([`Sandbox`], [`Mount`], [`Data`], [`RwBind`],
 //! [`Namespace`], [`Capabilities`], [`Seccomp`], [`Network`], [`ProxyNet`],
-//! [`JailNet`], [`Program`]), the renderer ([`render`] → [`Rendered`],
+//! [`JailNet`], [`Program`]), the renderer ([`render()`] → [`Rendered`],
 //! [`FdContent`], [`Holder`]), the launch record ([`LaunchRecord`],
 //! [`RECORD_VERSION`]), and the namespace `guard_list` (its `encode` /
 //! `decode` pair is the format's API: the renderer writes, the supervisor

@@ -1,7 +1,7 @@
 //! The typed description of one sandbox ([`Sandbox`]): namespaces, mounts,
 //! environment, seccomp program, network mode and the shim's command, as
 //! plain data (`claude-sandbox plan --json`). Its one renderer, to
-//! bubblewrap's terms, is [`super::render`].
+//! bubblewrap's terms, is [`super::render()`].
 //!
 //! [`crate::plan::build`] produces a `Sandbox` from the configuration and the
 //! host facts; nothing else adds to it except the test mutations
