@@ -27,12 +27,14 @@
 mod exec;
 mod host;
 pub(crate) mod integrity;
+mod listeners;
 mod preflight;
 pub(crate) mod rootview;
 mod shadow;
 mod shim;
 
-pub(crate) use host::{loopback_listeners, run_sockets};
+pub(crate) use host::run_sockets;
+pub(crate) use listeners::loopback_listeners;
 pub(crate) use preflight::{
     apparmor_restricts_userns, apparmor_userns_fix, preflight, userns_available,
     APPARMOR_USERNS_SYSCTL,
