@@ -19,10 +19,11 @@ use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::libc;
 use nix::sys::signal::{SigSet, Signal};
 
+use super::host;
 use super::shadow::Net;
+use crate::egress::jail;
 use crate::error::setup;
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
-use crate::{egress::jail, launch::host};
 
 /// How an attempt ended.
 #[derive(Debug)]

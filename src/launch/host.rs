@@ -219,16 +219,13 @@ fn root_view(
         return (Vec::new(), Vec::new());
     }
     let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
-    let hidden = crate::launch::rootview::HIDDEN_WHOLE
+    let hidden = super::rootview::HIDDEN_WHOLE
         .iter()
         .map(PathBuf::from)
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
         .collect();
-    (
-        crate::launch::rootview::unreadable(&keep).unreadable,
-        hidden,
-    )
+    (super::rootview::unreadable(&keep).unreadable, hidden)
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of

@@ -13,12 +13,13 @@ use std::process::Command;
 use nix::libc;
 
 use super::exec::{execute, forwarded_signals, Outcome};
+use super::host;
 use super::preflight::{apparmor_restricts_userns_here, apparmor_userns_fix, preflight};
 use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{Network, Sandbox};
-use crate::{egress::jail, egress::proxy, launch::host, sys::inside, sys::paths, tripwire};
+use crate::{egress::jail, egress::proxy, sys::inside, sys::paths, tripwire};
 
 /// The network runtime of a launch: the open jail's pasta, or allowlist
 /// mode's proxy. Prepared once, used by every attempt.
@@ -54,7 +55,7 @@ pub(crate) fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {
     // them now, before any thread exists (children get a clear mask in pre_exec).
     forwarded_signals().thread_block()?;
     // 2. Integrity of the real binary (SPEC §5).
-    crate::launch::integrity::check_launch()?;
+    super::integrity::check_launch()?;
     // 3. Configuration: compile-time path, environment on top (an override
     // that weakens the sandbox is refused unless the file allows it, and
     // then said aloud).
@@ -210,7 +211,7 @@ fn attempts(
 fn a_root_mask_vanished(sb: &Sandbox) -> bool {
     sb.mounts.iter().any(|m| match m {
         crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
-            crate::launch::rootview::ROOTS
+            super::rootview::ROOTS
                 .iter()
                 .any(|(root, _)| dst.starts_with(root))
                 && dst.symlink_metadata().is_err()

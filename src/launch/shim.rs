@@ -15,7 +15,7 @@ use nix::libc;
 /// the first program inside the sandbox. With the egress jail, waits on
 /// GATE_FD until the jail's routes are locked (EOF: they never were; nothing
 /// runs). With GUARD_FD (the protected paths), forks the creation guard's
-/// supervisor (src/supervisor.rs) and runs PROGRAM under its filter. Then
+/// supervisor (`crate::creation_guard`) and runs PROGRAM under its filter. Then
 /// restores the caller's stderr, tells the shadow the sandbox is built,
 /// closes every other inherited fd and execs PROGRAM.
 pub(crate) fn shim_main(args: &[OsString]) -> i32 {

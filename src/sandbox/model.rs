@@ -37,7 +37,7 @@ pub(crate) struct Sandbox {
     pub(crate) seccomp: Seccomp,
     pub(crate) network: Network,
     /// The protected paths no call inside may create, existing or not
-    /// (§4.8): the shim's supervisor refuses them (src/supervisor.rs). Empty:
+    /// (§4.8): the shim's supervisor refuses them (`crate::creation_guard`). Empty:
     /// no supervisor.
     pub(crate) guard: Vec<PathBuf>,
     /// What runs inside, after our shim.
