@@ -3,6 +3,7 @@
 //! which reads the protected paths, serves the listener, forwards the
 //! shadow's signals and ends with the real binary's status.
 
+use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::libc;
@@ -13,7 +14,7 @@ use super::serve::Supervisor;
 use super::table::Table;
 
 /// Which side of [`fork_guarded`] this is.
-pub(crate) enum Role {
+enum Role {
     /// The child: the guard filter loaded and the supervisor serving it;
     /// go on to exec the program.
     Guarded,
@@ -29,7 +30,7 @@ pub(crate) enum Role {
 /// Fork into the guarded child and its supervisor. The child loads the
 /// guard filter, hands its listener to the parent and waits for "go"; any
 /// failure is one line naming it, and nothing is exec'd.
-pub(crate) fn fork_guarded() -> Result<Role, String> {
+fn fork_guarded() -> Result<Role, String> {
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     let (parent_end, child_end) = socketpair(
         AddressFamily::Unix,
@@ -91,7 +92,7 @@ const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, 
 
 /// Be the supervisor of `child` until it exits; returns the exit status the
 /// sandbox's first process should end with (or ends by the same signal).
-pub(crate) fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) -> i32 {
+fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) -> i32 {
     seal_and_hold_signals();
     let sup = start_serving(sup, listener);
     std::thread::spawn(move || forward_signals(child));
@@ -220,7 +221,7 @@ fn forward_signals(child: libc::pid_t) {
 }
 
 /// The protected paths a launch guards: `paths` read from the shim's fd.
-pub(crate) fn read_table(fd: RawFd) -> Result<Table, String> {
+fn read_table(fd: RawFd) -> Result<Table, String> {
     use std::io::Read;
     // SAFETY: the fd is ours, handed over by bubblewrap.
     let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
@@ -228,4 +229,45 @@ pub(crate) fn read_table(fd: RawFd) -> Result<Table, String> {
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("creation guard: cannot read the protected paths: {e}"))?;
     Ok(Table::new(&crate::sandbox::guard_list::decode(&bytes)))
+}
+
+/// The shim's creation guard: fork, the child going on
+/// under the guard's filter (`None`), the parent becoming its supervisor
+/// and ending with the real binary's status (`Some`). A failure is still
+/// on the shadow's error pipe: the launch's (exit 125, nothing ran), never
+/// a session without the guard.
+pub(crate) fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
+    let role = read_table(table_fd).and_then(|t| Ok((t, fork_guarded()?)));
+    let (table, listener, child, go) = match role {
+        Err(e) => {
+            eprintln!("{e}");
+            return Some(crate::error::EXIT_SETUP);
+        }
+        Ok((_, Role::Guarded)) => return None,
+        Ok((
+            table,
+            Role::Supervisor {
+                listener,
+                child,
+                go,
+            },
+        )) => (table, listener, child, go),
+    };
+    unsafe {
+        libc::dup2(err_fd, 2);
+        libc::close(err_fd);
+        libc::write(ready_fd, b"1".as_ptr().cast(), 1);
+        libc::close(ready_fd);
+    }
+    // The caller's terminal and pipes are the real binary's.
+    if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            libc::dup2(null.as_raw_fd(), 1);
+        }
+    }
+    crate::sys::fd::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+    unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+    drop(go);
+    Some(supervise(Supervisor::new(table), listener, child))
 }

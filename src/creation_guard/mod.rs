@@ -32,13 +32,14 @@
 //! codes), `sandbox` (the guard list's encoding) and `seccomp` (its
 //! assembler and ABI table, which the guard's filter is built with).
 //!
-//! EXPORTS what the shim (`launch::shadow`) runs: [`read_table`] (the
-//! protected paths from the shim's fd), [`fork_guarded`] and its [`Role`],
-//! [`Supervisor`] (built from the table) and [`supervise`] (serve until the
-//! real binary exits; its status).
+//! EXPORTS one entry, what the shim (`launch::shim`) runs when there are
+//! protected paths: [`guarded`] reads them from the shim's fd, forks, and
+//! returns `None` in the child (which goes on under the filter to exec the
+//! real binary) or, in the parent, the real binary's status once the
+//! supervisor has served the whole session.
 //!
 //! Files: `filter.rs` (the guard's seccomp filter and its loading),
-//! `fork.rs` (fork, supervise, signals, the table's reading), `table.rs`
+//! `fork.rs` (the shim's entry, fork, supervise, signals, the table's reading), `table.rs`
 //! (the protected names), `calls.rs` (a notification decoded), `proc.rs`
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
@@ -53,5 +54,4 @@ mod resolve;
 mod serve;
 mod table;
 
-pub(crate) use fork::{fork_guarded, read_table, supervise, Role};
-pub(crate) use serve::Supervisor;
+pub(crate) use fork::guarded;

@@ -24,11 +24,11 @@ use crate::{sys::inside, sys::paths};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(subcommand)]
-    pub which: Which,
+    which: Which,
 }
 
 #[derive(Debug, clap::Subcommand)]
-pub(crate) enum Which {
+enum Which {
     /// SessionStart hook: warn when unsandboxed or when a defence is missing.
     SessionStart,
     /// UserPromptSubmit hook: refuse prompts outside the sandbox (exit 2).
@@ -89,7 +89,7 @@ fn drain_stdin() {
     let _ = rx.recv_timeout(Duration::from_secs(2));
 }
 
-pub(crate) fn gate_message() -> String {
+fn gate_message() -> String {
     format!(
         "claude-sandbox: this Claude Code session is not sandboxed, so prompts are refused. \
          Start it with plain `claude` (the shadow at {}), not {} directly. \
@@ -101,7 +101,7 @@ pub(crate) fn gate_message() -> String {
 }
 
 /// What the managed apiKeyHelper says (Claude Code shows it as the reason the helper failed).
-pub(crate) fn api_key_helper_message() -> String {
+fn api_key_helper_message() -> String {
     format!(
         "claude-sandbox: outside the sandbox an apiKeyHelper from user or project settings does not run (a sandboxed session can write those); \
          start Claude Code with plain `claude` (the shadow at {}), where your own apiKeyHelper works",
@@ -124,10 +124,7 @@ const TOKEN_VARS: &[&str] = &[
 ];
 
 /// The SessionStart hook's JSON, or None when all is well.
-pub(crate) fn session_start_output(
-    facts: &inside::Facts,
-    env: &[(String, String)],
-) -> Option<String> {
+fn session_start_output(facts: &inside::Facts, env: &[(String, String)]) -> Option<String> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     if !facts.inside() {
         let msg = format!(

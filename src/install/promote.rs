@@ -20,7 +20,7 @@ use crate::error::{bad_input, Fail};
 /// The published feature this entry refers to.
 pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1";
 /// The device the egress jail needs; a feature cannot add it itself.
-pub(crate) const TUN_ARG: &str = "--device=/dev/net/tun";
+const TUN_ARG: &str = "--device=/dev/net/tun";
 /// The slash command seeded into the workspace (compiled in).
 pub(crate) const VERIFY_COMMAND: &str = include_str!("../../.claude/commands/verify-sandbox.md");
 
@@ -28,7 +28,7 @@ pub(crate) const VERIFY_COMMAND: &str = include_str!("../../.claude/commands/ver
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The workspace to promote (default: the current directory).
-    pub dir: Option<PathBuf>,
+    dir: Option<PathBuf>,
 }
 
 /// Why a file is refused, at a 1-based line.
@@ -276,7 +276,7 @@ pub fn edit(text: &str) -> Result<String, JsoncError> {
 }
 
 /// A devcontainer.json for a workspace that has none.
-pub(crate) fn minimal(name: &str) -> String {
+fn minimal(name: &str) -> String {
     format!(
         "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }},\n  // The feature creates the tun device itself; this line keeps engines that\n  // run no feature entrypoint working too.\n  \"runArgs\": [\"{TUN_ARG}\"]\n}}\n",
         serde_json::to_string(name).expect("a string serializes")

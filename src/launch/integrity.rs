@@ -25,18 +25,18 @@ use crate::sys::paths;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Pin {
     pub sha256: String,
-    pub size: u64,
-    pub fingerprint: Fingerprint,
+    pub(crate) size: u64,
+    pub(crate) fingerprint: Fingerprint,
 }
 
 /// Cheap identity of an unchanged file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Fingerprint {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
+    pub(crate) ctime_ns: i128,
 }
 
 impl Fingerprint {
@@ -84,7 +84,7 @@ pub(crate) fn pin_text(pin: &Pin) -> String {
 }
 
 /// The command that re-pins, named in every refusal.
-pub(crate) const REPIN: &str = "sudo claude-sandbox install --repin";
+const REPIN: &str = "sudo claude-sandbox install --repin";
 
 fn refuse(msg: String) -> anyhow::Error {
     Fail::new(EXIT_INTEGRITY, msg).into()
@@ -135,7 +135,7 @@ pub(crate) fn check(binary: &Path, pin_path: &Path) -> anyhow::Result<()> {
 }
 
 /// Check the real binary against its pin before a launch (compile-time paths).
-pub(crate) fn check_launch() -> anyhow::Result<()> {
+pub(super) fn check_launch() -> anyhow::Result<()> {
     if crate::testhooks::active(crate::testhooks::Mutation::SkipPinCheck) {
         return Ok(());
     }

@@ -31,7 +31,7 @@ pub(crate) const HIDDEN_WHOLE: &[&str] = &["/home"];
 pub(crate) const MAX_ENTRIES: usize = 20000;
 
 /// Whether "others" may read `m` (and, for a directory, enter and list it).
-pub(crate) fn others_can_read(m: &std::fs::Metadata) -> bool {
+fn others_can_read(m: &std::fs::Metadata) -> bool {
     let mode = m.permissions().mode();
     if m.is_dir() {
         mode & 0o005 == 0o005

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 /// Names at the workspace root and at the root of every repository in it.
-pub(crate) const ROOT_NAMES: &[&str] = &[
+const ROOT_NAMES: &[&str] = &[
     ".gitmodules",
     ".vscode",
     ".devcontainer",
@@ -26,17 +26,17 @@ pub(crate) const ROOT_NAMES: &[&str] = &[
 /// At the workspace root only: a `HEAD` makes git treat the directory itself
 /// as a (bare) repository, whose `config` it then obeys. Without it, a planted
 /// `objects/` and `refs/` are inert.
-pub(crate) const WORKSPACE_ONLY: &[&str] = &["HEAD"];
+const WORKSPACE_ONLY: &[&str] = &["HEAD"];
 /// Inside every git directory (`.git`, a `gitdir:` target, `.git/modules/*`,
 /// a worktree's common directory). `info` as a whole, so a missing
 /// `info/attributes` (filter and diff drivers) cannot be created either; git
 /// itself writes there only for `sparse-checkout`.
-pub(crate) const GITDIR_NAMES: &[&str] = &["config", "hooks", "info"];
+const GITDIR_NAMES: &[&str] = &["config", "hooks", "info"];
 
 /// How deep below the workspace nested repositories are looked for
 /// (`ws/a/b/c/.git` is found, `ws/a/b/c/d/.git` is not), and how many
 /// directory entries the walk reads at most: the walk runs on every launch.
-pub(crate) const MAX_DEPTH: usize = 3;
+const MAX_DEPTH: usize = 3;
 pub(crate) const MAX_ENTRIES: usize = 5000;
 /// Directories never descended into: dependency and build trees (they hold
 /// thousands of entries and other people's repositories).

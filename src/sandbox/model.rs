@@ -1,49 +1,47 @@
-//! The typed description of one sandbox ([`Sandbox`]) and its one renderer
-//! ([`render`]) to bubblewrap's argument list plus the table of numbered fds
-//! the executor must provide.
+//! The typed description of one sandbox ([`Sandbox`]): namespaces, mounts,
+//! environment, seccomp program, network mode and the shim's command, as
+//! plain data (`claude-sandbox plan --json`). Its one renderer, to
+//! bubblewrap's terms, is [`super::render()`].
 //!
 //! [`crate::plan::build`] produces a `Sandbox` from the configuration and the
 //! host facts; nothing else adds to it except the test mutations
-//! ([`crate::testhooks::apply`], test builds only). Every fd number lives in
-//! this file: the executor, the jail's holder and the shim learn theirs from
-//! the [`Rendered`] table or from the argument lists rendered here.
+//! ([`crate::testhooks::apply`], test builds only).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
-use crate::sandbox::record::LaunchRecord;
-use crate::sys::paths;
+use super::record::LaunchRecord;
 
 /// One launch's sandbox, as plain data (`claude-sandbox plan --json`).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Sandbox {
     /// The uid and gid the sandbox runs as, in its own user namespace.
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     /// Namespaces unshared besides the user namespace (the network's is [`Sandbox::network`]).
-    pub namespaces: Vec<Namespace>,
+    pub(crate) namespaces: Vec<Namespace>,
     /// No further user namespaces inside (`--disable-userns`): nothing in a
     /// coding session needs one, and each is kernel attack surface.
-    pub nested_userns: bool,
-    pub capabilities: Capabilities,
+    pub(crate) nested_userns: bool,
+    pub(crate) capabilities: Capabilities,
     /// File system operations, applied in this order (later ones cover earlier).
-    pub mounts: Vec<Mount>,
+    pub(crate) mounts: Vec<Mount>,
     /// The working directory inside.
-    pub chdir: PathBuf,
+    pub(crate) chdir: PathBuf,
     /// The whole environment inside (§4.5), in order.
     #[serde(serialize_with = "lossy_pairs")]
-    pub env: Vec<(OsString, OsString)>,
-    pub seccomp: Seccomp,
-    pub network: Network,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) seccomp: Seccomp,
+    pub(crate) network: Network,
     /// The protected paths no call inside may create, existing or not
-    /// (§4.8): the shim's supervisor refuses them (src/supervisor.rs). Empty:
+    /// (§4.8): the shim's supervisor refuses them (`crate::creation_guard`). Empty:
     /// no supervisor.
-    pub guard: Vec<PathBuf>,
+    pub(crate) guard: Vec<PathBuf>,
     /// What runs inside, after our shim.
-    pub command: Program,
+    pub(crate) command: Program,
 }
 
 /// A namespace bubblewrap unshares.
@@ -113,16 +111,16 @@ pub(crate) enum Data {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct RwBind {
     /// As configured (or the current directory).
-    pub requested: PathBuf,
+    pub(crate) requested: PathBuf,
     /// Where it resolved when the sandbox was planned; what is bound.
-    pub resolved: PathBuf,
+    pub(crate) resolved: PathBuf,
 }
 
 /// The seccomp program bubblewrap loads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Seccomp {
     /// Raw `sock_filter`s ([`crate::seccomp::program_bytes`]).
-    pub program: Vec<u8>,
+    pub(crate) program: Vec<u8>,
 }
 
 impl Serialize for Seccomp {
@@ -162,33 +160,33 @@ impl Network {
 /// lets through, and where it logs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ProxyNet {
-    pub listen: std::net::SocketAddrV4,
-    pub policy: crate::egress::policy::Policy,
+    pub(crate) listen: std::net::SocketAddrV4,
+    pub(crate) policy: crate::egress::policy::Policy,
     /// The session id, which names the log.
-    pub session: String,
+    pub(crate) session: String,
     /// The connection log (outside everything the sandbox can write).
-    pub log: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 /// What the jail's processes need to wire the namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct JailNet {
     /// Input for `ip -batch -` in the jail's namespace.
-    pub route_batch: String,
+    pub(crate) route_batch: String,
     /// pasta's `--dns-forward` address, when DNS goes through its forwarder.
-    pub dns_forward: Option<Ipv4Addr>,
+    pub(crate) dns_forward: Option<Ipv4Addr>,
     /// The jail's interface, named as the host's default-route interface
     /// (the route batch's `dev`): a persistent tap the holder makes, which
     /// pasta attaches to (`-I`).
-    pub iface: String,
+    pub(crate) iface: String,
 }
 
 /// The program the shim execs inside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Program {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     #[serde(serialize_with = "lossy_list")]
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
 }
 
 fn lossy_pairs<S: Serializer>(v: &[(OsString, OsString)], s: S) -> Result<S::Ok, S::Error> {
@@ -247,388 +245,5 @@ impl Sandbox {
             } => Some(&**r),
             _ => None,
         })
-    }
-}
-
-// ---- The renderer -------------------------------------------------------
-
-/// Fixed fd numbers, by role. Read-write roots, and text files after the
-/// first, are numbered from [`FD_DYNAMIC_BASE`] up in order.
-const FD_SECCOMP: i32 = 200;
-const FD_GITCONFIG: i32 = 201;
-const FD_FIRST_TEXT: i32 = 202;
-const FD_SHIM_STDERR: i32 = 203;
-const FD_SHIM_READY: i32 = 204;
-const FD_HOLDER_ROUTES: i32 = 205;
-const FD_HOLDER_READY: i32 = 206;
-const FD_HOLDER_GO: i32 = 207;
-const FD_RECORD: i32 = 208;
-const FD_JAIL_GATE: i32 = 209;
-const FD_DYNAMIC_BASE: i32 = 210;
-const FD_HOLDER_GATE: i32 = 199;
-const FD_PROXY_CHANNEL: i32 = 198;
-const FD_SHIM_GUARD: i32 = 197;
-
-/// What the executor places at one numbered fd of bubblewrap (or of the
-/// jail's holder, which execs bubblewrap).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FdContent {
-    /// A pipe holding these bytes, written before the spawn.
-    Bytes(Vec<u8>),
-    /// A pipe the executor writes the rendered git config to after the spawn.
-    GitConfig {
-        forge: bool,
-    },
-    /// An `O_PATH` fd of this read-write root, re-checked just before exec.
-    Checked(RwBind),
-    /// The caller's stderr, which the shim restores.
-    ShimStderr,
-    /// The write end of the pipe the shim signals "built" on.
-    ShimReady,
-    /// The read end of the jail's gate: the shim waits on it.
-    JailGate,
-    /// The holder's ends of the jail's pipes (see [`Holder`]).
-    HolderReady,
-    HolderGo,
-    HolderGate,
-    /// Allowlist mode: the holder's end of the socket it sends the proxy's
-    /// listening socket over.
-    ProxyChannel,
-}
-
-/// The fd numbers the jail's holder receives, in its argument order
-/// (`__holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Holder {
-    /// The route batch to read.
-    pub routes: i32,
-    /// Where to report the route keeper's PID (to pasta's keeper).
-    pub ready: i32,
-    /// "go" from the shadow: pasta is attached.
-    pub go: i32,
-    /// The write end of the shim's gate.
-    pub gate: i32,
-}
-
-impl Holder {
-    /// The numbers as the holder's arguments.
-    pub(crate) fn args(&self) -> [OsString; 4] {
-        [self.routes, self.ready, self.go, self.gate].map(|n| n.to_string().into())
-    }
-}
-
-/// A [`Sandbox`] in bubblewrap's terms.
-#[derive(Debug, Clone)]
-pub(crate) struct Rendered {
-    /// bubblewrap's arguments (program name not included).
-    pub args: Vec<OsString>,
-    /// Every numbered fd bubblewrap (or the holder) must receive.
-    pub fds: Vec<(i32, FdContent)>,
-    /// With the jail: the holder's fd numbers.
-    pub holder: Option<Holder>,
-    /// In allowlist mode: the fd the allowlist holder sends the listener on.
-    pub proxy_channel: Option<i32>,
-}
-
-struct Out {
-    args: Vec<OsString>,
-    fds: Vec<(i32, FdContent)>,
-    /// The next number from [`FD_DYNAMIC_BASE`].
-    next: i32,
-}
-
-impl Out {
-    fn push<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(&mut self, items: I) {
-        self.args
-            .extend(items.into_iter().map(|s| s.as_ref().to_os_string()));
-    }
-
-    fn dynamic(&mut self) -> i32 {
-        self.next += 1;
-        self.next - 1
-    }
-
-    /// `FLAG N REST…` with fd N holding `content`.
-    fn with_fd(&mut self, flag: &str, num: i32, content: FdContent, rest: &[&OsStr]) {
-        self.push([OsStr::new(flag), OsStr::new(&num.to_string())]);
-        self.push(rest);
-        self.fds.push((num, content));
-    }
-}
-
-fn mount(o: &mut Out, m: &Mount) {
-    match m {
-        Mount::ReadOnly { src, dst } => {
-            o.push([OsStr::new("--ro-bind"), src.as_os_str(), dst.as_os_str()])
-        }
-        Mount::ReadWrite { src, dst } => {
-            o.push([OsStr::new("--bind"), src.as_os_str(), dst.as_os_str()])
-        }
-        Mount::CheckedReadOnly(b) => {
-            let num = o.dynamic();
-            o.with_fd(
-                "--ro-bind-fd",
-                num,
-                FdContent::Checked(b.clone()),
-                &[b.resolved.as_os_str()],
-            );
-        }
-        Mount::Checked(b) => {
-            let num = o.dynamic();
-            o.with_fd(
-                "--bind-fd",
-                num,
-                FdContent::Checked(b.clone()),
-                &[b.resolved.as_os_str()],
-            );
-        }
-        Mount::Tmpfs { dst } => o.push([OsStr::new("--tmpfs"), dst.as_os_str()]),
-        Mount::Empty { dst } => o.push([
-            OsStr::new("--ro-bind"),
-            OsStr::new("/dev/null"),
-            dst.as_os_str(),
-        ]),
-        Mount::Dev { dst } => o.push([OsStr::new("--dev"), dst.as_os_str()]),
-        Mount::Proc { dst } => o.push([OsStr::new("--proc"), dst.as_os_str()]),
-        Mount::Data { dst, data } => {
-            let (num, content) = match data {
-                Data::GitConfig { forge } => (FD_GITCONFIG, FdContent::GitConfig { forge: *forge }),
-                Data::Record(r) => (FD_RECORD, FdContent::Bytes(r.to_bytes())),
-                Data::Text(t) => {
-                    let first = !o.fds.iter().any(|(n, _)| *n == FD_FIRST_TEXT);
-                    let num = if first { FD_FIRST_TEXT } else { o.dynamic() };
-                    (num, FdContent::Bytes(t.clone().into_bytes()))
-                }
-            };
-            o.with_fd("--ro-bind-data", num, content, &[dst.as_os_str()]);
-        }
-    }
-}
-
-/// §4.4 process isolation: namespaces, ids, capabilities.
-fn process(o: &mut Out, sb: &Sandbox) {
-    // §4.4 process isolation.
-    o.push(["--die-with-parent", "--unshare-user"]);
-    if !sb.nested_userns {
-        o.push(["--disable-userns"]);
-    }
-    o.push(["--uid", &sb.uid.to_string(), "--gid", &sb.gid.to_string()]);
-    for ns in &sb.namespaces {
-        o.push([match ns {
-            Namespace::Pid => "--unshare-pid",
-            Namespace::Ipc => "--unshare-ipc",
-            Namespace::Uts => "--unshare-uts",
-            Namespace::CgroupIfSupported => "--unshare-cgroup-try",
-        }]);
-    }
-    match sb.capabilities {
-        Capabilities::DropAll => o.push(["--cap-drop", "ALL"]),
-        #[cfg(feature = "test-mutations")]
-        Capabilities::KeepAll => o.push(["--cap-add", "ALL"]),
-    }
-}
-
-/// Render `sb` as bubblewrap's arguments and fd table. Mounts come first,
-/// in order; the working directory, environment and seccomp program after
-/// them (bubblewrap applies those once the mounts are done, whatever their
-/// place on the command line).
-pub(crate) fn render(sb: &Sandbox) -> Rendered {
-    let mut o = Out {
-        args: Vec::new(),
-        fds: Vec::new(),
-        next: FD_DYNAMIC_BASE,
-    };
-    process(&mut o, sb);
-    for m in &sb.mounts {
-        mount(&mut o, m);
-    }
-    o.push([OsStr::new("--chdir"), sb.chdir.as_os_str()]);
-    o.push(["--clearenv"]);
-    for (k, v) in &sb.env {
-        o.push([OsStr::new("--setenv"), k, v]);
-    }
-    o.with_fd(
-        "--seccomp",
-        FD_SECCOMP,
-        FdContent::Bytes(sb.seccomp.program.clone()),
-        &[],
-    );
-    let mut proxy_channel = None;
-    let holder = match &sb.network {
-        Network::Host => None,
-        Network::Allowlist(_) => {
-            o.fds.push((FD_PROXY_CHANNEL, FdContent::ProxyChannel));
-            proxy_channel = Some(FD_PROXY_CHANNEL);
-            None
-        }
-        Network::Jail(net) => {
-            o.fds.extend([
-                (
-                    FD_HOLDER_ROUTES,
-                    FdContent::Bytes(net.route_batch.clone().into_bytes()),
-                ),
-                (FD_HOLDER_READY, FdContent::HolderReady),
-                (FD_HOLDER_GO, FdContent::HolderGo),
-                (FD_HOLDER_GATE, FdContent::HolderGate),
-                (FD_JAIL_GATE, FdContent::JailGate),
-            ]);
-            Some(Holder {
-                routes: FD_HOLDER_ROUTES,
-                ready: FD_HOLDER_READY,
-                go: FD_HOLDER_GO,
-                gate: FD_HOLDER_GATE,
-            })
-        }
-    };
-    o.fds.extend([
-        (FD_SHIM_STDERR, FdContent::ShimStderr),
-        (FD_SHIM_READY, FdContent::ShimReady),
-    ]);
-    let gate = if holder.is_some() {
-        OsString::from(FD_JAIL_GATE.to_string())
-    } else {
-        OsString::from("-")
-    };
-    let guard = if sb.guard.is_empty() {
-        OsString::from("-")
-    } else {
-        o.fds.push((
-            FD_SHIM_GUARD,
-            FdContent::Bytes(super::guard_list::encode(&sb.guard)),
-        ));
-        OsString::from(FD_SHIM_GUARD.to_string())
-    };
-    o.push([
-        OsString::from("--"),
-        paths::SELF_BIN.into(),
-        "__shim".into(),
-        FD_SHIM_STDERR.to_string().into(),
-        FD_SHIM_READY.to_string().into(),
-        gate,
-        guard,
-        "--".into(),
-        sb.command.path.clone().into_os_string(),
-    ]);
-    o.push(&sb.command.args);
-    Rendered {
-        args: o.args,
-        fds: o.fds,
-        holder,
-        proxy_channel,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn minimal(network: Network) -> Sandbox {
-        Sandbox {
-            uid: 1000,
-            gid: 1000,
-            namespaces: vec![Namespace::Pid],
-            nested_userns: false,
-            capabilities: Capabilities::DropAll,
-            mounts: vec![
-                Mount::Checked(RwBind {
-                    requested: "/w".into(),
-                    resolved: "/w".into(),
-                }),
-                Mount::Data {
-                    dst: "/etc/resolv.conf".into(),
-                    data: Data::Text("nameserver 9.9.9.9\n".into()),
-                },
-                Mount::Data {
-                    dst: "/etc/other".into(),
-                    data: Data::Text("second\n".into()),
-                },
-                Mount::Checked(RwBind {
-                    requested: "/x".into(),
-                    resolved: "/y".into(),
-                }),
-            ],
-            chdir: "/w".into(),
-            env: vec![("A".into(), "b".into())],
-            seccomp: Seccomp {
-                program: vec![1, 2, 3],
-            },
-            network,
-            guard: vec!["/w/.envrc".into()],
-            command: Program {
-                path: "/bin/true".into(),
-                args: vec!["-x".into()],
-            },
-        }
-    }
-
-    /// Every fd an argument names is in the table, once, and no two roles share a number.
-    #[test]
-    fn every_named_fd_is_in_the_table_once() {
-        for net in [
-            Network::Host,
-            Network::Allowlist(ProxyNet {
-                listen: crate::egress::policy::PROXY_ADDR,
-                policy: crate::egress::policy::Policy::new(
-                    &[],
-                    &[],
-                    Default::default(),
-                    &[],
-                    Vec::new(),
-                ),
-                session: "s".into(),
-                log: "/l".into(),
-            }),
-            Network::Jail(JailNet {
-                route_batch: "link set lo up\n".into(),
-                dns_forward: None,
-                iface: "eth0".into(),
-            }),
-        ] {
-            let r = render(&minimal(net.clone()));
-            let mut nums: Vec<i32> = r.fds.iter().map(|(n, _)| *n).collect();
-            nums.sort();
-            let before = nums.len();
-            nums.dedup();
-            assert_eq!(before, nums.len(), "duplicate fd numbers: {:?}", r.fds);
-            let a: Vec<String> = r
-                .args
-                .iter()
-                .map(|s| s.to_string_lossy().into_owned())
-                .collect();
-            for (i, w) in a.iter().enumerate() {
-                if ["--bind-fd", "--ro-bind-data", "--seccomp"].contains(&w.as_str()) {
-                    let n: i32 = a[i + 1].parse().unwrap();
-                    assert!(nums.contains(&n), "{w} {n} not in the table");
-                }
-            }
-            assert!(a.windows(3).any(|w| w == ["--bind-fd", "210", "/w"]));
-            assert!(a
-                .windows(3)
-                .any(|w| w == ["--ro-bind-data", "202", "/etc/resolv.conf"]));
-            assert!(a
-                .windows(3)
-                .any(|w| w == ["--ro-bind-data", "211", "/etc/other"]));
-            assert!(a.windows(3).any(|w| w == ["--bind-fd", "212", "/y"]));
-            let shim = a.iter().position(|x| x == "__shim").unwrap();
-            let gate = &a[shim + 3];
-            assert_eq!(net.is_jail(), gate != "-", "{gate}");
-            assert_eq!(net.is_jail(), r.holder.is_some());
-            assert_eq!(
-                matches!(net, Network::Allowlist(_)),
-                r.proxy_channel.is_some()
-            );
-            assert_eq!(&a[a.len() - 2..], ["/bin/true", "-x"]);
-        }
-    }
-
-    #[test]
-    fn plan_json_names_every_operation() {
-        let j = serde_json::to_value(minimal(Network::Host)).unwrap();
-        assert_eq!(j["mounts"][0]["op"], "checked");
-        assert_eq!(j["mounts"][0]["resolved"], "/w");
-        assert_eq!(j["mounts"][1]["data"]["text"], "nameserver 9.9.9.9\n");
-        assert_eq!(j["network"]["mode"], "host");
-        assert_eq!(j["seccomp"]["bytes"], 3);
-        assert_eq!(j["env"][0][0], "A");
     }
 }

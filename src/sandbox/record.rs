@@ -14,46 +14,46 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LaunchRecord {
     /// Format version.
-    pub version: u32,
+    pub(crate) version: u32,
     /// The effective egress mode (config, then environment).
-    pub egress: crate::egress::policy::Egress,
+    pub(crate) egress: crate::egress::policy::Egress,
     /// `no-forge` in effect.
-    pub no_forge: bool,
+    pub(crate) no_forge: bool,
     /// `$HOME` as the sandbox sees it.
-    pub home: PathBuf,
+    pub(crate) home: PathBuf,
     /// The read-write workspace root, resolved.
-    pub workspace: PathBuf,
+    pub(crate) workspace: PathBuf,
     /// Whether `workspace-root` was configured (a broad root is then deliberate).
-    pub workspace_configured: bool,
+    pub(crate) workspace_configured: bool,
     /// `allow-write` paths, resolved.
-    pub allow_write: Vec<PathBuf>,
+    pub(crate) allow_write: Vec<PathBuf>,
     /// Names forwarded by `pass-env` (an operator's deliberate choice).
-    pub pass_env: Vec<String>,
+    pub(crate) pass_env: Vec<String>,
     /// `allow-ip` hosts the jail punches through.
-    pub allow_ip: Vec<Ipv4Addr>,
+    pub(crate) allow_ip: Vec<Ipv4Addr>,
     /// The host's connected IPv4 subnets (address, prefix length), when the jail is on.
-    pub site_subnets: Vec<(Ipv4Addr, u8)>,
+    pub(crate) site_subnets: Vec<(Ipv4Addr, u8)>,
     /// The launcher's namespace inode numbers, by kind (`ipc`, `uts`, `pid`, `net`, …).
-    pub launcher_ns: BTreeMap<String, u64>,
+    pub(crate) launcher_ns: BTreeMap<String, u64>,
     /// TCP ports listening on the host's loopback (or on every address) at launch.
-    pub host_loopback_tcp: Vec<u16>,
+    pub(crate) host_loopback_tcp: Vec<u16>,
     /// Homes masked besides `$HOME` (the user database's, when it differs).
     #[serde(default)]
-    pub other_homes: Vec<PathBuf>,
+    pub(crate) other_homes: Vec<PathBuf>,
     /// Launched by root: what only root can read is masked (`verify` checks it).
     #[serde(default)]
-    pub root_view: bool,
+    pub(crate) root_view: bool,
     /// `allow-env-overrides` in the configuration file.
     #[serde(default)]
-    pub allow_env_overrides: bool,
+    pub(crate) allow_env_overrides: bool,
     /// `CLAUDE_SANDBOX_*` overrides that weakened this sandbox (`NAME=value`).
     #[serde(default)]
-    pub weakened_by_env: Vec<String>,
+    pub(crate) weakened_by_env: Vec<String>,
 }
 
 impl LaunchRecord {
     /// The bytes bound into the sandbox.
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec(self).expect("a launch record serializes");
         v.push(b'\n');
         v

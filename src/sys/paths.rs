@@ -17,7 +17,7 @@ pub(crate) const REAL_CLAUDE: &str = "/usr/libexec/claude-sandbox/claude";
 pub(crate) const PIN_FILE: &str = "/usr/libexec/claude-sandbox/claude.pin";
 /// The launch record: an empty placeholder (root 0644) written at install,
 /// over which every launch binds, read-only, what the shadow knew at launch
-/// (`verify` reads it from inside; see [`crate::sandbox::record::LaunchRecord`]).
+/// (`verify` reads it from inside; see [`crate::sandbox::LaunchRecord`]).
 pub(crate) const LAUNCH_RECORD: &str = "/usr/libexec/claude-sandbox/launch.json";
 /// Host-global configuration (SPEC §3).
 pub(crate) const CONFIG_FILE: &str = "/etc/claude-sandbox.conf";

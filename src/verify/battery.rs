@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::sandbox::record::LaunchRecord;
+use crate::sandbox::LaunchRecord;
 #[cfg(test)]
 use crate::sandbox::{self, Data, Namespace, Sandbox};
 use crate::sys::kernel::{ns_inode, parse_routes, Route, NS_KINDS};
@@ -585,7 +585,7 @@ fn nulled_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
 /// Unix sockets reachable under `/run` inside, outside the configured
 /// read-write paths.
 fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
-    let mut sockets = crate::launch::host::run_sockets();
+    let mut sockets = crate::launch::run_sockets();
     sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
     sockets
 }
@@ -623,7 +623,7 @@ struct LoopbackProbe {
 /// own network namespace, where an answer means the host's loopback leaks in.
 fn probe_host_loopback(rec: &LaunchRecord) -> LoopbackProbe {
     // This network namespace's own listeners (the jail's, not the host's).
-    let own_listen = crate::launch::host::loopback_listeners();
+    let own_listen = crate::launch::loopback_listeners();
     let mut probe = LoopbackProbe {
         reached: Vec::new(),
         own: Vec::new(),
@@ -1939,7 +1939,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::record::RECORD_VERSION;
+    use crate::sandbox::RECORD_VERSION;
     use crate::sys::kernel::loopback_listeners;
 
     const MOUNTINFO: &str = "\

@@ -374,7 +374,13 @@ impl World {
         self.command_in(who, &self.workspace(who), env, argv)
     }
 
-    pub(crate) fn command_in(&self, who: Who, cwd: &Path, env: &[(&str, &str)], argv: &[&str]) -> Command {
+    pub(crate) fn command_in(
+        &self,
+        who: Who,
+        cwd: &Path,
+        env: &[(&str, &str)],
+        argv: &[&str],
+    ) -> Command {
         self.command_with_setup(who, cwd, "", env, argv)
     }
 

@@ -1,0 +1,115 @@
+//! The host facts a plan is built from ([`Facts`], gathered by
+//! `crate::launch`'s `host::gather`) and the questions the gatherer asks the
+//! plan first: which paths to stat ([`candidates`]), which read-write paths
+//! to resolve ([`rw_requests`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::mounts::{HOME_FORGE, HOME_RO, HOME_RW, PRIVATE_STATE, SYSTEM_NULLED};
+use crate::config::Config;
+use crate::egress::policy::{ClaudeTraffic, JailFacts};
+use crate::sandbox::RwBind;
+use crate::sys::paths;
+
+/// How `/proc` is provided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcMode {
+    /// A fresh procfs for the sandbox's PID namespace: host PIDs invisible.
+    Fresh,
+    /// The host's `/proc` bound read-only, where the kernel refuses a fresh mount.
+    HostReadOnly,
+}
+
+/// One entry an unprivileged user could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    pub(crate) path: PathBuf,
+    /// A directory (masked by a tmpfs) or a file (by `/dev/null`).
+    pub(crate) dir: bool,
+}
+
+/// A snapshot of the host, taken by `crate::launch`'s `host::gather`.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// The real user's login name.
+    pub(crate) user: String,
+    /// `$HOME`, canonical.
+    pub(crate) home: PathBuf,
+    /// The home directory the user database gives, canonical, when it exists
+    /// and differs from `$HOME` (sudo keeping HOME, tools that set it): it is
+    /// masked too, or the real home would show through the read-only root.
+    pub(crate) passwd_home: Option<PathBuf>,
+    /// The current directory, canonical.
+    pub(crate) cwd: PathBuf,
+    /// The launching environment.
+    pub(crate) env: BTreeMap<OsString, OsString>,
+    /// Which of [`candidates`] exist.
+    pub(crate) existing: BTreeSet<PathBuf>,
+    /// The [`super::SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
+    /// symlink to `/run` is not masked twice).
+    pub(crate) run_dirs: Vec<PathBuf>,
+    /// What to bind back into the fresh `/run` ([`super::RUN_KEEP`] entries and the
+    /// `/etc/resolv.conf` target under `/run`) that exists.
+    pub(crate) run_keep: Vec<PathBuf>,
+    /// Launched by root: what an unprivileged user could not read under the
+    /// system directories ([`crate::launch::rootview`]), and the directories hidden
+    /// whole. Empty otherwise.
+    pub(crate) root_masks: Vec<Unreadable>,
+    pub(crate) hidden_whole: Vec<PathBuf>,
+    /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
+    /// `None` when it does not exist.
+    pub(crate) resolved: BTreeMap<PathBuf, Option<PathBuf>>,
+    pub(crate) proc_mode: ProcMode,
+    /// The launcher's namespace inodes, by kind (for the launch record).
+    pub(crate) launcher_ns: BTreeMap<String, u64>,
+    /// TCP ports listening on the host's loopback (for the launch record).
+    pub(crate) host_loopback_tcp: Vec<u16>,
+    /// What the egress jail is planned from, when [`super::jailed`].
+    pub(crate) jail: Option<JailFacts>,
+    /// The protected workspace paths that exist (§4.8, [`crate::plan::protect`]),
+    /// each as found and as resolved (a symlink to a file in the workspace
+    /// protects that file).
+    pub(crate) protected: Vec<RwBind>,
+    /// What the walk of the workspace found ([`crate::plan::protect::discover`]),
+    /// existing or not: the tripwire watches all of it.
+    pub(crate) discovered: crate::plan::protect::Protected,
+    /// The host's managed settings ([`paths::MANAGED_SETTINGS`]) when they
+    /// exist and read as text; the sandbox gets them without the lockdown.
+    pub(crate) managed_settings: Option<String>,
+    /// This launch's session id ([`crate::egress::policy::session_id`]).
+    pub(crate) session: String,
+    /// What the user turned off of Claude Code's own traffic (allowlist mode).
+    pub(crate) claude_traffic: ClaudeTraffic,
+}
+
+/// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.
+pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = HOME_RW
+        .iter()
+        .chain(HOME_FORGE)
+        .chain(HOME_RO)
+        .map(|r| home.join(r))
+        .collect();
+    v.extend(SYSTEM_NULLED.iter().map(PathBuf::from));
+    v.push(PathBuf::from(paths::LAUNCH_RECORD));
+    v
+}
+
+/// The host directory behind the private `~/NAME` of [`super::HOME_PRIVATE`].
+pub(crate) fn private_dir(home: &Path, name: &str) -> PathBuf {
+    home.join(PRIVATE_STATE).join(name)
+}
+
+/// The read-write paths the plan will ask [`Facts::resolved`] about.
+pub(crate) fn rw_requests(cfg: &Config, cwd: &Path) -> Vec<PathBuf> {
+    let mut v = vec![cfg
+        .workspace_root
+        .clone()
+        .unwrap_or_else(|| cwd.to_path_buf())];
+    v.extend(cfg.allow_write.iter().cloned());
+    v
+}

@@ -1,0 +1,277 @@
+//! The filesystem view (SPEC §4.1–4.3): the read-only root with fresh
+//! `/dev`, `/proc` and `/tmp` and the masked system files, `$HOME` by
+//! inversion, and the read-write roots, each refused when it would expose
+//! too much.
+
+use std::path::{Path, PathBuf};
+
+use super::facts::{private_dir, rw_requests, Facts, ProcMode};
+use crate::config::Config;
+use crate::error::bad_input;
+use crate::sandbox::{Mount, RwBind};
+use crate::sys::paths;
+
+/// Claude Code's own state under `$HOME`, bound back read-write when present (§4.2).
+pub(crate) const HOME_RW: &[&str] = &[".claude", ".claude.json"];
+
+/// Directories every tool both writes and runs code from (completions,
+/// systemd and D-Bus units, editor plugins, tool installs). Inside they are
+/// the sandbox's own persistent directories, [`PRIVATE_STATE`]`/NAME` under
+/// `$HOME` on the host, never the user's (§4.8): nothing written there is
+/// read by a host tool, and nothing of the host's shows inside.
+pub(crate) const HOME_PRIVATE: &[(&str, &str)] = &[(".cache", "cache"), (".local/share", "share")];
+
+/// Where the private directories live on the host, relative to `$HOME`
+/// (hidden from the sandbox like the rest of `$HOME`).
+pub(crate) const PRIVATE_STATE: &str = ".local/state/claude-sandbox";
+
+/// Forge token directories, bound back read-only unless `no-forge`: `gh`
+/// aliases and extensions written there would run on the host.
+pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
+
+/// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
+pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
+
+/// uv's binaries: bound back read-only, so nothing inside can trojan a
+/// program the user later runs outside the sandbox.
+pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
+
+/// Files under `$HOME` that always read as empty inside.
+pub(crate) const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
+
+/// System files that always read as empty inside, where they exist.
+pub(crate) const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+
+/// The memory files of the sandbox's PID 1 in a fresh `/proc`, masked
+/// with the empty file (which bubblewrap's `nodev` bind makes unopenable:
+/// EACCES): PID 1 is bubblewrap's init, with the session's uid and outside
+/// the seccomp filter, so its memory written from inside would run code
+/// free of it (the filter refuses `ptrace` and `process_vm_writev` of PID 1).
+pub(crate) const PID1_MEM: &[&str] = &["/proc/1/mem", "/proc/1/task/1/mem"];
+
+/// Directories replaced by an empty tmpfs, where they exist as directories:
+/// every socket, secret and per-user runtime directory under `/run` is gone,
+/// including those a daemon creates after the launch (§4.1, issue #13).
+pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run", "/var/run"];
+
+/// What a session needs from `/run`, bound back read-only where it exists:
+/// systemd-resolved's files and lookup socket (name resolution). The target
+/// of `/etc/resolv.conf`, when it points into `/run`, is bound back too
+/// ([`Facts::run_keep`]).
+pub(crate) const RUN_KEEP: &[&str] = &["/run/systemd/resolve"];
+
+/// Security inputs a read-write bind must never cover.
+const PROTECTED: &[&str] = &[
+    paths::SHADOW,
+    paths::LIBEXEC_DIR,
+    paths::CONFIG_FILE,
+    paths::GITCONFIG,
+    "/etc/claude-code",
+];
+
+/// Refuse a read-write root that would expose `$HOME` wholesale, the whole
+/// file system, or one of our own security inputs.
+pub(super) fn check_rw_root(
+    what: &str,
+    requested: &Path,
+    resolved: &Path,
+    homes: &[&Path],
+) -> anyhow::Result<()> {
+    let shown = if requested == resolved {
+        format!("{}", requested.display())
+    } else {
+        format!(
+            "{} (resolves to {})",
+            requested.display(),
+            resolved.display()
+        )
+    };
+    if resolved == Path::new("/") {
+        return Err(bad_input(format!(
+            "refusing {what} {shown}: the whole file system would be writable; cd into a project directory or set workspace-root in {}",
+            paths::CONFIG_FILE
+        )));
+    }
+    if let Some(home) = homes.iter().find(|h| h.starts_with(resolved)) {
+        return Err(bad_input(format!(
+            "refusing {what} {shown}: it holds $HOME ({}), which would expose every credential in it; cd into a project directory or set workspace-root in {}",
+            home.display(),
+            paths::CONFIG_FILE
+        )));
+    }
+    // The workspace inside a hidden entry of a home (`docs -> ~/.ssh`, a
+    // project in ~/.config): everything there is masked (§4.2) and the bind
+    // would show it, writable.
+    if what == "workspace" {
+        if let Some((home, entry)) = homes.iter().find_map(|h| {
+            let first = resolved.strip_prefix(h).ok()?.components().next()?;
+            let first = first.as_os_str().to_string_lossy();
+            first.starts_with('.').then(|| (h, first.into_owned()))
+        }) {
+            return Err(bad_input(format!(
+                "refusing {what} {shown}: it lies in {}, which the sandbox hides; cd into a project directory",
+                home.join(entry).display()
+            )));
+        }
+    }
+    if let Some(p) = PROTECTED
+        .iter()
+        .find(|p| Path::new(p).starts_with(resolved))
+    {
+        return Err(bad_input(format!(
+            "refusing {what} {shown}: it holds {p}, a security input of the sandbox; choose a narrower directory"
+        )));
+    }
+    Ok(())
+}
+
+/// The read-write roots (§4.3): the workspace first, then `allow-write`,
+/// each resolved and refused when it would expose too much.
+pub(super) fn rw_binds(cfg: &Config, facts: &Facts) -> anyhow::Result<Vec<RwBind>> {
+    let homes: Vec<&Path> = std::iter::once(facts.home.as_path())
+        .chain(facts.passwd_home.as_deref())
+        .collect();
+    let mut out = Vec::new();
+    for (i, requested) in rw_requests(cfg, &facts.cwd).into_iter().enumerate() {
+        let what = if i == 0 { "workspace" } else { "allow-write" };
+        let resolved = facts
+            .resolved
+            .get(&requested)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| {
+                bad_input(format!(
+                    "{what} {} does not exist; create it or fix {}",
+                    requested.display(),
+                    paths::CONFIG_FILE
+                ))
+            })?;
+        check_rw_root(what, &requested, &resolved, &homes)?;
+        out.push(RwBind {
+            requested,
+            resolved,
+        });
+    }
+    Ok(out)
+}
+
+/// §4.1 and §4.4: the read-only root, fresh /dev, /proc and /tmp, masked
+/// runtime directories, sockets and secret system files.
+pub(super) fn system_mounts(facts: &Facts) -> Vec<Mount> {
+    let has = |p: &str| facts.existing.contains(Path::new(p));
+    let mut m = vec![
+        Mount::ReadOnly {
+            src: "/".into(),
+            dst: "/".into(),
+        },
+        Mount::Dev { dst: "/dev".into() },
+        match facts.proc_mode {
+            ProcMode::Fresh => Mount::Proc {
+                dst: "/proc".into(),
+            },
+            ProcMode::HostReadOnly => Mount::ReadOnly {
+                src: "/proc".into(),
+                dst: "/proc".into(),
+            },
+        },
+        Mount::Tmpfs { dst: "/tmp".into() },
+    ];
+    // (The host's /proc is bound read-only: no memory file opens for writing.)
+    if facts.proc_mode == ProcMode::Fresh {
+        m.extend(PID1_MEM.iter().map(|f| Mount::Empty { dst: f.into() }));
+    }
+    m.extend(
+        facts
+            .run_dirs
+            .iter()
+            .map(|d| Mount::Tmpfs { dst: d.clone() }),
+    );
+    m.extend(facts.run_keep.iter().map(|k| Mount::ReadOnly {
+        src: k.clone(),
+        dst: k.clone(),
+    }));
+    // Root sees what a user would (issue #13).
+    m.extend(
+        facts
+            .hidden_whole
+            .iter()
+            .map(|d| Mount::Tmpfs { dst: d.clone() }),
+    );
+    m.extend(facts.root_masks.iter().map(|u| match u.dir {
+        true => Mount::Tmpfs {
+            dst: u.path.clone(),
+        },
+        false => Mount::Empty {
+            dst: u.path.clone(),
+        },
+    }));
+    m.extend(
+        SYSTEM_NULLED
+            .iter()
+            .filter(|f| has(f))
+            .map(|f| Mount::Empty { dst: f.into() }),
+    );
+    m
+}
+
+/// §4.2 `$HOME` by inversion: an empty tmpfs with Claude Code's state bound
+/// back; the user database's home masked too, when it differs and `$HOME`
+/// does not already cover it.
+pub(super) fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
+    let home = &facts.home;
+    let present = |rel: &&&str| facts.existing.contains(&home.join(rel));
+    let mut m = Vec::new();
+    m.extend(
+        other_homes(facts)
+            .into_iter()
+            .map(|dst| Mount::Tmpfs { dst }),
+    );
+    m.push(Mount::Tmpfs { dst: home.clone() });
+    m.extend(HOME_RW.iter().filter(present).map(|rel| Mount::ReadWrite {
+        src: home.join(rel),
+        dst: home.join(rel),
+    }));
+    for (rel, name) in HOME_PRIVATE {
+        m.push(Mount::ReadWrite {
+            src: private_dir(home, name),
+            dst: home.join(rel),
+        });
+    }
+    m.extend(HOME_SHARE_MASKED.iter().map(|rel| Mount::Tmpfs {
+        dst: home.join(rel),
+    }));
+    if !cfg.no_forge {
+        m.extend(
+            HOME_FORGE
+                .iter()
+                .filter(present)
+                .map(|rel| Mount::ReadOnly {
+                    src: home.join(rel),
+                    dst: home.join(rel),
+                }),
+        );
+    }
+    m.extend(HOME_RO.iter().filter(present).map(|rel| Mount::ReadOnly {
+        src: home.join(rel),
+        dst: home.join(rel),
+    }));
+    m.push(Mount::ReadOnly {
+        src: paths::REAL_CLAUDE.into(),
+        dst: home.join(paths::INSIDE_REAL_CLAUDE_REL),
+    });
+    m.extend(HOME_NULLED.iter().map(|rel| Mount::Empty {
+        dst: home.join(rel),
+    }));
+    m
+}
+
+/// The user database's home, masked too when it differs from `$HOME` and
+/// `$HOME` does not already cover it.
+pub(super) fn other_homes(facts: &Facts) -> Vec<PathBuf> {
+    facts
+        .passwd_home
+        .iter()
+        .filter(|ph| !ph.starts_with(&facts.home) && ph.as_path() != Path::new("/"))
+        .cloned()
+        .collect()
+}

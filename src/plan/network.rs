@@ -1,0 +1,83 @@
+//! The network decisions (SPEC §4.7, §4.9): host, the open egress jail,
+//! or allowlist mode's proxy, decided in one place ([`egress`]).
+
+use super::facts::Facts;
+use crate::config::Config;
+use crate::egress::policy::Egress;
+use crate::error::bad_input;
+use crate::sandbox::{JailNet, Network, ProxyNet, RwBind};
+use crate::sys::paths;
+
+/// How the sandbox reaches the network: the one place this is decided
+/// (facts are gathered for it, the plan adds it; everything after reads
+/// [`crate::sandbox::Sandbox::network`]).
+pub(crate) fn egress(cfg: &Config) -> Egress {
+    cfg.egress
+}
+
+/// Whether the sandbox gets a network namespace of its own (open jail or
+/// allowlist): the host's routes are then gathered ([`Facts::jail`]).
+pub(crate) fn jailed(cfg: &Config) -> bool {
+    egress(cfg).jailed()
+}
+
+/// The network mode (§4.7, §4.9) and, with the jail, the resolv.conf to
+/// bind over the host's when the host's would not work inside.
+pub(super) fn network(
+    cfg: &Config,
+    facts: &Facts,
+    rw: &[RwBind],
+) -> anyhow::Result<(Network, Option<String>)> {
+    let mode = egress(cfg);
+    if !mode.jailed() {
+        return Ok((Network::Host, None));
+    }
+    let j = facts.jail.as_ref().ok_or_else(|| {
+        crate::error::setup("internal error: the egress jail's host facts were not gathered")
+    })?;
+    if mode == Egress::Allowlist {
+        return Ok((Network::Allowlist(proxy_net(cfg, facts, j, rw)?), None));
+    }
+    let plan = crate::egress::policy::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
+    let resolv_conf = plan.resolv_conf.filter(|_| !j.resolv_missing);
+    Ok((
+        Network::Jail(JailNet {
+            route_batch: plan.route_batch,
+            dns_forward: plan.dns_forward,
+            iface: j.routes.iface.clone(),
+        }),
+        resolv_conf,
+    ))
+}
+
+/// Allowlist mode's proxy: the configuration's rules and presets, Claude
+/// Code's own domains, and what the open jail would block. The log must lie
+/// outside every read-write root, or the session could rewrite it.
+pub(super) fn proxy_net(
+    cfg: &Config,
+    facts: &Facts,
+    j: &crate::egress::policy::JailFacts,
+    rw: &[RwBind],
+) -> anyhow::Result<ProxyNet> {
+    let log = crate::egress::policy::log_path(&facts.home, &facts.session);
+    if let Some(b) = rw.iter().find(|b| log.starts_with(&b.resolved)) {
+        return Err(bad_input(format!(
+            "refusing egress = allowlist: the connection log {} would lie in the read-write {}; narrow workspace-root or allow-write in {}",
+            log.display(),
+            b.resolved.display(),
+            paths::CONFIG_FILE
+        )));
+    }
+    Ok(ProxyNet {
+        listen: crate::egress::policy::PROXY_ADDR,
+        policy: crate::egress::policy::Policy::new(
+            &cfg.allow_domain,
+            &cfg.allow_domains,
+            facts.claude_traffic,
+            &cfg.allow_ip,
+            crate::egress::policy::blocked_ranges(&j.routes),
+        ),
+        session: facts.session.clone(),
+        log,
+    })
+}
