@@ -23,13 +23,13 @@ use crate::{
         `review`: 0 nothing left, 1 something left (changes to review, or paths a revert refused). \
         `egress report`: 0 printed."
 )]
-pub(crate) struct Cli {
+struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum Cmd {
+enum Cmd {
     /// Launch the real Claude Code sandboxed, exactly as `claude ARGS` does.
     Run {
         /// Arguments for Claude Code (after `--`).
@@ -87,7 +87,7 @@ pub(crate) enum Cmd {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum EgressCmd {
+enum EgressCmd {
     /// Summarise one session's connection log: requests per domain, every
     /// refusal, and a risk score.
     #[command(long_about = "Summarise one allowlist session's connection log \

@@ -18,7 +18,7 @@ pub(crate) const EXIT_SETUP: i32 = 125;
 /// Exit status when the integrity check refuses the real binary.
 pub(crate) const EXIT_INTEGRITY: i32 = 126;
 /// Exit status when something the launch needs is not installed.
-pub(crate) const EXIT_NOT_INSTALLED: i32 = 127;
+const EXIT_NOT_INSTALLED: i32 = 127;
 
 /// An error meant for a person: one line, what failed, with the value, and what to do.
 #[derive(Debug)]

@@ -27,7 +27,7 @@ pub(super) enum Reply {
 }
 
 /// The supervisor's state shared by its threads.
-pub(crate) struct Supervisor {
+pub(super) struct Supervisor {
     pub(super) table: Table,
     proc_view: ProcView,
     /// Protected paths a call tried to create, for the line at exit.

@@ -17,7 +17,7 @@ use super::resolve::{join, Dir};
 /// What may not be created inside: names in protected parent directories
 /// (the workspace root, every repository root and git directory in it).
 #[derive(Debug, Default)]
-pub(crate) struct Table {
+pub(super) struct Table {
     /// A parent directory's (device, inode) → the names protected in it.
     by_inode: HashMap<(u64, u64), Vec<Vec<u8>>>,
     /// The same by the parent's path inside (a directory whose inode number

@@ -35,8 +35,8 @@ pub(crate) struct Fingerprint {
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     pub(crate) size: u64,
-    pub(crate) mtime_ns: i128,
-    pub(crate) ctime_ns: i128,
+    mtime_ns: i128,
+    ctime_ns: i128,
 }
 
 impl Fingerprint {
