@@ -104,3 +104,20 @@ pub(crate) fn children(pid: i32) -> Vec<i32> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_listeners_from_proc_net_tcp() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue\n\
+           0: 0100007F:1F90 00000000:0000 0A 00000000:00000000\n\
+           1: 00000000:0016 00000000:0000 0A 00000000:00000000\n\
+           2: 0900A8C0:0050 00000000:0000 0A 00000000:00000000\n\
+           3: 0100007F:1F91 0100007F:C000 01 00000000:00000000\n";
+        let tcp6 = "  sl  local_address\n\
+           0: 00000000000000000000000001000000:0035 00000000000000000000000000000000:0000 0A x\n";
+        assert_eq!(loopback_listeners(tcp, tcp6), vec![22, 53, 8080]);
+    }
+}

@@ -1,3 +1,41 @@
-//! tripwire
+//! The tripwire at exit (SPEC §4.8, issue #12 item 3).
+//!
+//! PROMISE: inside the sandbox the protected workspace paths that exist are
+//! read-only ([`crate::plan::protect`]); those that do not exist can still be
+//! created, and Claude Code's settings files stay writable. So before the
+//! sandbox starts the shadow snapshots everything through which something
+//! written inside could run outside: the workspace's protected paths (git
+//! config keys that run commands, git hooks and attributes, editor,
+//! devcontainer, direnv and MCP files, in every repository) and Claude Code's
+//! settings files (`hooks`, `apiKeyHelper`, `mcpServers`, `env`,
+//! `statusLine`). When the session ends it compares and reports each change
+//! that adds, alters or removes something executable in one block on stderr,
+//! recording it with the old content in a per-user log under
+//! `$HOME/.local/state/claude-sandbox/tripwire/` that the sandbox never sees.
+//! It reports at exit; it does not prevent. It reads bounded amounts and
+//! never follows a symlink (a link is recorded as a link).
+//! `claude-sandbox review` lists what is recorded and not reverted;
+//! `review --revert` undoes it where the path still holds exactly what the
+//! session left.
+//!
+//! MAY IMPORT: `plan` (the protected paths, the git config parser, the
+//! private state directory), `sys`, `error`.
+//!
+//! EXPORTS: [`Watch`] (start before the sandbox, finish after it) and
+//! [`review_main`] (`claude-sandbox review [--revert]`).
+//!
+//! The comparison is pure (`compare` over two snapshots, `settings` for
+//! Claude Code's keys); the file system is read by `scan`, and written only
+//! by `log` and `review`.
+
+mod compare;
+#[cfg(test)]
+mod fixtures;
+mod log;
+mod review;
+mod scan;
+mod settings;
 mod watch;
-pub(crate) use watch::*;
+
+pub(crate) use review::review_main;
+pub(crate) use watch::Watch;

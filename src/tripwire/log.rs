@@ -1,0 +1,234 @@
+//! The tripwire's record: the block printed on stderr at the end of a
+//! session that changed something, and the per-user log under
+//! `$HOME/.local/state/claude-sandbox/tripwire/` ([`log_dir`]), one owner-only
+//! JSON file per session, out of the sandbox's reach. Paths and contents are
+//! kept byte for byte (text when UTF-8, hex otherwise).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::compare::{hex, shown, Change};
+use super::scan::stamp;
+use crate::{plan, sys::paths};
+
+/// The log's directory under [`plan::PRIVATE_STATE`].
+const LOG_DIR: &str = "tripwire";
+
+/// The block printed at the end of a session that changed something.
+pub(super) fn block(changes: &[Change]) -> String {
+    let mut out =
+        String::from("claude-sandbox: this session changed what runs outside the sandbox:\n");
+    for c in changes {
+        out.push_str(&change_line(c));
+    }
+    out.push_str(&format!(
+        "Review with: {bin} review\nUndo with:   {bin} review --revert\n",
+        bin = paths::SELF_BIN
+    ));
+    out
+}
+
+pub(super) fn change_line(c: &Change) -> String {
+    format!(
+        "  {} {}  {}\n",
+        c.mark.sign(),
+        shown(&c.path.to_string_lossy()),
+        c.what
+    )
+}
+
+/// One session's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct Session {
+    pub(super) version: u32,
+    /// Seconds since the epoch.
+    pub(super) started: i64,
+    pub(super) ended: i64,
+    #[serde(with = "path_text")]
+    pub(super) workspace: PathBuf,
+    pub(super) changes: Vec<Change>,
+}
+
+/// `$HOME/.local/state/claude-sandbox/tripwire`: never bound into the sandbox.
+pub(super) fn log_dir(home: &Path) -> PathBuf {
+    home.join(plan::PRIVATE_STATE).join(LOG_DIR)
+}
+
+/// Write `session` as a new file of the log (owner-only).
+pub(super) fn record(home: &Path, session: &Session) -> std::io::Result<PathBuf> {
+    let dir = log_dir(home);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    let now = stamp(SystemTime::now());
+    let name = format!("{}.{:09}-{}.json", now.0, now.1, std::process::id());
+    let path = dir.join(name);
+    write_atomic(&path, &session_bytes(session)?, 0o600)?;
+    Ok(path)
+}
+
+pub(super) fn session_bytes(s: &Session) -> std::io::Result<Vec<u8>> {
+    let mut b = serde_json::to_vec_pretty(s).map_err(std::io::Error::other)?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Replace `path` with `bytes` (mode `mode`) all at once: a temporary file
+/// in the same directory, renamed over it.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("no file name"))?;
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".csb-{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Serde for paths and bytes: text when UTF-8, hex otherwise.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Bytes {
+    Text(String),
+    Hex(String),
+}
+
+impl Bytes {
+    fn of(b: &[u8]) -> Bytes {
+        match std::str::from_utf8(b) {
+            Ok(s) => Bytes::Text(s.to_string()),
+            Err(_) => Bytes::Hex(hex(b)),
+        }
+    }
+
+    fn into_bytes(self) -> Result<Vec<u8>, String> {
+        match self {
+            Bytes::Text(s) => Ok(s.into_bytes()),
+            Bytes::Hex(h) if h.len() % 2 == 0 => (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(h.get(i..i + 2).unwrap_or("x"), 16))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string()),
+            Bytes::Hex(_) => Err("odd hex length".into()),
+        }
+    }
+}
+
+pub(super) mod bytes_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(in crate::tripwire) fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        super::Bytes::of(b).serialize(s)
+    }
+
+    pub(in crate::tripwire) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        super::Bytes::deserialize(d)?
+            .into_bytes()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+pub(super) mod path_text {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserializer, Serializer};
+
+    pub(in crate::tripwire) fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+        super::bytes_text::serialize(p.as_os_str().as_bytes(), s)
+    }
+
+    pub(in crate::tripwire) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<PathBuf, D::Error> {
+        let b = super::bytes_text::deserialize(d)?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(b)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::compare::{Item, Mark, Old};
+    use super::*;
+
+    #[test]
+    fn the_log_keeps_bytes_and_paths_exactly() {
+        let s = Session {
+            version: 1,
+            started: 1,
+            ended: 2,
+            workspace: PathBuf::from(<OsString as std::os::unix::ffi::OsStringExt>::from_vec(
+                b"/ws/\xff".to_vec(),
+            )),
+            changes: vec![Change {
+                path: "/ws/.envrc".into(),
+                mark: Mark::Changed,
+                what: "changed".into(),
+                items: vec![Item {
+                    path: "/ws/.envrc".into(),
+                    old: Old::File {
+                        mode: 0o644,
+                        content: b"\x00\xfe binary".to_vec(),
+                    },
+                    new: Some("file 644 ab".into()),
+                    reverted: false,
+                }],
+            }],
+        };
+        let text = String::from_utf8(session_bytes(&s).unwrap()).unwrap();
+        assert!(text.contains("\"mark\": \"~\""), "{text}");
+        assert!(text.contains("\"hex\": \"2f77732fff\""), "{text}");
+        assert!(text.contains("\"hex\": \"00fe2062696e617279\""), "{text}");
+        let back: Session = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn the_block_is_one_and_safe_to_print() {
+        let c = Change {
+            path: "/ws/sub/.git/config".into(),
+            mark: Mark::Added,
+            what: format!("(new)  core.pager = {}", shown("a\x1b[2Jb\u{202e}c")),
+            items: Vec::new(),
+        };
+        let b = block(&[c]);
+        assert_eq!(
+            b,
+            format!(
+                "claude-sandbox: this session changed what runs outside the sandbox:\n  \
+                 + /ws/sub/.git/config  (new)  core.pager = a\\u{{1b}}[2Jb\\u{{202e}}c\n\
+                 Review with: {0} review\nUndo with:   {0} review --revert\n",
+                paths::SELF_BIN
+            )
+        );
+        assert_eq!(shown(&"x".repeat(200)).chars().count(), 121);
+        assert_eq!(crate::sys::clock::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            crate::sys::clock::utc(1_709_210_096),
+            "2024-02-29 12:34:56 UTC"
+        );
+    }
+}

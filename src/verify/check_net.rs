@@ -1,0 +1,344 @@
+//! The checks of egress (§4.7, §4.9): with the open jail, internal ranges
+//! blackholed, site subnets and cloud metadata unroutable, no IPv6, the
+//! host's loopback out of reach; in allowlist mode, no route at all and a
+//! proxy that refuses a name on no list. Jail checks PASS with a note when
+//! the jail is deliberately off.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::battery::{record, Outcome};
+use super::observe::Observed;
+use super::probe_net::{
+    required_rejects, subnet_samples, ALLOWLIST_PROBE, METADATA, PUBLIC_SAMPLE, V6_SAMPLE,
+};
+use crate::sandbox::LaunchRecord;
+
+/// Required ranges (as `addr/len`) with a sample host that `routable` says
+/// the kernel would route. (Blackhole routes do not show in /proc/net/route,
+/// so the ranges are proven by route lookups, which send no packet.)
+fn open_ranges(required: &[(Ipv4Addr, u8)], routable: &dyn Fn(Ipv4Addr) -> bool) -> Vec<String> {
+    required
+        .iter()
+        .filter(|(net, len)| subnet_samples(*net, *len).into_iter().any(routable))
+        .map(cidr)
+        .collect()
+}
+
+/// `addr/len`, for people.
+fn cidr((net, len): &(Ipv4Addr, u8)) -> String {
+    format!("{net}/{len}")
+}
+
+/// The open jail's checks: `Ok(Err(note))` when the sandbox is not in that
+/// mode (the note says which it is in).
+fn jail_on(o: &Observed) -> Result<Result<&LaunchRecord, String>, String> {
+    let rec = record(o)?;
+    Ok(match rec.egress {
+        crate::egress::policy::Egress::Open => Ok(rec),
+        crate::egress::policy::Egress::Off => Err(JAIL_OFF.into()),
+        crate::egress::policy::Egress::Allowlist => Err(ALLOWLIST_NOTE.into()),
+    })
+}
+
+const JAIL_OFF: &str =
+    "egress jail deliberately off (egress = off, egress-jail = 0 or CLAUDE_SANDBOX_EGRESS_JAIL=0 at launch)";
+const ALLOWLIST_NOTE: &str = "egress = allowlist: no route at all, which egress-allowlist checks";
+
+/// Destinations the jail opens on purpose: `allow-ip` hosts and resolvers.
+fn punched(o: &Observed, rec: &LaunchRecord, ip: &Ipv4Addr) -> bool {
+    rec.allow_ip.contains(ip) || o.resolvers.contains(ip)
+}
+
+pub(super) fn check_jail_routes(o: &Observed) -> Outcome {
+    let rec = match jail_on(o)? {
+        Ok(rec) => rec,
+        Err(note) => return Ok(note),
+    };
+    if !o.routes.iter().any(|r| r.len == 0 && !r.reject) {
+        return Err("the jail is on but has no default route".into());
+    }
+    let routable = |ip: Ipv4Addr| {
+        !punched(o, rec, &ip) && matches!(o.lookups.get(&IpAddr::V4(ip)), Some(Ok(())))
+    };
+    let open = open_ranges(&required_rejects(), &routable);
+    if open.is_empty() {
+        Ok(format!(
+            "no route into {} (first and last host of each looked up)",
+            required_rejects()
+                .iter()
+                .map(cidr)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        Err(format!(
+            "the jail is on but incomplete: {} routable (its blackhole route is missing)",
+            open.join(", ")
+        ))
+    }
+}
+
+pub(super) fn check_internal(o: &Observed) -> Outcome {
+    let rec = match jail_on(o)? {
+        Ok(rec) => rec,
+        Err(note) => return Ok(note),
+    };
+    let mut dests: Vec<Ipv4Addr> = vec![METADATA];
+    for (n, l) in &rec.site_subnets {
+        dests.extend(subnet_samples(*n, *l));
+    }
+    let reached: Vec<String> = dests
+        .iter()
+        .filter(|ip| !punched(o, rec, ip))
+        .filter(|ip| matches!(o.lookups.get(&IpAddr::V4(**ip)), Some(Ok(()))))
+        .map(|ip| ip.to_string())
+        .collect();
+    if !reached.is_empty() {
+        return Err(format!(
+            "routable from inside: {} (site network or cloud metadata)",
+            reached.join(", ")
+        ));
+    }
+    match o.lookups.get(&IpAddr::V4(PUBLIC_SAMPLE)) {
+        Some(Ok(())) => Ok(format!(
+            "site subnets [{}] and {METADATA} unroutable; internet routable via the gateway",
+            rec.site_subnets
+                .iter()
+                .map(cidr)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Some(Err(e)) => Err(format!(
+            "the internet is not routable ({PUBLIC_SAMPLE}: {e}): the default route via the gateway is missing"
+        )),
+        None => Err("the public route was not looked up".into()),
+    }
+}
+
+pub(super) fn check_ipv6(o: &Observed) -> Outcome {
+    if let Err(note) = jail_on(o)? {
+        return Ok(note);
+    }
+    if !o.ipv6_addrs.is_empty() {
+        return Err(format!(
+            "{} IPv6 address(es) configured inside the jail",
+            o.ipv6_addrs.len()
+        ));
+    }
+    let v6: IpAddr = V6_SAMPLE.parse().expect("valid");
+    match o.lookups.get(&v6) {
+        Some(Ok(())) => Err(format!("{V6_SAMPLE} is routable: IPv6 leaves the jail")),
+        _ => Ok("no IPv6 address, no IPv6 route".into()),
+    }
+}
+
+pub(super) fn check_loopback(o: &Observed) -> Outcome {
+    // Both the open jail and allowlist mode run in a namespace of their own.
+    let rec = record(o)?;
+    if !rec.egress.jailed() {
+        return Ok(JAIL_OFF.into());
+    }
+    match (rec.launcher_ns.get("net"), o.ns_ino.get("net")) {
+        (Some(a), Some(b)) if a != b => {}
+        _ => {
+            return Err(
+                "the jail shares the launcher's network namespace: host loopback is reachable"
+                    .into(),
+            )
+        }
+    }
+    if !o.loopback_reached.is_empty() {
+        return Err(format!(
+            "host loopback port(s) {:?} answer on 127.0.0.1 from inside (pasta forwards host loopback)",
+            o.loopback_reached
+        ));
+    }
+    Ok(format!(
+        "own network namespace; {} host loopback listener(s) tried, none answers{}",
+        rec.host_loopback_tcp.len() - o.loopback_own.len(),
+        if o.loopback_own.is_empty() {
+            String::new()
+        } else {
+            format!(" (ports {:?} also listen inside: skipped)", o.loopback_own)
+        }
+    ))
+}
+
+pub(super) fn check_egress_allowlist(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    if rec.egress != crate::egress::policy::Egress::Allowlist {
+        return Ok(format!(
+            "egress = {}: not in allowlist mode",
+            rec.egress.name()
+        ));
+    }
+    if let Some(r) = o.routes.first() {
+        return Err(format!(
+            "{} route(s) inside (first: {}/{}): allowlist mode has none",
+            o.routes.len(),
+            r.dst,
+            r.len
+        ));
+    }
+    let routable: Vec<String> = o
+        .lookups
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(ip, _)| ip.to_string())
+        .collect();
+    if !routable.is_empty() {
+        return Err(format!("routable from inside: {}", routable.join(", ")));
+    }
+    for (k, want) in crate::egress::policy::proxy_env() {
+        if o.env.get(&k) != Some(&want) {
+            return Err(format!(
+                "{k} is {} instead of {want}: tools would not find the proxy",
+                o.env.get(&k).map_or("unset".into(), |v| format!("`{v}`"))
+            ));
+        }
+    }
+    match &o.proxy_probe {
+        Some(Ok(status)) if status.starts_with("HTTP/1.1 403") => Ok(format!(
+            "no route at all; the proxy variables point at {}; {ALLOWLIST_PROBE} refused ({status})",
+            crate::egress::policy::PROXY_ADDR
+        )),
+        Some(Ok(status)) => Err(format!(
+            "the proxy did not refuse {ALLOWLIST_PROBE}, a name on no list: `{status}`"
+        )),
+        Some(Err(e)) => Err(format!("the proxy did not answer: {e}")),
+        None => Err("the proxy was not probed".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::battery::{evaluate, Status};
+    use super::super::fixtures::{failing, healthy, JAIL_ROUTES};
+    use super::*;
+    use crate::sys::kernel::parse_routes;
+
+    #[test]
+    fn jail_routes_complete_or_named_missing() {
+        let routes = parse_routes(JAIL_ROUTES);
+        assert_eq!(routes.len(), 7);
+        assert!(routes[0].len == 0 && !routes[0].reject);
+        assert!(routes[1..].iter().all(|r| r.reject));
+        // Every range closed: nothing open.
+        assert!(open_ranges(&required_rejects(), &|_| false).is_empty());
+        // Only the top of 172.16/12 routable (a narrower blackhole): named.
+        let top = Ipv4Addr::new(172, 31, 255, 254);
+        assert_eq!(
+            open_ranges(&required_rejects(), &|ip| ip == top),
+            ["172.16.0.0/12"]
+        );
+    }
+
+    #[test]
+    fn jail_checks_pass_with_a_note_when_deliberately_off() {
+        let mut o = healthy();
+        o.routes.clear();
+        o.lookups.clear();
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Off;
+        }
+        for c in evaluate(&o) {
+            if [
+                "jail-routes",
+                "internal-unroutable",
+                "no-ipv6",
+                "host-loopback-unreachable",
+            ]
+            .contains(&c.name)
+            {
+                assert_eq!(c.status, Status::Pass, "{}", c.name);
+                assert!(c.detail.contains("deliberately off"), "{}", c.detail);
+            }
+        }
+        // On, but empty: every jail check fails.
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Open;
+        }
+        let f = failing(&o);
+        for n in ["jail-routes", "internal-unroutable"] {
+            assert!(f.contains(&n), "{n}: {f:?}");
+        }
+    }
+
+    /// What allowlist mode looks like from inside when it holds.
+    fn healthy_allowlist() -> Observed {
+        let mut o = healthy();
+        o.routes.clear();
+        for r in o.lookups.values_mut() {
+            *r = Err("Network is unreachable (os error 101)".into());
+        }
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Allowlist;
+        }
+        for (k, v) in crate::egress::policy::proxy_env() {
+            o.env.insert(k, v);
+        }
+        o.proxy_probe = Some(Ok("HTTP/1.1 403 Forbidden".into()));
+        o
+    }
+
+    #[test]
+    fn allowlist_mode_passes_and_each_weakening_fails_its_check() {
+        // workspace-scoped probes the real file system: the live probe fails here.
+        let failing = |o: &Observed| {
+            let mut f = failing(o);
+            f.retain(|n| *n != "workspace-scoped");
+            f
+        };
+        let o = healthy_allowlist();
+        assert_eq!(failing(&o), Vec::<&str>::new());
+        let c = evaluate(&o);
+        let detail = |n: &str| c.iter().find(|x| x.name == n).unwrap().detail.clone();
+        assert!(
+            detail("egress-allowlist").contains("refused (HTTP/1.1 403"),
+            "{}",
+            detail("egress-allowlist")
+        );
+        assert!(detail("jail-routes").contains("egress = allowlist"));
+        assert!(!detail("host-loopback-unreachable").contains("deliberately off"));
+        // A route back (the open jail's default route), one variable
+        // missing, a proxy that lets the name through, one that is gone.
+        let mut routed = healthy_allowlist();
+        routed.routes = parse_routes(JAIL_ROUTES);
+        let mut public = healthy_allowlist();
+        public.lookups.insert(IpAddr::V4(PUBLIC_SAMPLE), Ok(()));
+        let mut no_var = healthy_allowlist();
+        no_var.env.remove("https_proxy");
+        let mut open = healthy_allowlist();
+        open.proxy_probe = Some(Ok("HTTP/1.1 200 Connection established".into()));
+        let mut gone = healthy_allowlist();
+        gone.proxy_probe = Some(Err("Connection refused".into()));
+        for (what, o, says) in [
+            ("route", routed, "route(s) inside"),
+            (
+                "public lookup",
+                public,
+                "routable from inside: 198.51.100.1",
+            ),
+            ("variable", no_var, "https_proxy is unset"),
+            ("open proxy", open, "did not refuse"),
+            ("no proxy", gone, "did not answer"),
+        ] {
+            assert_eq!(failing(&o), ["egress-allowlist"], "{what}");
+            let c = evaluate(&o);
+            let d = &c
+                .iter()
+                .find(|x| x.name == "egress-allowlist")
+                .unwrap()
+                .detail;
+            assert!(d.contains(says), "{what}: {d}");
+        }
+        // In the other modes it passes with a note.
+        let mut off = healthy();
+        if let Ok(r) = off.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Open;
+        }
+        let c = evaluate(&off);
+        let d = &c.iter().find(|x| x.name == "egress-allowlist").unwrap();
+        assert!(d.status == Status::Pass && d.detail.contains("not in allowlist mode"));
+    }
+}

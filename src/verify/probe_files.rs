@@ -1,0 +1,162 @@
+//! How the battery samples the file system from inside: the launch
+//! record, directory listings, masked files, sockets under `/run`, the
+//! workspace's protected paths (whether they can be written or created),
+//! the config file, the managed settings and, for a root launch, what only
+//! root may read.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::mountinfo::{top_mount, Mount};
+use crate::sandbox::LaunchRecord;
+use crate::{plan, sys::paths};
+
+pub(super) fn names_in(dir: &str) -> Option<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+pub(super) fn writable(p: &Path) -> bool {
+    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
+/// The launch record the shadow bound in, or why there is none (so the checks can say what is missing).
+pub(super) fn read_launch_record() -> Result<LaunchRecord, String> {
+    match std::fs::read_to_string(paths::LAUNCH_RECORD) {
+        Err(e) => Err(format!("{} unreadable: {e}", paths::LAUNCH_RECORD)),
+        Ok(t) if t.trim().is_empty() || t.trim() == "{}" => Err(format!(
+            "{} is the empty placeholder: this process was not started by the shadow",
+            paths::LAUNCH_RECORD
+        )),
+        Ok(t) => {
+            serde_json::from_str(&t).map_err(|e| format!("{} malformed: {e}", paths::LAUNCH_RECORD))
+        }
+    }
+}
+
+/// The managed settings as Claude Code inside reads them (a FIFO is never waited on).
+pub(super) fn managed_settings() -> Result<Option<String>, String> {
+    match crate::sys::files::read_text(Path::new(paths::MANAGED_SETTINGS)) {
+        Ok(t) => Ok(Some(t)),
+        Err(crate::sys::files::ReadError::Missing) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Sizes of the home's `.netrc` and `.Xauthority` when present (masked, they must be empty).
+pub(super) fn nulled_sizes(env: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    let home = env.get("HOME").map(PathBuf::from).unwrap_or_default();
+    let mut sizes = BTreeMap::new();
+    let files = plan::HOME_NULLED
+        .iter()
+        .map(|f| home.join(f))
+        .chain(plan::SYSTEM_NULLED.iter().map(PathBuf::from));
+    for f in files {
+        if let Ok(m) = std::fs::metadata(&f) {
+            sizes.insert(f.display().to_string(), m.len());
+        }
+    }
+    sizes
+}
+
+/// Unix sockets reachable under `/run` inside, outside the configured
+/// read-write paths.
+pub(super) fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
+    let mut sockets = crate::launch::run_sockets();
+    sockets.retain(|s| !rec.allow_write.iter().any(|a| s.starts_with(a)));
+    sockets
+}
+
+/// With a root launch: what the plan's walk finds that only root could read
+/// on the host and that this process can still read (masked ones read as an
+/// empty `/dev/null` or an empty tmpfs, which anyone may read).
+pub(super) fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
+    if !rec.root_view {
+        return Vec::new();
+    }
+    let keep: Vec<PathBuf> = std::iter::once(rec.workspace.clone())
+        .chain(rec.allow_write.iter().cloned())
+        .collect();
+    crate::launch::rootview::unreadable(&keep)
+        .unreadable
+        .into_iter()
+        .map(|u| u.path)
+        // What the plan mounted there (the rendered git config, the jail's
+        // resolv.conf: bubblewrap makes data files 0600) is not the host's.
+        .filter(|p| top_mount(mounts, p).is_none())
+        .filter(|p| nix::unistd::access(p, nix::unistd::AccessFlags::R_OK).is_ok())
+        .collect()
+}
+
+/// One protected path as seen from inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(super) struct ProtectedPath {
+    pub(super) path: PathBuf,
+    pub(super) exists: bool,
+    pub(super) writable: bool,
+    /// Absent, and this process could create it (it was removed at once).
+    pub(super) creatable: bool,
+}
+
+pub(super) fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
+    if rec.workspace.as_os_str().is_empty() {
+        return Vec::new();
+    }
+    crate::plan::protect::discover(&rec.workspace)
+        .paths
+        .into_iter()
+        .map(|path| {
+            let exists = path.symlink_metadata().is_ok();
+            ProtectedPath {
+                exists,
+                writable: writable(&path),
+                creatable: !exists && created_and_removed(&path),
+                path,
+            }
+        })
+        .collect()
+}
+
+/// Try to create the missing `path` as a file; if that worked (the creation
+/// guard is missing), remove it again at once and say so.
+fn created_and_removed(path: &Path) -> bool {
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .is_ok();
+    if made {
+        let _ = std::fs::remove_file(path);
+    }
+    made
+}
+
+/// How this process may touch `/etc/claude-sandbox.conf`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub(super) struct ConfigFileAccess {
+    pub(super) exists: bool,
+    pub(super) writable: bool,
+    /// Owned by this process's uid.
+    pub(super) ours: bool,
+}
+
+/// `/etc/claude-sandbox.conf`: (exists, writable by us, owned by us); the config must be out of the session's reach.
+pub(super) fn config_file_access() -> ConfigFileAccess {
+    let cfg = Path::new(paths::CONFIG_FILE);
+    match cfg.metadata() {
+        Ok(m) => ConfigFileAccess {
+            exists: true,
+            writable: writable(cfg),
+            ours: m.uid() == nix::unistd::getuid().as_raw(),
+        },
+        Err(_) => ConfigFileAccess::default(),
+    }
+}
