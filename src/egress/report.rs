@@ -294,38 +294,61 @@ fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
 
 /// The score and its reasons (the table in the module's documentation).
 fn risk(requests: u64, refused: u64, domains: &[Domain], burst: Option<(usize, i64)>) -> Risk {
-    let mut score = 0u32;
     let mut reasons = Vec::new();
+    let score = repeated_refusals(domains, &mut reasons)
+        + refused_ratio(requests, refused, &mut reasons)
+        + ip_literals(domains, &mut reasons)
+        + many_ports(domains, &mut reasons)
+        + burst_of_hosts(burst, &mut reasons);
+    Risk {
+        score: score.min(100),
+        reasons,
+    }
+}
 
+/// Hosts refused [`REPEATED_REFUSALS`] times or more: their points, and the
+/// five most refused named.
+fn repeated_refusals(domains: &[Domain], reasons: &mut Vec<String>) -> u32 {
     let mut repeated: Vec<&Domain> = domains
         .iter()
         .filter(|d| d.refused >= REPEATED_REFUSALS)
         .collect();
     repeated.sort_by(|a, b| b.refused.cmp(&a.refused).then_with(|| a.host.cmp(&b.host)));
-    if !repeated.is_empty() {
-        let n = u32::try_from(repeated.len()).unwrap_or(u32::MAX);
-        score += n.saturating_mul(REPEATED_POINTS).min(REPEATED_MAX);
-        for d in repeated.iter().take(5) {
-            reasons.push(format!("{} refused {} times", d.host, d.refused));
-        }
-        if repeated.len() > 5 {
-            reasons.push(format!(
-                "{} refused {REPEATED_REFUSALS} times or more as well",
-                plural(repeated.len() as u64 - 5, "more host", "more hosts")
-            ));
-        }
+    if repeated.is_empty() {
+        return 0;
     }
+    let n = u32::try_from(repeated.len()).unwrap_or(u32::MAX);
+    for d in repeated.iter().take(5) {
+        reasons.push(format!("{} refused {} times", d.host, d.refused));
+    }
+    if repeated.len() > 5 {
+        reasons.push(format!(
+            "{} refused {REPEATED_REFUSALS} times or more as well",
+            plural(repeated.len() as u64 - 5, "more host", "more hosts")
+        ));
+    }
+    n.saturating_mul(REPEATED_POINTS).min(REPEATED_MAX)
+}
 
-    if requests >= RATIO_MIN_REQUESTS {
-        let percent = u128::from(refused) * 100 / u128::from(requests);
-        if let Some((_, points)) = RATIO_STEPS.iter().find(|(p, _)| percent >= u128::from(*p)) {
-            score += points;
+/// The share of requests refused, once there are enough requests to judge.
+fn refused_ratio(requests: u64, refused: u64, reasons: &mut Vec<String>) -> u32 {
+    if requests < RATIO_MIN_REQUESTS {
+        return 0;
+    }
+    let percent = u128::from(refused) * 100 / u128::from(requests);
+    match RATIO_STEPS.iter().find(|(p, _)| percent >= u128::from(*p)) {
+        Some((_, points)) => {
             reasons.push(format!(
                 "{refused} of {requests} requests refused ({percent} %)"
             ));
+            *points
         }
+        None => 0,
     }
+}
 
+/// Requests that named an IP address instead of a host.
+fn ip_literals(domains: &[Domain], reasons: &mut Vec<String>) -> u32 {
     let literal = |h: &str| {
         h.trim_start_matches('[')
             .trim_end_matches(']')
@@ -333,50 +356,54 @@ fn risk(requests: u64, refused: u64, domains: &[Domain], burst: Option<(usize, i
             .is_ok()
     };
     let ips: Vec<&Domain> = domains.iter().filter(|d| literal(&d.host)).collect();
-    if !ips.is_empty() {
-        score += IP_POINTS;
-        let n: u64 = ips.iter().map(|d| d.allowed + d.refused).sum();
-        let mut named: Vec<&str> = ips.iter().take(3).map(|d| d.host.as_str()).collect();
-        if ips.len() > 3 {
-            named.push("…");
-        }
-        reasons.push(format!(
-            "{} named an IP address instead of a host: {}",
-            plural(n, "request", "requests"),
-            named.join(", ")
-        ));
+    if ips.is_empty() {
+        return 0;
     }
+    let n: u64 = ips.iter().map(|d| d.allowed + d.refused).sum();
+    let mut named: Vec<&str> = ips.iter().take(3).map(|d| d.host.as_str()).collect();
+    if ips.len() > 3 {
+        named.push("…");
+    }
+    reasons.push(format!(
+        "{} named an IP address instead of a host: {}",
+        plural(n, "request", "requests"),
+        named.join(", ")
+    ));
+    IP_POINTS
+}
 
+/// [`MANY_PORTS`] distinct ports or more across all hosts.
+fn many_ports(domains: &[Domain], reasons: &mut Vec<String>) -> u32 {
     let ports: BTreeSet<u16> = domains
         .iter()
         .flat_map(|d| d.ports.iter().copied())
         .collect();
-    if ports.len() >= MANY_PORTS {
-        score += PORTS_POINTS;
-        let mut named: Vec<String> = ports.iter().take(8).map(u16::to_string).collect();
-        if ports.len() > 8 {
-            named.push("…".into());
-        }
-        reasons.push(format!(
-            "{} distinct ports: {}",
-            ports.len(),
-            named.join(", ")
-        ));
+    if ports.len() < MANY_PORTS {
+        return 0;
     }
+    let mut named: Vec<String> = ports.iter().take(8).map(u16::to_string).collect();
+    if ports.len() > 8 {
+        named.push("…".into());
+    }
+    reasons.push(format!(
+        "{} distinct ports: {}",
+        ports.len(),
+        named.join(", ")
+    ));
+    PORTS_POINTS
+}
 
-    if let Some((n, start)) = burst.filter(|(n, _)| *n >= BURST_HOSTS) {
-        score += BURST_POINTS;
-        reasons.push(format!(
-            "{n} distinct hosts within {} s from {}",
-            BURST_WINDOW_MS / 1000,
-            crate::sys::clock::rfc3339_of_millis(start)
-        ));
-    }
-
-    Risk {
-        score: score.min(100),
-        reasons,
-    }
+/// [`BURST_HOSTS`] distinct hosts or more within one window.
+fn burst_of_hosts(burst: Option<(usize, i64)>, reasons: &mut Vec<String>) -> u32 {
+    let Some((n, start)) = burst.filter(|(n, _)| *n >= BURST_HOSTS) else {
+        return 0;
+    };
+    reasons.push(format!(
+        "{n} distinct hosts within {} s from {}",
+        BURST_WINDOW_MS / 1000,
+        crate::sys::clock::rfc3339_of_millis(start)
+    ));
+    BURST_POINTS
 }
 
 /// Read the log at `path` line by line into a tally. Refuses what is not a
@@ -595,6 +622,18 @@ pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
         (Some(f), Some(l)) => f.get(..10) != l.get(..10),
         _ => false,
     };
+    write_header(r, spans_days, out)?;
+    write_domains(&r.domains, out)?;
+    write_refusals(&r.refusals, spans_days, out)?;
+    writeln!(out, "\nrisk: {}/100", r.risk.score)?;
+    for reason in &r.risk.reasons {
+        writeln!(out, "  {}", clean(reason))?;
+    }
+    Ok(())
+}
+
+/// The summary line, and the count of lines that were not log lines.
+fn write_header(r: &Report, spans_days: bool, out: &mut dyn Write) -> std::io::Result<()> {
     let span = match (&r.first, &r.last) {
         (Some(f), Some(l)) => {
             let cut = |t: &str| {
@@ -624,66 +663,73 @@ pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
             r.log
         )?;
     }
-    if r.domains.is_empty() {
-        writeln!(out, "\nno requests logged")?;
-    } else {
-        const PORTS_MAX: usize = 16;
-        let hosts: Vec<String> = r.domains.iter().map(|d| clean(&d.host)).collect();
-        let hw = hosts
-            .iter()
-            .map(|h| h.chars().count())
-            .max()
-            .unwrap_or(0)
-            .clamp(4, 40);
-        let ports: Vec<String> = r
-            .domains
-            .iter()
-            .map(|d| ports_text(&d.ports, PORTS_MAX))
-            .collect();
-        let pw = ports
-            .iter()
-            .map(String::len)
-            .max()
-            .unwrap_or(0)
-            .clamp(5, PORTS_MAX);
+    Ok(())
+}
+
+/// The table of hosts, columns as wide as their widest cell (within bounds).
+fn write_domains(domains: &[Domain], out: &mut dyn Write) -> std::io::Result<()> {
+    const PORTS_MAX: usize = 16;
+    if domains.is_empty() {
+        return writeln!(out, "\nno requests logged");
+    }
+    let hosts: Vec<String> = domains.iter().map(|d| clean(&d.host)).collect();
+    let hw = hosts
+        .iter()
+        .map(|h| h.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 40);
+    let ports: Vec<String> = domains
+        .iter()
+        .map(|d| ports_text(&d.ports, PORTS_MAX))
+        .collect();
+    let pw = ports
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .clamp(5, PORTS_MAX);
+    writeln!(
+        out,
+        "\n{:<hw$}  {:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
+        "host", "ports", "allowed", "refused", "up", "down"
+    )?;
+    for ((d, host), ports) in domains.iter().zip(&hosts).zip(&ports) {
         writeln!(
             out,
-            "\n{:<hw$}  {:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
-            "host", "ports", "allowed", "refused", "up", "down"
+            "{host:<hw$}  {ports:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
+            d.allowed,
+            d.refused,
+            size(d.bytes_up),
+            size(d.bytes_down)
         )?;
-        for ((d, host), ports) in r.domains.iter().zip(&hosts).zip(&ports) {
-            writeln!(
+    }
+    Ok(())
+}
+
+/// One line per refusal (the raw line where it did not parse).
+fn write_refusals(
+    refusals: &[Refusal],
+    spans_days: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if refusals.is_empty() {
+        return writeln!(out, "\nno refusals");
+    }
+    writeln!(out, "\nrefused:")?;
+    for f in refusals {
+        match f.line() {
+            Some(l) => writeln!(
                 out,
-                "{host:<hw$}  {ports:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
-                d.allowed,
-                d.refused,
-                size(d.bytes_up),
-                size(d.bytes_down)
-            )?;
+                "  {}  {} {}:{}  {}",
+                short_time(&l.time, spans_days),
+                clean(&l.method),
+                clean(&l.host),
+                l.port,
+                clean(&l.reason)
+            )?,
+            None => writeln!(out, "  {}", clean(&f.raw))?,
         }
-    }
-    if r.refusals.is_empty() {
-        writeln!(out, "\nno refusals")?;
-    } else {
-        writeln!(out, "\nrefused:")?;
-        for f in &r.refusals {
-            match f.line() {
-                Some(l) => writeln!(
-                    out,
-                    "  {}  {} {}:{}  {}",
-                    short_time(&l.time, spans_days),
-                    clean(&l.method),
-                    clean(&l.host),
-                    l.port,
-                    clean(&l.reason)
-                )?,
-                None => writeln!(out, "  {}", clean(&f.raw))?,
-            }
-        }
-    }
-    writeln!(out, "\nrisk: {}/100", r.risk.score)?;
-    for reason in &r.risk.reasons {
-        writeln!(out, "  {}", clean(reason))?;
     }
     Ok(())
 }
