@@ -73,7 +73,7 @@ fn avx2_build(pasta: &Path) -> Option<PathBuf> {
 }
 
 /// The one-line refusal when the jail cannot be built, with the way out.
-pub(crate) fn missing(what: &str, fix: &str) -> anyhow::Error {
+fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
         "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf (CLAUDE_SANDBOX_EGRESS_JAIL=0 works only where that file allows env overrides)"
     ))
@@ -126,7 +126,7 @@ pub(crate) struct Jail {
 pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 
 impl Ends {
-    pub(crate) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
+    pub(super) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
         Ends(v)
     }
 
@@ -634,7 +634,7 @@ fn fd_file(fd: RawFd) -> File {
 
 /// Unshare a user and a network namespace, mapped to the launching user,
 /// with the parent-death signal set again (entering a user namespace cleared it).
-pub(crate) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
+pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     use nix::sched::{unshare, CloneFlags};
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;

@@ -1,5 +1,38 @@
-//! egress
-pub(crate) mod jail;
+//! Egress: what the sandbox may reach over the network.
+//!
+//! PROMISES. With `egress = open` the sandbox runs in a network namespace
+//! of its own whose routes reach the internet, the DNS resolvers and the
+//! `allow-ip` hosts, and nothing internal: site subnets, cloud metadata and
+//! the host's loopback are unroutable, and nothing inside can change the
+//! routes (SPEC §4.7; docs/decisions/0002, 0004). With `egress = allowlist`
+//! the sandbox has no route at all: its one way out is a proxy on its
+//! loopback, served from the shadow, that lets through only names on the
+//! allowlist (and only to addresses the jail would route), and logs every
+//! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
+//! Any failed step refuses the launch; there is no unjailed fallback.
+//!
+//! Two halves. [`policy`] is the pure half (the mode, rules, presets, the
+//! proxy's decisions, the log's format, the jail's route plan); it is
+//! exported as a namespace because it is a unit of its own (tests/layout.rs
+//! checks it imports no runtime unit). The runtime half is private here:
+//! `jail.rs` (holder, route keeper, pasta's keeper), `proxy.rs` (allowlist
+//! holder and the proxy the shadow serves), `report.rs` (the report).
+//!
+//! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
+//! `testhooks`; `policy` only `sys`.
+//!
+//! EXPORTS: `policy` (namespace); for the launch [`Jail`], [`Ends`],
+//! [`host_facts`], [`Proxy`]; the hidden subcommands [`holder_main`]
+//! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
+//! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
+//! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
+//! [`Tally`].
+
+mod jail;
 pub(crate) mod policy;
-pub(crate) mod proxy;
-pub(crate) mod report;
+mod proxy;
+mod report;
+
+pub(crate) use jail::{holder_main, host_facts, keeper_main, Ends, Jail};
+pub(crate) use proxy::{allowlist_holder_main, parse_request, Proxy};
+pub(crate) use report::{report_main, Tally};

@@ -49,7 +49,7 @@ const MAX_LOG: u64 = 128 << 20;
 /// `claude-sandbox __holder-allowlist UID GID CHANNEL -- BWRAP ARGS…`: see
 /// the module documentation. Returns only on failure, after one line on
 /// stderr (the executor's error pipe).
-pub(crate) fn holder_main(args: &[OsString]) -> i32 {
+pub(crate) fn allowlist_holder_main(args: &[OsString]) -> i32 {
     match holder(args) {
         Ok(never) => match never {},
         Err(e) => {

@@ -36,7 +36,7 @@ use crate::error::bad_input;
 use crate::sys::files::ReadError;
 
 /// A longer line is no log line (the proxy's are a few hundred bytes).
-pub(crate) const MAX_LINE: usize = 64 * 1024;
+const MAX_LINE: usize = 64 * 1024;
 
 /// A host refused this many times or more is a risk factor…
 const REPEATED_REFUSALS: u64 = 3;
@@ -102,7 +102,7 @@ impl Tally {
     }
 
     /// Count a line that could not be read at all (over [`MAX_LINE`]).
-    pub(crate) fn add_unreadable(&mut self) {
+    fn add_unreadable(&mut self) {
         self.unreadable += 1;
     }
 
@@ -188,7 +188,7 @@ impl Tally {
 
 /// One refused request's line, kept as it appears in the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
+struct Refusal {
     raw: String,
 }
 
@@ -211,46 +211,46 @@ impl Serialize for Refusal {
 
 /// One host's line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Domain {
-    pub host: String,
+struct Domain {
+    host: String,
     /// Ascending, each once.
-    pub ports: Vec<u16>,
-    pub allowed: u64,
-    pub refused: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
+    ports: Vec<u16>,
+    allowed: u64,
+    refused: u64,
+    bytes_up: u64,
+    bytes_down: u64,
 }
 
 /// The risk score (0-100) and why, one reason a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Risk {
-    pub score: u32,
-    pub reasons: Vec<String>,
+struct Risk {
+    score: u32,
+    reasons: Vec<String>,
 }
 
 /// The report on one session; serialised, the `--json` output.
 #[derive(Debug, Serialize)]
 pub(crate) struct Report {
-    pub session: String,
+    session: String,
     /// The log's absolute path.
-    pub log: String,
+    log: String,
     /// Sums over every readable line.
-    pub requests: u64,
-    pub allowed: u64,
-    pub refused: u64,
-    pub unreadable_lines: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
+    requests: u64,
+    allowed: u64,
+    refused: u64,
+    unreadable_lines: u64,
+    bytes_up: u64,
+    bytes_down: u64,
     /// By total requests, most first, then by host.
-    pub domains: Vec<Domain>,
+    domains: Vec<Domain>,
     /// In the log's order.
-    pub refusals: Vec<Refusal>,
-    pub risk: Risk,
+    refusals: Vec<Refusal>,
+    risk: Risk,
     /// The earliest and latest request time, as logged (text output only).
     #[serde(skip)]
-    pub first: Option<String>,
+    first: Option<String>,
     #[serde(skip)]
-    pub last: Option<String>,
+    last: Option<String>,
 }
 
 /// The most distinct hosts among requests within [`BURST_WINDOW_MS`] of
@@ -408,7 +408,7 @@ fn burst_of_hosts(burst: Option<(usize, i64)>, reasons: &mut Vec<String>) -> u32
 
 /// Read the log at `path` line by line into a tally. Refuses what is not a
 /// regular file without blocking on it (a FIFO).
-pub(crate) fn read_log(path: &Path) -> Result<Tally, ReadError> {
+fn read_log(path: &Path) -> Result<Tally, ReadError> {
     let (file, _) = crate::sys::files::open_regular(path)?;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut tally = Tally::default();
@@ -491,7 +491,7 @@ fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf
 
 /// The report on `session` (else the newest) under `home`, printed to `out`
 /// as text or JSON.
-pub(crate) fn report(
+fn report(
     home: &Path,
     session: Option<&str>,
     json: bool,
@@ -617,7 +617,7 @@ fn short_time(t: &str, with_date: bool) -> String {
 }
 
 /// The human report (the layout docs/egress.md shows).
-pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let spans_days = match (&r.first, &r.last) {
         (Some(f), Some(l)) => f.get(..10) != l.get(..10),
         _ => false,

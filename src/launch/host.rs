@@ -116,7 +116,7 @@ pub(crate) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         protected,
         discovered,
         jail: if jailed {
-            Some(crate::egress::jail::host_facts(
+            Some(crate::egress::host_facts(
                 plan::egress(cfg) == crate::egress::policy::Egress::Open,
             )?)
         } else {

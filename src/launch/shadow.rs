@@ -25,13 +25,13 @@ use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
-use crate::{egress::jail, egress::proxy, launch::host, sys::inside, sys::paths, tripwire};
+use crate::{egress, launch::host, sys::inside, sys::paths, tripwire};
 
 /// The network runtime of a launch: the open jail's pasta, or allowlist
 /// mode's proxy. Prepared once, used by every attempt.
 pub(crate) enum Net {
-    Jail(jail::Jail),
-    Proxy(proxy::Proxy),
+    Jail(egress::Jail),
+    Proxy(egress::Proxy),
 }
 
 /// Where bubblewrap is looked for (never through `PATH`).
@@ -172,8 +172,8 @@ fn attempts(
         match (&sb.network, &*net) {
             (Network::Jail(_), Some(Net::Jail(_)))
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
-            (Network::Jail(_), _) => *net = Some(Net::Jail(jail::Jail::prepare()?)),
-            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(proxy::Proxy::prepare(p)?)),
+            (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
+            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
             (Network::Host, _) => {}
         }
         match execute(bwrap, &sb, net.as_mut(), git)? {
@@ -410,7 +410,7 @@ struct Handover {
 
 /// Open what each numbered fd of `r` holds. Read-write roots are checked
 /// again here (§4.3); the jail's pipe ends come from `ends`.
-fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handover> {
+fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Handover> {
     let mut h = Handover {
         fds: Vec::new(),
         ready: None,

@@ -47,7 +47,7 @@ impl Egress {
 }
 
 /// Ports an `allow-domain` without `:PORT` opens.
-pub(crate) const DEFAULT_PORTS: &[u16] = &[443, 80];
+const DEFAULT_PORTS: &[u16] = &[443, 80];
 
 /// One `allow-domain = NAME[:PORT]`: `NAME` matches itself and every
 /// subdomain, `*.NAME` subdomains only.
@@ -131,7 +131,7 @@ impl DomainRule {
 
 /// A host name as DNS allows it: labels of 1-63 letters, digits and `-`
 /// (not at either end), at most 253 characters.
-pub(crate) fn is_hostname(s: &str) -> bool {
+fn is_hostname(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|l| {
@@ -207,7 +207,7 @@ pub(crate) fn preset(name: &str) -> Option<&'static Preset> {
 /// What the pinned Claude Code reaches (etc/claude-code-version), always
 /// allowed in allowlist mode on port 443. The telemetry and error-reporting
 /// entries only while the user has not turned them off.
-pub(crate) const CLAUDE_CODE_DOMAINS: &[(&str, ClaudeUse)] = &[
+const CLAUDE_CODE_DOMAINS: &[(&str, ClaudeUse)] = &[
     ("api.anthropic.com", ClaudeUse::Essential),
     ("claude.ai", ClaudeUse::Essential),
     ("platform.claude.com", ClaudeUse::Essential),
@@ -218,7 +218,7 @@ pub(crate) const CLAUDE_CODE_DOMAINS: &[(&str, ClaudeUse)] = &[
 
 /// Why Claude Code reaches a domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClaudeUse {
+enum ClaudeUse {
     /// The API, sign-in and claude.ai's MCP connectors.
     Essential,
     /// Usage telemetry: off with `DISABLE_TELEMETRY` or
@@ -423,7 +423,7 @@ pub(crate) fn proxy_env() -> Vec<(String, String)> {
 
 /// Where the connection logs live, relative to `$HOME`: beside the
 /// sandbox's private state, never bound into the sandbox.
-pub(crate) const LOG_DIR_REL: &str = ".local/state/claude-sandbox/egress";
+const LOG_DIR_REL: &str = ".local/state/claude-sandbox/egress";
 
 pub(crate) fn log_dir(home: &Path) -> PathBuf {
     home.join(LOG_DIR_REL)

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 /// resolvers: a link-local address (never routed on any network), punched
 /// through the 169.254/16 block, which pasta answers by forwarding the query
 /// to the host's resolver.
-pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
 
 /// Internal ranges that are always blackholed.
 pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
