@@ -1,7 +1,7 @@
 //! The egress jail's plan (SPEC §4.7, decision 0002): which routes the
 //! jail's namespace gets and where its DNS goes, as pure functions of the
 //! host's routing table and resolv.conf. The runtime that builds the jail
-//! is [`crate::egress::jail`].
+//! is `egress/jail.rs`.
 
 use std::net::Ipv4Addr;
 
