@@ -15,8 +15,10 @@
 //! proxy's decisions, the log's format, the jail's route plan); it is
 //! exported as a namespace because it is a unit of its own (tests/layout.rs
 //! checks it imports no runtime unit). The runtime half is private here:
-//! `jail.rs` (holder, route keeper, pasta's keeper), `proxy.rs` (allowlist
-//! holder and the proxy the shadow serves), `report.rs` (the report).
+//! `jail.rs` (holder, route keeper, pasta's keeper); for allowlist mode
+//! `holder.rs` (the allowlist holder), `proxy.rs` (the proxy the shadow
+//! serves), `request.rs` (reading a request head), `relay.rs` (carrying
+//! an allowed connection); `report.rs` (the report over the log).
 //!
 //! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
@@ -28,11 +30,16 @@
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
 //! [`Tally`].
 
+mod holder;
 mod jail;
 pub(crate) mod policy;
 mod proxy;
+mod relay;
 mod report;
+mod request;
 
+pub(crate) use holder::allowlist_holder_main;
 pub(crate) use jail::{holder_main, host_facts, keeper_main, Ends, Jail};
-pub(crate) use proxy::{allowlist_holder_main, parse_request, Proxy};
+pub(crate) use proxy::Proxy;
 pub(crate) use report::{report_main, Tally};
+pub(crate) use request::parse_request;
