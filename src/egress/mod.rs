@@ -18,7 +18,8 @@
 //! `jail.rs` (holder, route keeper, pasta's keeper); for allowlist mode
 //! `holder.rs` (the allowlist holder), `proxy.rs` (the proxy the shadow
 //! serves), `request.rs` (reading a request head), `relay.rs` (carrying
-//! an allowed connection); `report.rs` (the report over the log).
+//! an allowed connection); `report.rs` (the report over the log: reading,
+//! printing) and `tally.rs` (its sums and risk score).
 //!
 //! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
@@ -37,9 +38,11 @@ mod proxy;
 mod relay;
 mod report;
 mod request;
+mod tally;
 
 pub(crate) use holder::allowlist_holder_main;
 pub(crate) use jail::{holder_main, host_facts, keeper_main, Ends, Jail};
 pub(crate) use proxy::Proxy;
-pub(crate) use report::{report_main, Tally};
+pub(crate) use report::report_main;
 pub(crate) use request::parse_request;
+pub(crate) use tally::Tally;
