@@ -635,7 +635,7 @@ fn absolute_path(v: &str) -> Result<PathBuf, String> {
 
 /// A bare IPv4 address of a host (no prefix, port or name; not loopback,
 /// unspecified, broadcast or multicast).
-pub(crate) fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
+fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
     let ip: Ipv4Addr = v.parse().map_err(|_| {
         format!("`{v}` is not a bare IPv4 address (write e.g. `10.0.0.5`, no prefix, port or name)")
     })?;
