@@ -15,10 +15,11 @@
 //! proxy's decisions, the log's format, the jail's route plan); it is
 //! exported as a namespace because it is a unit of its own (tests/layout.rs
 //! checks it imports no runtime unit). The runtime half is private here:
-//! `jail.rs` (holder, route keeper, pasta's keeper); for allowlist mode
-//! `holder.rs` (the allowlist holder), `proxy.rs` (the proxy the shadow
-//! serves), `request.rs` (reading a request head), `relay.rs` (carrying
-//! an allowed connection); `report.rs` (the report over the log: reading,
+//! for the open jail `jail.rs` (the shadow's side), `jail_holder.rs` (the
+//! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
+//! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
+//! (the proxy the shadow serves), `request.rs` (reading a request head),
+//! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
 //! printing) and `tally.rs` (its sums and risk score).
 //!
 //! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
@@ -31,8 +32,10 @@
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
 //! [`Tally`].
 
-mod holder;
+mod allowlist_holder;
 mod jail;
+mod jail_holder;
+mod pasta_keeper;
 pub(crate) mod policy;
 mod proxy;
 mod relay;
@@ -40,8 +43,10 @@ mod report;
 mod request;
 mod tally;
 
-pub(crate) use holder::allowlist_holder_main;
-pub(crate) use jail::{holder_main, host_facts, keeper_main, Ends, Jail};
+pub(crate) use allowlist_holder::allowlist_holder_main;
+pub(crate) use jail::{host_facts, Ends, Jail};
+pub(crate) use jail_holder::holder_main;
+pub(crate) use pasta_keeper::keeper_main;
 pub(crate) use proxy::Proxy;
 pub(crate) use report::report_main;
 pub(crate) use request::parse_request;

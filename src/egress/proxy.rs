@@ -1,6 +1,6 @@
 //! Allowlist mode's runtime (SPEC §4.9, decision 0008).
 //!
-//! 1. The **allowlist holder** (`holder.rs`), spawned in place of
+//! 1. The **allowlist holder** (`allowlist_holder.rs`), spawned in place of
 //!    bubblewrap, makes the proxy's listening socket in the sandbox's
 //!    network namespace (loopback only) and sends it to the shadow.
 //! 2. The shadow serves it from threads of its own ([`Proxy`]), in the host's

@@ -36,7 +36,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     if sep != "--" {
         return Err(USAGE.into());
     }
-    crate::egress::jail::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    crate::egress::jail_holder::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
     loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
     let listener =
         TcpListener::bind(SocketAddr::V4(crate::egress::policy::PROXY_ADDR)).map_err(|e| {
