@@ -6,8 +6,8 @@ use std::path::Path;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    config, egress::report, install, install::doctor, install::hooks, install::promote, launch,
-    sys::paths, tripwire, verify,
+    config, install, install::doctor, install::hooks, install::promote, launch, sys::paths,
+    tripwire, verify,
 };
 
 #[derive(Debug, Parser)]
@@ -127,13 +127,13 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         return Ok(launch::shim_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__pasta-keeper") {
-        return Ok(crate::egress::jail::keeper_main(&argv[2..]));
+        return Ok(crate::egress::keeper_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__holder") {
-        return Ok(crate::egress::jail::holder_main(&argv[2..]));
+        return Ok(crate::egress::holder_main(&argv[2..]));
     }
     if argv.get(1).is_some_and(|a| a == "__holder-allowlist") {
-        return Ok(crate::egress::proxy::holder_main(&argv[2..]));
+        return Ok(crate::egress::allowlist_holder_main(&argv[2..]));
     }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
@@ -160,7 +160,7 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         // `--last` is the default: only its conflict with SESSION matters.
         Cmd::Egress {
             command: EgressCmd::Report { session, json, .. },
-        } => report::report_main(session.as_deref(), json),
+        } => crate::egress::report_main(session.as_deref(), json),
     }
 }
 

@@ -109,7 +109,6 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
     // The line that set the egress mode, for a contradiction's message.
     let mut egress_line: Option<(usize, String)> = None;
     for (idx, raw) in text.lines().enumerate() {
-        let lineno = idx + 1;
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
@@ -118,97 +117,145 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (line, None),
         };
-        let at = |what: String| bad_input(format!("{origin}:{lineno}: {what}"));
-        let need = |v: Option<&str>| -> anyhow::Result<String> {
-            match v {
-                Some(v) if !v.is_empty() => Ok(v.to_string()),
-                _ => Err(at(format!("`{key}` needs a value (`{key} = ...`)"))),
-            }
+        let l = Line {
+            origin,
+            lineno: idx + 1,
+            text: line,
+            key,
+            value,
         };
-        match key {
-            "workspace-root" => {
-                let v = need(value)?;
-                cfg.workspace_root =
-                    Some(absolute_path(&v).map_err(|e| at(format!("workspace-root: {e}")))?);
-            }
-            "allow-write" => {
-                let v = need(value)?;
-                cfg.allow_write
-                    .push(absolute_path(&v).map_err(|e| at(format!("allow-write: {e}")))?);
-            }
-            "no-forge" => {
-                cfg.no_forge = flag(value).map_err(|e| at(format!("no-forge: {e}")))?;
-            }
-            "egress-jail" | "egress" => {
-                let mode = if key == "egress" {
-                    let v = need(value)?;
-                    Egress::parse(&v).ok_or_else(|| {
-                        at(format!("egress: `{v}` is not a mode (open, allowlist or off)"))
-                    })?
-                } else if flag(value).map_err(|e| at(format!("egress-jail: {e}")))? {
-                    Egress::Open
-                } else {
-                    Egress::Off
-                };
-                if let Some((n, said)) = &egress_line {
-                    if mode != cfg.egress {
-                        return Err(at(format!(
-                            "`{line}` contradicts `{said}` on line {n}; keep one of them"
-                        )));
-                    }
-                }
-                egress_line = Some((lineno, line.to_string()));
-                cfg.egress = mode;
-            }
-            "allow-domain" => {
-                let v = need(value)?;
-                let r = DomainRule::parse(&v).map_err(|e| at(format!("allow-domain: {e}")))?;
-                push_unique(&mut cfg.allow_domain, r);
-            }
-            "allow-domains" => {
-                let v = need(value)?;
-                for name in split_list(&v) {
-                    let p = crate::egress::policy::preset(name).ok_or_else(|| {
-                        at(format!(
-                            "allow-domains: no preset `{name}` (presets: {})",
-                            crate::egress::policy::PRESETS
-                                .iter()
-                                .map(|p| p.name)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })?;
-                    push_unique(&mut cfg.allow_domains, p);
-                }
-            }
-            "allow-env-overrides" => {
-                cfg.allow_env_overrides =
-                    flag(value).map_err(|e| at(format!("allow-env-overrides: {e}")))?;
-            }
-            "pass-env" => {
-                let v = need(value)?;
-                for name in split_list(&v) {
-                    if let Some(why) = pass_env_refusal(name) {
-                        return Err(at(format!("pass-env: `{name}` {why}")));
-                    }
-                    push_unique(&mut cfg.pass_env, name.to_string());
-                }
-            }
-            "allow-ip" => {
-                let v = need(value)?;
-                let ip = parse_allow_ip(&v).map_err(|e| at(format!("allow-ip: {e}")))?;
-                if !cfg.allow_ip.contains(&ip) {
-                    cfg.allow_ip.push(ip);
-                }
-            }
-            other => {
-                return Err(at(format!(
-                    "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides)"
-                )))
-            }
-        }
+        set(&mut cfg, &mut egress_line, &l)?;
     }
     Ok(cfg)
+}
+
+/// One line of a configuration file that says something (comment cut off).
+struct Line<'a> {
+    origin: &'a str,
+    lineno: usize,
+    text: &'a str,
+    key: &'a str,
+    value: Option<&'a str>,
+}
+
+impl Line<'_> {
+    /// An error at this line.
+    fn at(&self, what: String) -> anyhow::Error {
+        bad_input(format!("{}:{}: {what}", self.origin, self.lineno))
+    }
+
+    /// The value, which this key cannot do without.
+    fn need(&self) -> anyhow::Result<String> {
+        match self.value {
+            Some(v) if !v.is_empty() => Ok(v.to_string()),
+            _ => Err(self.at(format!("`{0}` needs a value (`{0} = ...`)", self.key))),
+        }
+    }
+
+    /// The value as an absolute path.
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        let v = self.need()?;
+        absolute_path(&v).map_err(|e| self.at(format!("{}: {e}", self.key)))
+    }
+
+    /// The value as a yes/no flag (no value: yes).
+    fn flag(&self) -> anyhow::Result<bool> {
+        flag(self.value).map_err(|e| self.at(format!("{}: {e}", self.key)))
+    }
+}
+
+/// Apply one line to the configuration.
+fn set(
+    cfg: &mut Config,
+    egress_line: &mut Option<(usize, String)>,
+    l: &Line<'_>,
+) -> anyhow::Result<()> {
+    match l.key {
+        "workspace-root" => cfg.workspace_root = Some(l.path()?),
+        "allow-write" => cfg.allow_write.push(l.path()?),
+        "no-forge" => cfg.no_forge = l.flag()?,
+        "egress-jail" | "egress" => set_egress(cfg, egress_line, l)?,
+        "allow-domain" => {
+            let v = l.need()?;
+            let r = DomainRule::parse(&v).map_err(|e| l.at(format!("allow-domain: {e}")))?;
+            push_unique(&mut cfg.allow_domain, r);
+        }
+        "allow-domains" => add_presets(cfg, l)?,
+        "allow-env-overrides" => cfg.allow_env_overrides = l.flag()?,
+        "pass-env" => {
+            let v = l.need()?;
+            for name in split_list(&v) {
+                if let Some(why) = pass_env_refusal(name) {
+                    return Err(l.at(format!("pass-env: `{name}` {why}")));
+                }
+                push_unique(&mut cfg.pass_env, name.to_string());
+            }
+        }
+        "allow-ip" => {
+            let v = l.need()?;
+            let ip = parse_allow_ip(&v).map_err(|e| l.at(format!("allow-ip: {e}")))?;
+            if !cfg.allow_ip.contains(&ip) {
+                cfg.allow_ip.push(ip);
+            }
+        }
+        other => {
+            return Err(l.at(format!(
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides)"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `egress = MODE` or `egress-jail = yes|no`; a second line may repeat the
+/// mode but not contradict it.
+fn set_egress(
+    cfg: &mut Config,
+    egress_line: &mut Option<(usize, String)>,
+    l: &Line<'_>,
+) -> anyhow::Result<()> {
+    let mode = if l.key == "egress" {
+        let v = l.need()?;
+        Egress::parse(&v).ok_or_else(|| {
+            l.at(format!(
+                "egress: `{v}` is not a mode (open, allowlist or off)"
+            ))
+        })?
+    } else if l.flag()? {
+        Egress::Open
+    } else {
+        Egress::Off
+    };
+    if let Some((n, said)) = egress_line {
+        if mode != cfg.egress {
+            return Err(l.at(format!(
+                "`{}` contradicts `{said}` on line {n}; keep one of them",
+                l.text
+            )));
+        }
+    }
+    *egress_line = Some((l.lineno, l.text.to_string()));
+    cfg.egress = mode;
+    Ok(())
+}
+
+/// `allow-domains = PRESET, ...`: each name must be a preset.
+fn add_presets(cfg: &mut Config, l: &Line<'_>) -> anyhow::Result<()> {
+    let v = l.need()?;
+    for name in split_list(&v) {
+        let p = crate::egress::policy::preset(name).ok_or_else(|| {
+            l.at(format!(
+                "allow-domains: no preset `{name}` (presets: {})",
+                crate::egress::policy::PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        push_unique(&mut cfg.allow_domains, p);
+    }
+    Ok(())
 }
 
 /// A `CLAUDE_SANDBOX_*` variable that gives the sandbox more than the file does.
@@ -588,7 +635,7 @@ fn absolute_path(v: &str) -> Result<PathBuf, String> {
 
 /// A bare IPv4 address of a host (no prefix, port or name; not loopback,
 /// unspecified, broadcast or multicast).
-pub(crate) fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
+fn parse_allow_ip(v: &str) -> Result<Ipv4Addr, String> {
     let ip: Ipv4Addr = v.parse().map_err(|_| {
         format!("`{v}` is not a bare IPv4 address (write e.g. `10.0.0.5`, no prefix, port or name)")
     })?;

@@ -54,8 +54,7 @@ pub mod fuzz_targets {
         /// head it would forward for plain http), or the 400's text.
         #[allow(clippy::type_complexity)]
         pub fn parse_head(head: &[u8]) -> Result<(String, String, u16, Option<Vec<u8>>), String> {
-            crate::egress::proxy::parse_request(head)
-                .map(|r| (r.method, r.host, r.port, r.forward_head))
+            crate::egress::parse_request(head).map(|r| (r.method, r.host, r.port, r.forward_head))
         }
 
         /// The allowlist's verdict on a request for `host:port` with these
@@ -82,7 +81,7 @@ pub mod fuzz_targets {
 
         /// The report's JSON over these log lines (what `egress report --json` prints).
         pub fn report_json(lines: &[Vec<u8>]) -> String {
-            let mut t = crate::egress::report::Tally::default();
+            let mut t = crate::egress::Tally::default();
             for l in lines {
                 t.add_line(l);
             }

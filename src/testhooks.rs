@@ -118,7 +118,22 @@ pub(crate) fn apply(
     home: &std::path::Path,
     env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
 ) {
-    use crate::sandbox::{Capabilities, Mount, Network};
+    apply_leaks(sb, home, env);
+    apply_weaker_seccomp(sb);
+    apply_unprotect(sb, home);
+    let dropped = dropped_mounts(home);
+    sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
+    apply_network(sb);
+}
+
+/// Mutations that hand the sandbox something of the host's.
+#[cfg(feature = "test-mutations")]
+fn apply_leaks(
+    sb: &mut crate::sandbox::Sandbox,
+    home: &std::path::Path,
+    env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) {
+    use crate::sandbox::{Capabilities, Mount};
     if active(Mutation::BindSsh) {
         sb.mounts.push(Mount::ReadWrite {
             src: home.join(".ssh"),
@@ -137,6 +152,11 @@ pub(crate) fn apply(
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
     }
+}
+
+/// Mutations that install a weaker seccomp program.
+#[cfg(feature = "test-mutations")]
+fn apply_weaker_seccomp(sb: &mut crate::sandbox::Sandbox) {
     if active(Mutation::AllowUserns) {
         sb.nested_userns = true;
         sb.seccomp.program =
@@ -148,6 +168,12 @@ pub(crate) fn apply(
     if active(Mutation::Pid1Open) {
         sb.seccomp.program = crate::seccomp::program_bytes_for(crate::seccomp::Profile::Pid1Open);
     }
+}
+
+/// Mutations that take protections off the mounts and the creation guard.
+#[cfg(feature = "test-mutations")]
+fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
+    use crate::sandbox::Mount;
     if active(Mutation::Unprotect) {
         sb.mounts
             .retain(|m| !matches!(m, Mount::CheckedReadOnly(_)));
@@ -172,8 +198,12 @@ pub(crate) fn apply(
             }
         }
     }
-    let dropped = dropped_mounts(home);
-    sb.mounts.retain(|m| !dropped.iter().any(|d| d == m.dst()));
+}
+
+/// Mutations that widen the egress allowlist or the jail's routes.
+#[cfg(feature = "test-mutations")]
+fn apply_network(sb: &mut crate::sandbox::Sandbox) {
+    use crate::sandbox::Network;
     if let Network::Allowlist(p) = &mut sb.network {
         if active(Mutation::AllowlistOpen) {
             p.policy.rules.push(crate::egress::policy::PolicyRule {

@@ -1,5 +1,53 @@
-//! egress
-pub(crate) mod jail;
+//! Egress: what the sandbox may reach over the network.
+//!
+//! PROMISES. With `egress = open` the sandbox runs in a network namespace
+//! of its own whose routes reach the internet, the DNS resolvers and the
+//! `allow-ip` hosts, and nothing internal: site subnets, cloud metadata and
+//! the host's loopback are unroutable, and nothing inside can change the
+//! routes (SPEC §4.7; docs/decisions/0002, 0004). With `egress = allowlist`
+//! the sandbox has no route at all: its one way out is a proxy on its
+//! loopback, served from the shadow, that lets through only names on the
+//! allowlist (and only to addresses the jail would route), and logs every
+//! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
+//! Any failed step refuses the launch; there is no unjailed fallback.
+//!
+//! Two halves. [`policy`] is the pure half (the mode, rules, presets, the
+//! proxy's decisions, the log's format, the jail's route plan); it is
+//! exported as a namespace because it is a unit of its own (tests/layout.rs
+//! checks it imports no runtime unit). The runtime half is private here:
+//! for the open jail `jail.rs` (the shadow's side), `jail_holder.rs` (the
+//! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
+//! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
+//! (the proxy the shadow serves), `request.rs` (reading a request head),
+//! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
+//! printing) and `tally.rs` (its sums and risk score).
+//!
+//! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
+//! `testhooks`; `policy` only `sys`.
+//!
+//! EXPORTS: `policy` (namespace); for the launch [`Jail`], [`Ends`],
+//! [`host_facts`], [`Proxy`]; the hidden subcommands [`holder_main`]
+//! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
+//! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
+//! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
+//! [`Tally`].
+
+mod allowlist_holder;
+mod jail;
+mod jail_holder;
+mod pasta_keeper;
 pub(crate) mod policy;
-pub(crate) mod proxy;
-pub(crate) mod report;
+mod proxy;
+mod relay;
+mod report;
+mod request;
+mod tally;
+
+pub(crate) use allowlist_holder::allowlist_holder_main;
+pub(crate) use jail::{host_facts, Ends, Jail};
+pub(crate) use jail_holder::holder_main;
+pub(crate) use pasta_keeper::keeper_main;
+pub(crate) use proxy::Proxy;
+pub(crate) use report::report_main;
+pub(crate) use request::parse_request;
+pub(crate) use tally::Tally;

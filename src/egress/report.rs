@@ -1,387 +1,28 @@
 //! `claude-sandbox egress report [SESSION | --last] [--json]`: what one
 //! allowlist session's proxy let through and refused, read from its
-//! connection log (one [`LogLine`] a line, [`crate::egress::policy::log_path`]),
-//! with a risk score.
+//! connection log (one [`crate::egress::policy::LogLine`] a line,
+//! [`crate::egress::policy::log_path`]), with a risk score.
 //!
-//! The aggregation is pure: [`Tally::add_line`] takes the log's lines one by
-//! one, [`Tally::finish`] makes the [`Report`] and its [`Risk`]. [`read_log`]
-//! streams a file into a tally: memory grows with the hosts, the refusals
-//! and one (time, host) pair a request, never with the file. A line that is
-//! not a log line (not JSON, a field missing or of the wrong type, not
-//! UTF-8, over [`MAX_LINE`] bytes) is counted and skipped.
-//!
-//! # Risk score
-//!
-//! Each factor that fires adds its points and one reason per line naming
-//! its numbers; the sum is capped at 100. A session where none fires scores
-//! 0 with no reasons.
-//!
-//! | factor | fires when | points |
-//! |---|---|---|
-//! | repeated refusals | a host was refused 3 times or more | 15 a host, at most 30 |
-//! | refusal ratio | at least 10 requests and at least 25 % of them refused | 20; 30 from 50 % |
-//! | IP literals | a request named an IP address instead of a host name | 20 |
-//! | many ports | 5 or more distinct ports requested | 15 |
-//! | many hosts at once | 20 or more distinct hosts within one 60 s window (by `time`) | 20 |
+//! This file reads and prints; the arithmetic is `tally.rs`. [`read_log`]
+//! streams a file into a [`Tally`] a line at a time. A line that is not a
+//! log line (not JSON, a field missing or of the wrong type, not UTF-8,
+//! over [`MAX_LINE`] bytes) is counted and skipped. The text output is the
+//! layout docs/egress.md shows; `--json` is the [`Report`] serialised.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use crate::egress::policy::{is_session_id, log_dir, log_path, Decision, LogLine};
+use super::tally::{plural, Domain, Refusal, Report, Tally};
+use crate::egress::policy::{is_session_id, log_dir, log_path};
 use crate::error::bad_input;
 use crate::sys::files::ReadError;
 
 /// A longer line is no log line (the proxy's are a few hundred bytes).
-pub(crate) const MAX_LINE: usize = 64 * 1024;
-
-/// A host refused this many times or more is a risk factor…
-const REPEATED_REFUSALS: u64 = 3;
-/// …worth this many points a host…
-const REPEATED_POINTS: u32 = 15;
-/// …and at most this many in all.
-const REPEATED_MAX: u32 = 30;
-/// The refusal ratio counts from this many requests on.
-const RATIO_MIN_REQUESTS: u64 = 10;
-/// Refused percentages and their points, highest first.
-const RATIO_STEPS: &[(u64, u32)] = &[(50, 30), (25, 20)];
-/// Any request to an IP literal.
-const IP_POINTS: u32 = 20;
-/// This many distinct ports or more…
-const MANY_PORTS: usize = 5;
-const PORTS_POINTS: u32 = 15;
-/// …this many distinct hosts or more within one window of this length.
-const BURST_HOSTS: usize = 20;
-const BURST_WINDOW_MS: i64 = 60_000;
-const BURST_POINTS: u32 = 20;
-
-/// What one host's requests add up to, while reading.
-#[derive(Debug, Default)]
-struct HostTally {
-    /// Its index in the order hosts were first seen (for the time window).
-    id: usize,
-    ports: BTreeSet<u16>,
-    allowed: u64,
-    refused: u64,
-    bytes_up: u64,
-    bytes_down: u64,
-}
-
-/// The running sums over a log's lines.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    requests: u64,
-    allowed: u64,
-    refused: u64,
-    unreadable: u64,
-    bytes_up: u64,
-    bytes_down: u64,
-    hosts: BTreeMap<String, HostTally>,
-    refusals: Vec<Refusal>,
-    /// The earliest and latest `time` that parsed: (milliseconds, as written).
-    first: Option<(i64, String)>,
-    last: Option<(i64, String)>,
-    /// (milliseconds, host id) of every request whose `time` parsed.
-    events: Vec<(i64, usize)>,
-}
-
-impl Tally {
-    /// Count one line of the log (with or without its newline).
-    pub(crate) fn add_line(&mut self, bytes: &[u8]) {
-        let parsed = std::str::from_utf8(bytes)
-            .ok()
-            .map(str::trim)
-            .and_then(|text| Some((serde_json::from_str::<LogLine>(text).ok()?, text)));
-        match parsed {
-            Some((line, text)) => self.add(line, text),
-            None => self.unreadable += 1,
-        }
-    }
-
-    /// Count a line that could not be read at all (over [`MAX_LINE`]).
-    pub(crate) fn add_unreadable(&mut self) {
-        self.unreadable += 1;
-    }
-
-    fn add(&mut self, line: LogLine, raw: &str) {
-        self.requests += 1;
-        self.bytes_up = self.bytes_up.saturating_add(line.bytes_up);
-        self.bytes_down = self.bytes_down.saturating_add(line.bytes_down);
-        let next_id = self.hosts.len();
-        let host = self
-            .hosts
-            .entry(line.host.clone())
-            .or_insert_with(|| HostTally {
-                id: next_id,
-                ..HostTally::default()
-            });
-        host.ports.insert(line.port);
-        host.bytes_up = host.bytes_up.saturating_add(line.bytes_up);
-        host.bytes_down = host.bytes_down.saturating_add(line.bytes_down);
-        match line.decision {
-            Decision::Allowed => {
-                self.allowed += 1;
-                host.allowed += 1;
-            }
-            Decision::Refused => {
-                self.refused += 1;
-                host.refused += 1;
-                self.refusals.push(Refusal {
-                    raw: raw.to_string(),
-                });
-            }
-        }
-        if let Some(ms) = crate::sys::clock::parse_rfc3339_millis(&line.time) {
-            self.events.push((ms, host.id));
-            if self.first.as_ref().is_none_or(|(f, _)| ms < *f) {
-                self.first = Some((ms, line.time.clone()));
-            }
-            if self.last.as_ref().is_none_or(|(l, _)| ms > *l) {
-                self.last = Some((ms, line.time));
-            }
-        }
-    }
-
-    /// The report on session `session`, read from `log`.
-    pub(crate) fn finish(mut self, session: &str, log: &Path) -> Report {
-        let hosts = self.hosts.len();
-        let mut domains: Vec<Domain> = self
-            .hosts
-            .into_iter()
-            .map(|(host, t)| Domain {
-                host,
-                ports: t.ports.into_iter().collect(),
-                allowed: t.allowed,
-                refused: t.refused,
-                bytes_up: t.bytes_up,
-                bytes_down: t.bytes_down,
-            })
-            .collect();
-        domains.sort_by(|a, b| {
-            (b.allowed + b.refused)
-                .cmp(&(a.allowed + a.refused))
-                .then_with(|| a.host.cmp(&b.host))
-        });
-        self.events.sort_unstable();
-        let burst = busiest_window(&self.events, hosts);
-        let risk = risk(self.requests, self.refused, &domains, burst);
-        Report {
-            session: session.to_string(),
-            log: log.display().to_string(),
-            requests: self.requests,
-            allowed: self.allowed,
-            refused: self.refused,
-            unreadable_lines: self.unreadable,
-            bytes_up: self.bytes_up,
-            bytes_down: self.bytes_down,
-            domains,
-            refusals: self.refusals,
-            risk,
-            first: self.first.map(|(_, t)| t),
-            last: self.last.map(|(_, t)| t),
-        }
-    }
-}
-
-/// One refused request's line, kept as it appears in the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    raw: String,
-}
-
-impl Refusal {
-    /// The line's fields (`None` cannot happen: it parsed when read).
-    fn line(&self) -> Option<LogLine> {
-        serde_json::from_str(&self.raw).ok()
-    }
-}
-
-impl Serialize for Refusal {
-    /// The object exactly as logged: its keys in their order, its numbers
-    /// as written, fields this version does not know included.
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let v: serde_json::Value =
-            serde_json::from_str(&self.raw).map_err(serde::ser::Error::custom)?;
-        v.serialize(s)
-    }
-}
-
-/// One host's line of the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Domain {
-    pub host: String,
-    /// Ascending, each once.
-    pub ports: Vec<u16>,
-    pub allowed: u64,
-    pub refused: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-}
-
-/// The risk score (0-100) and why, one reason a line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Risk {
-    pub score: u32,
-    pub reasons: Vec<String>,
-}
-
-/// The report on one session; serialised, the `--json` output.
-#[derive(Debug, Serialize)]
-pub(crate) struct Report {
-    pub session: String,
-    /// The log's absolute path.
-    pub log: String,
-    /// Sums over every readable line.
-    pub requests: u64,
-    pub allowed: u64,
-    pub refused: u64,
-    pub unreadable_lines: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    /// By total requests, most first, then by host.
-    pub domains: Vec<Domain>,
-    /// In the log's order.
-    pub refusals: Vec<Refusal>,
-    pub risk: Risk,
-    /// The earliest and latest request time, as logged (text output only).
-    #[serde(skip)]
-    pub first: Option<String>,
-    #[serde(skip)]
-    pub last: Option<String>,
-}
-
-/// The most distinct hosts among requests within [`BURST_WINDOW_MS`] of
-/// each other, and when that window starts. `events` sorted by time, host
-/// ids below `hosts`.
-fn busiest_window(events: &[(i64, usize)], hosts: usize) -> Option<(usize, i64)> {
-    let mut count = vec![0usize; hosts];
-    let (mut distinct, mut end) = (0, 0);
-    let mut best: Option<(usize, i64)> = None;
-    for &(start, host) in events {
-        while let Some(&(t, h)) = events.get(end) {
-            if t.saturating_sub(start) >= BURST_WINDOW_MS {
-                break;
-            }
-            if let Some(c) = count.get_mut(h) {
-                if *c == 0 {
-                    distinct += 1;
-                }
-                *c += 1;
-            }
-            end += 1;
-        }
-        if best.is_none_or(|(n, _)| distinct > n) {
-            best = Some((distinct, start));
-        }
-        // Always counted above (its own time is within its window).
-        if let Some(c) = count.get_mut(host).filter(|c| **c > 0) {
-            *c -= 1;
-            if *c == 0 {
-                distinct -= 1;
-            }
-        }
-    }
-    best
-}
-
-fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The score and its reasons (the table in the module's documentation).
-fn risk(requests: u64, refused: u64, domains: &[Domain], burst: Option<(usize, i64)>) -> Risk {
-    let mut score = 0u32;
-    let mut reasons = Vec::new();
-
-    let mut repeated: Vec<&Domain> = domains
-        .iter()
-        .filter(|d| d.refused >= REPEATED_REFUSALS)
-        .collect();
-    repeated.sort_by(|a, b| b.refused.cmp(&a.refused).then_with(|| a.host.cmp(&b.host)));
-    if !repeated.is_empty() {
-        let n = u32::try_from(repeated.len()).unwrap_or(u32::MAX);
-        score += n.saturating_mul(REPEATED_POINTS).min(REPEATED_MAX);
-        for d in repeated.iter().take(5) {
-            reasons.push(format!("{} refused {} times", d.host, d.refused));
-        }
-        if repeated.len() > 5 {
-            reasons.push(format!(
-                "{} refused {REPEATED_REFUSALS} times or more as well",
-                plural(repeated.len() as u64 - 5, "more host", "more hosts")
-            ));
-        }
-    }
-
-    if requests >= RATIO_MIN_REQUESTS {
-        let percent = u128::from(refused) * 100 / u128::from(requests);
-        if let Some((_, points)) = RATIO_STEPS.iter().find(|(p, _)| percent >= u128::from(*p)) {
-            score += points;
-            reasons.push(format!(
-                "{refused} of {requests} requests refused ({percent} %)"
-            ));
-        }
-    }
-
-    let literal = |h: &str| {
-        h.trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok()
-    };
-    let ips: Vec<&Domain> = domains.iter().filter(|d| literal(&d.host)).collect();
-    if !ips.is_empty() {
-        score += IP_POINTS;
-        let n: u64 = ips.iter().map(|d| d.allowed + d.refused).sum();
-        let mut named: Vec<&str> = ips.iter().take(3).map(|d| d.host.as_str()).collect();
-        if ips.len() > 3 {
-            named.push("…");
-        }
-        reasons.push(format!(
-            "{} named an IP address instead of a host: {}",
-            plural(n, "request", "requests"),
-            named.join(", ")
-        ));
-    }
-
-    let ports: BTreeSet<u16> = domains
-        .iter()
-        .flat_map(|d| d.ports.iter().copied())
-        .collect();
-    if ports.len() >= MANY_PORTS {
-        score += PORTS_POINTS;
-        let mut named: Vec<String> = ports.iter().take(8).map(u16::to_string).collect();
-        if ports.len() > 8 {
-            named.push("…".into());
-        }
-        reasons.push(format!(
-            "{} distinct ports: {}",
-            ports.len(),
-            named.join(", ")
-        ));
-    }
-
-    if let Some((n, start)) = burst.filter(|(n, _)| *n >= BURST_HOSTS) {
-        score += BURST_POINTS;
-        reasons.push(format!(
-            "{n} distinct hosts within {} s from {}",
-            BURST_WINDOW_MS / 1000,
-            crate::sys::clock::rfc3339_of_millis(start)
-        ));
-    }
-
-    Risk {
-        score: score.min(100),
-        reasons,
-    }
-}
+const MAX_LINE: usize = 64 * 1024;
 
 /// Read the log at `path` line by line into a tally. Refuses what is not a
 /// regular file without blocking on it (a FIFO).
-pub(crate) fn read_log(path: &Path) -> Result<Tally, ReadError> {
+fn read_log(path: &Path) -> Result<Tally, ReadError> {
     let (file, _) = crate::sys::files::open_regular(path)?;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut tally = Tally::default();
@@ -464,7 +105,7 @@ fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf
 
 /// The report on `session` (else the newest) under `home`, printed to `out`
 /// as text or JSON.
-pub(crate) fn report(
+fn report(
     home: &Path,
     session: Option<&str>,
     json: bool,
@@ -590,11 +231,23 @@ fn short_time(t: &str, with_date: bool) -> String {
 }
 
 /// The human report (the layout docs/egress.md shows).
-pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+pub(super) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let spans_days = match (&r.first, &r.last) {
         (Some(f), Some(l)) => f.get(..10) != l.get(..10),
         _ => false,
     };
+    write_header(r, spans_days, out)?;
+    write_domains(&r.domains, out)?;
+    write_refusals(&r.refusals, spans_days, out)?;
+    writeln!(out, "\nrisk: {}/100", r.risk.score)?;
+    for reason in &r.risk.reasons {
+        writeln!(out, "  {}", clean(reason))?;
+    }
+    Ok(())
+}
+
+/// The summary line, and the count of lines that were not log lines.
+fn write_header(r: &Report, spans_days: bool, out: &mut dyn Write) -> std::io::Result<()> {
     let span = match (&r.first, &r.last) {
         (Some(f), Some(l)) => {
             let cut = |t: &str| {
@@ -624,66 +277,73 @@ pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
             r.log
         )?;
     }
-    if r.domains.is_empty() {
-        writeln!(out, "\nno requests logged")?;
-    } else {
-        const PORTS_MAX: usize = 16;
-        let hosts: Vec<String> = r.domains.iter().map(|d| clean(&d.host)).collect();
-        let hw = hosts
-            .iter()
-            .map(|h| h.chars().count())
-            .max()
-            .unwrap_or(0)
-            .clamp(4, 40);
-        let ports: Vec<String> = r
-            .domains
-            .iter()
-            .map(|d| ports_text(&d.ports, PORTS_MAX))
-            .collect();
-        let pw = ports
-            .iter()
-            .map(String::len)
-            .max()
-            .unwrap_or(0)
-            .clamp(5, PORTS_MAX);
+    Ok(())
+}
+
+/// The table of hosts, columns as wide as their widest cell (within bounds).
+fn write_domains(domains: &[Domain], out: &mut dyn Write) -> std::io::Result<()> {
+    const PORTS_MAX: usize = 16;
+    if domains.is_empty() {
+        return writeln!(out, "\nno requests logged");
+    }
+    let hosts: Vec<String> = domains.iter().map(|d| clean(&d.host)).collect();
+    let hw = hosts
+        .iter()
+        .map(|h| h.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 40);
+    let ports: Vec<String> = domains
+        .iter()
+        .map(|d| ports_text(&d.ports, PORTS_MAX))
+        .collect();
+    let pw = ports
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .clamp(5, PORTS_MAX);
+    writeln!(
+        out,
+        "\n{:<hw$}  {:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
+        "host", "ports", "allowed", "refused", "up", "down"
+    )?;
+    for ((d, host), ports) in domains.iter().zip(&hosts).zip(&ports) {
         writeln!(
             out,
-            "\n{:<hw$}  {:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
-            "host", "ports", "allowed", "refused", "up", "down"
+            "{host:<hw$}  {ports:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
+            d.allowed,
+            d.refused,
+            size(d.bytes_up),
+            size(d.bytes_down)
         )?;
-        for ((d, host), ports) in r.domains.iter().zip(&hosts).zip(&ports) {
-            writeln!(
+    }
+    Ok(())
+}
+
+/// One line per refusal (the raw line where it did not parse).
+fn write_refusals(
+    refusals: &[Refusal],
+    spans_days: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if refusals.is_empty() {
+        return writeln!(out, "\nno refusals");
+    }
+    writeln!(out, "\nrefused:")?;
+    for f in refusals {
+        match f.line() {
+            Some(l) => writeln!(
                 out,
-                "{host:<hw$}  {ports:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
-                d.allowed,
-                d.refused,
-                size(d.bytes_up),
-                size(d.bytes_down)
-            )?;
+                "  {}  {} {}:{}  {}",
+                short_time(&l.time, spans_days),
+                clean(&l.method),
+                clean(&l.host),
+                l.port,
+                clean(&l.reason)
+            )?,
+            None => writeln!(out, "  {}", clean(&f.raw))?,
         }
-    }
-    if r.refusals.is_empty() {
-        writeln!(out, "\nno refusals")?;
-    } else {
-        writeln!(out, "\nrefused:")?;
-        for f in &r.refusals {
-            match f.line() {
-                Some(l) => writeln!(
-                    out,
-                    "  {}  {} {}:{}  {}",
-                    short_time(&l.time, spans_days),
-                    clean(&l.method),
-                    clean(&l.host),
-                    l.port,
-                    clean(&l.reason)
-                )?,
-                None => writeln!(out, "  {}", clean(&f.raw))?,
-            }
-        }
-    }
-    writeln!(out, "\nrisk: {}/100", r.risk.score)?;
-    for reason in &r.risk.reasons {
-        writeln!(out, "  {}", clean(reason))?;
     }
     Ok(())
 }
@@ -691,317 +351,7 @@ pub(crate) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A log line as the proxy writes it.
-    fn line(time: &str, host: &str, port: u16, allowed: bool, up: u64, down: u64) -> String {
-        let l = LogLine {
-            time: time.into(),
-            session: "20261123T184501Z-4242".into(),
-            method: if port == 80 { "GET" } else { "CONNECT" }.into(),
-            host: host.into(),
-            port,
-            address: allowed.then(|| "203.0.113.10".into()),
-            decision: if allowed {
-                Decision::Allowed
-            } else {
-                Decision::Refused
-            },
-            reason: if allowed {
-                format!("allow-domain = {host}")
-            } else {
-                format!("{host} is not on the allowlist")
-            },
-            error: None,
-            bytes_up: up,
-            bytes_down: down,
-            duration_ms: 12,
-        };
-        serde_json::to_string(&l).unwrap()
-    }
-
-    /// `2026-11-23T18:45:SS.000Z` for `s` seconds after 18:45:00.
-    fn at(s: u32) -> String {
-        crate::sys::clock::rfc3339_of_millis(1_795_459_500_000 + i64::from(s) * 1000)
-    }
-
-    fn report_of(lines: &[String]) -> Report {
-        let mut t = Tally::default();
-        for l in lines {
-            t.add_line(l.as_bytes());
-        }
-        t.finish("20261123T184501Z-4242", Path::new("/h/x.jsonl"))
-    }
-
-    fn text(r: &Report) -> String {
-        let mut v = Vec::new();
-        write_text(r, &mut v).unwrap();
-        String::from_utf8(v).unwrap()
-    }
-
-    fn clean_session() -> Vec<String> {
-        vec![
-            line(&at(1), "allowed.test", 443, true, 100, 2000),
-            line(&at(2), "allowed.test", 80, true, 50, 500),
-            line(&at(3), "api.anthropic.com", 443, true, 10, 20),
-            line(&at(4), "denied.test", 443, false, 0, 0),
-        ]
-    }
-
-    #[test]
-    fn sums_domains_and_refusals_over_the_readable_lines() {
-        let r = report_of(&clean_session());
-        assert_eq!(
-            (r.requests, r.allowed, r.refused, r.unreadable_lines),
-            (4, 3, 1, 0)
-        );
-        assert_eq!((r.bytes_up, r.bytes_down), (160, 2520));
-        assert_eq!(
-            r.domains[0],
-            Domain {
-                host: "allowed.test".into(),
-                ports: vec![80, 443],
-                allowed: 2,
-                refused: 0,
-                bytes_up: 150,
-                bytes_down: 2500,
-            }
-        );
-        let hosts: Vec<&str> = r.domains.iter().map(|d| d.host.as_str()).collect();
-        assert_eq!(hosts, ["allowed.test", "api.anthropic.com", "denied.test"]);
-        assert_eq!(r.refusals.len(), 1);
-        assert_eq!(r.first.as_deref(), Some("2026-11-23T18:45:01.000Z"));
-        assert_eq!(r.last.as_deref(), Some("2026-11-23T18:45:04.000Z"));
-    }
-
-    #[test]
-    fn domains_sort_by_requests_then_host_ports_ascending_once() {
-        let r = report_of(&[
-            line(&at(1), "b.test", 8443, true, 0, 0),
-            line(&at(2), "c.test", 443, false, 0, 0),
-            line(&at(3), "c.test", 443, false, 0, 0),
-            line(&at(4), "a.test", 443, true, 0, 0),
-            line(&at(5), "b.test", 443, true, 0, 0),
-            line(&at(6), "b.test", 8443, true, 0, 0),
-            line(&at(7), "b.test", 80, true, 0, 0),
-        ]);
-        let got: Vec<(&str, &[u16], u64)> = r
-            .domains
-            .iter()
-            .map(|d| (d.host.as_str(), d.ports.as_slice(), d.allowed + d.refused))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("b.test", &[80, 443, 8443][..], 4),
-                ("c.test", &[443][..], 2),
-                ("a.test", &[443][..], 1),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_clean_session_scores_zero_with_no_reason() {
-        let r = report_of(&clean_session());
-        assert_eq!(
-            r.risk,
-            Risk {
-                score: 0,
-                reasons: vec![]
-            }
-        );
-        assert!(text(&r).ends_with("\nrisk: 0/100\n"), "{}", text(&r));
-    }
-
-    #[test]
-    fn repeated_refusals_of_one_host() {
-        let mut lines = clean_session();
-        lines.push(line(&at(5), "denied.test", 443, false, 0, 0));
-        let r = report_of(&lines);
-        assert_eq!(r.risk.score, 0, "refused twice: {:?}", r.risk);
-        lines.push(line(&at(6), "denied.test", 443, false, 0, 0));
-        lines.push(line(&at(7), "denied.test", 443, false, 0, 0));
-        let r = report_of(&lines);
-        assert_eq!(r.risk.score, REPEATED_POINTS);
-        assert_eq!(r.risk.reasons, ["denied.test refused 4 times"]);
-        for i in 0..3 {
-            lines.push(line(&at(8 + i), "other.test", 443, false, 0, 0));
-            lines.push(line(&at(8 + i), "third.test", 443, false, 0, 0));
-        }
-        let r = report_of(&lines);
-        assert!(r
-            .risk
-            .reasons
-            .contains(&"other.test refused 3 times".to_string()));
-        assert!(r
-            .risk
-            .reasons
-            .contains(&"third.test refused 3 times".to_string()));
-        // Three hosts are worth no more than two; 10 of 13 refused adds its own.
-        assert_eq!(
-            r.risk.reasons,
-            [
-                "denied.test refused 4 times",
-                "other.test refused 3 times",
-                "third.test refused 3 times",
-                "10 of 13 requests refused (76 %)"
-            ]
-        );
-        assert_eq!(r.risk.score, REPEATED_MAX + 30);
-    }
-
-    #[test]
-    fn refusal_ratio_needs_enough_requests() {
-        let one = report_of(&[line(&at(1), "denied.test", 443, false, 0, 0)]);
-        assert_eq!(
-            one.risk,
-            Risk {
-                score: 0,
-                reasons: vec![]
-            },
-            "one refusal in one request"
-        );
-        let nine: Vec<String> = (0..9)
-            .map(|i| line(&at(i), &format!("h{i}.test"), 443, i % 2 == 0, 0, 0))
-            .collect();
-        assert_eq!(report_of(&nine).risk.score, 0, "under 10 requests");
-        let mk = |refused: u32| -> Vec<String> {
-            (0..12)
-                .map(|i| line(&at(i), &format!("h{i}.test"), 443, i >= refused, 0, 0))
-                .collect()
-        };
-        assert_eq!(report_of(&mk(2)).risk.score, 0, "2 of 12");
-        let quarter = report_of(&mk(3)).risk;
-        assert_eq!(quarter.score, 20);
-        assert_eq!(quarter.reasons, ["3 of 12 requests refused (25 %)"]);
-        let half = report_of(&mk(6)).risk;
-        assert_eq!(half.score, 30);
-        assert_eq!(half.reasons, ["6 of 12 requests refused (50 %)"]);
-    }
-
-    #[test]
-    fn ip_literals_count_allowed_or_refused() {
-        let mut lines = clean_session();
-        lines.push(line(&at(5), "203.0.113.10", 443, false, 0, 0));
-        lines.push(line(&at(6), "10.77.0.9", 22, true, 5, 5));
-        lines.push(line(&at(7), "2001:db8::1", 443, false, 0, 0));
-        let r = report_of(&lines);
-        assert_eq!(r.risk.score, IP_POINTS);
-        assert_eq!(
-            r.risk.reasons,
-            ["3 requests named an IP address instead of a host: 10.77.0.9, 2001:db8::1, 203.0.113.10"]
-        );
-        // Names that look numeric but are not addresses do not count.
-        let r = report_of(&[line(&at(1), "1.2.3.4.example", 443, true, 0, 0)]);
-        assert_eq!(r.risk.score, 0);
-    }
-
-    #[test]
-    fn many_distinct_ports() {
-        let four: Vec<String> = [80, 443, 8080, 8443]
-            .iter()
-            .map(|p| line(&at(1), "allowed.test", *p, true, 0, 0))
-            .collect();
-        assert_eq!(report_of(&four).risk.score, 0);
-        let mut five = four.clone();
-        five.push(line(&at(2), "other.test", 22, true, 0, 0));
-        let r = report_of(&five);
-        assert_eq!(r.risk.score, PORTS_POINTS);
-        assert_eq!(
-            r.risk.reasons,
-            ["5 distinct ports: 22, 80, 443, 8080, 8443"]
-        );
-    }
-
-    #[test]
-    fn many_hosts_within_a_minute() {
-        // 20 hosts spread over 60 s: never 20 in one window.
-        let spread: Vec<String> = (0..20)
-            .map(|i| {
-                line(
-                    &at(i * 3 + (i / 19) * 3),
-                    &format!("h{i}.test"),
-                    443,
-                    true,
-                    0,
-                    0,
-                )
-            })
-            .collect();
-        let r = report_of(&spread);
-        assert_eq!(r.risk.score, 0, "{:?}", r.risk);
-        // 20 hosts within 59 s, written out of order (lines close in any order).
-        let mut burst: Vec<String> = (0..20)
-            .map(|i| line(&at(59 - i * 3 % 60), &format!("h{i}.test"), 443, true, 0, 0))
-            .collect();
-        burst.push(line(&at(200), "late.test", 443, true, 0, 0));
-        let r = report_of(&burst);
-        assert_eq!(r.risk.score, BURST_POINTS, "{:?}", r.risk);
-        assert_eq!(
-            r.risk.reasons,
-            ["20 distinct hosts within 60 s from 2026-11-23T18:45:02.000Z"]
-        );
-        // The same host many times is one host.
-        let same: Vec<String> = (0..50)
-            .map(|i| line(&at(i), "allowed.test", 443, true, 0, 0))
-            .collect();
-        assert_eq!(report_of(&same).risk.score, 0);
-    }
-
-    #[test]
-    fn the_score_is_capped_at_100() {
-        let mut lines = Vec::new();
-        for i in 0..30u16 {
-            lines.push(line(
-                &at(u32::from(i)),
-                &format!("198.51.100.{i}"),
-                1000 + i,
-                false,
-                0,
-                0,
-            ));
-            lines.push(line(&at(u32::from(i)), "denied.test", 443, false, 0, 0));
-            lines.push(line(&at(u32::from(i)), "evil.test", 443, false, 0, 0));
-        }
-        let r = report_of(&lines);
-        assert_eq!(r.risk.score, 100, "{:?}", r.risk);
-        assert_eq!(r.risk.reasons.len(), 6, "{:?}", r.risk.reasons);
-    }
-
-    #[test]
-    fn garbage_lines_are_counted_and_skipped() {
-        let mut lines = clean_session();
-        lines.insert(1, "not json".into());
-        lines.insert(2, "{\"time\": 1}".into());
-        lines.insert(3, String::new());
-        lines.insert(4, "[1,2,3]".into());
-        lines.push("{\"time\":\"x\",\"truncated".into());
-        let mut t = Tally::default();
-        for l in &lines {
-            t.add_line(l.as_bytes());
-        }
-        t.add_line(b"\xff\xfe{}");
-        let neg =
-            line(&at(1), "x.test", 443, true, 0, 0).replace("\"bytes_up\":0", "\"bytes_up\":-1");
-        t.add_line(neg.as_bytes());
-        let r = t.finish("s", Path::new("/h/s.jsonl"));
-        assert_eq!(r.unreadable_lines, 7);
-        assert_eq!((r.requests, r.allowed, r.refused), (4, 3, 1));
-        assert!(
-            text(&r).contains("\n7 lines of /h/s.jsonl skipped: not a log line\n"),
-            "{}",
-            text(&r)
-        );
-    }
-
-    #[test]
-    fn huge_byte_counts_saturate_instead_of_overflowing() {
-        let r = report_of(&[
-            line(&at(1), "a.test", 443, true, u64::MAX, u64::MAX),
-            line(&at(2), "a.test", 443, true, u64::MAX, 1),
-        ]);
-        assert_eq!((r.bytes_up, r.bytes_down), (u64::MAX, u64::MAX));
-        assert!(text(&r).contains("EiB"));
-    }
+    use crate::egress::tally::tests::{at, clean_session, line, report_of, text};
 
     #[test]
     fn json_has_the_documented_shape_and_refusals_as_logged() {
@@ -1081,35 +431,12 @@ risk: 15/100
 ";
 
     #[test]
-    fn the_docs_show_this_output_and_these_weights() {
+    fn the_docs_show_this_output() {
         let doc = include_str!("../../docs/egress.md");
         assert!(
             doc.contains(&format!("```\n{TEXT_SAMPLE}```")),
             "docs/egress.md: text sample"
         );
-        let rows = [
-            format!(
-                "| a host was refused {REPEATED_REFUSALS} times or more | \
-                 {REPEATED_POINTS} a host, at most {REPEATED_MAX} |"
-            ),
-            format!(
-                "| at least {RATIO_MIN_REQUESTS} requests, and at least {} % of them refused | \
-                 {}; {} from {} % |",
-                RATIO_STEPS[1].0, RATIO_STEPS[1].1, RATIO_STEPS[0].1, RATIO_STEPS[0].0
-            ),
-            format!("(allowed by `allow-ip` or not) | {IP_POINTS} |"),
-            format!(
-                "| {MANY_PORTS} or more distinct ports requested in the session | {PORTS_POINTS} |"
-            ),
-            format!(
-                "| {BURST_HOSTS} or more distinct hosts requested within one {} s window \
-                 (by each request's `time`) | {BURST_POINTS} |",
-                BURST_WINDOW_MS / 1000
-            ),
-        ];
-        for row in rows {
-            assert!(doc.contains(&row), "docs/egress.md lacks: {row}");
-        }
     }
 
     #[test]

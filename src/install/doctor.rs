@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::plan::managed_settings;
-use crate::{config, egress::jail, launch, launch::integrity, sys::paths};
+use crate::{config, egress, launch, launch::integrity, sys::paths};
 
 /// Command-line arguments of `claude-sandbox doctor`.
 #[derive(Debug, clap::Args)]
@@ -338,7 +338,7 @@ fn check_apparmor(r: &mut Report, sysctl: Option<&str>, root: bool, allowed: boo
 /// When the config turns the egress jail on, its tools must be usable, or every launch refuses.
 fn check_egress_jail(r: &mut Report, c: &config::Config) {
     if crate::plan::egress(c) == crate::egress::policy::Egress::Allowlist {
-        match jail::host_facts(false) {
+        match egress::host_facts(false) {
             Ok(_) => r.line(
                 true,
                 "egress allowlist",
@@ -347,7 +347,7 @@ fn check_egress_jail(r: &mut Report, c: &config::Config) {
             Err(e) => r.line(false, "egress allowlist", e),
         }
     } else if crate::plan::jailed(c) {
-        match jail::Jail::prepare().and_then(|_| jail::host_facts(true)) {
+        match egress::Jail::prepare().and_then(|_| egress::host_facts(true)) {
             Ok(_) => r.line(
                 true,
                 "egress jail prerequisites",

@@ -21,7 +21,7 @@ use nix::sys::signal::{SigSet, Signal};
 
 use super::host;
 use super::shadow::Net;
-use crate::egress::jail;
+use crate::egress;
 use crate::error::setup;
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
 
@@ -95,7 +95,7 @@ struct Handover {
 
 /// Open what each numbered fd of `r` holds. Read-write roots are checked
 /// again here (§4.3); the jail's pipe ends come from `ends`.
-fn handover(r: &Rendered, mut ends: Option<jail::Ends>) -> anyhow::Result<Handover> {
+fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Handover> {
     let mut h = Handover {
         fds: Vec::new(),
         ready: None,

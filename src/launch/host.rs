@@ -155,8 +155,7 @@ fn network_facts(
         return Ok((Vec::new(), None));
     }
     let host_loopback_tcp = loopback_listeners();
-    let jail =
-        crate::egress::jail::host_facts(plan::egress(cfg) == crate::egress::policy::Egress::Open)?;
+    let jail = crate::egress::host_facts(plan::egress(cfg) == crate::egress::policy::Egress::Open)?;
     Ok((host_loopback_tcp, Some(jail)))
 }
 

@@ -19,13 +19,13 @@ use crate::config::{self, Config};
 use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{Network, Sandbox};
-use crate::{egress::jail, egress::proxy, sys::inside, sys::paths, tripwire};
+use crate::{egress, sys::inside, sys::paths, tripwire};
 
 /// The network runtime of a launch: the open jail's pasta, or allowlist
 /// mode's proxy. Prepared once, used by every attempt.
 pub(super) enum Net {
-    Jail(jail::Jail),
-    Proxy(proxy::Proxy),
+    Jail(egress::Jail),
+    Proxy(egress::Proxy),
 }
 
 /// The way out when the sandbox cannot be built, named in every such message:
@@ -157,8 +157,8 @@ fn attempts(
         match (&sb.network, &*net) {
             (Network::Jail(_), Some(Net::Jail(_)))
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
-            (Network::Jail(_), _) => *net = Some(Net::Jail(jail::Jail::prepare()?)),
-            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(proxy::Proxy::prepare(p)?)),
+            (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
+            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
             (Network::Host, _) => {}
         }
         match execute(bwrap, &sb, net.as_mut(), git)? {

@@ -1,7 +1,44 @@
-//! egress policy
-mod allowlist;
-pub(crate) use allowlist::*;
-// The property tests name these (lib.rs `fuzz_targets`).
-pub use allowlist::{DomainRule, Egress, Preset};
+//! The pure half of egress: data and functions, no I/O beyond what callers
+//! hand in, imported by the plan and by egress's runtime alike
+//! (tests/layout.rs treats it as a pure unit of its own).
+//!
+//! PROMISES. `rules.rs`: the egress modes, the allowlist's rules and
+//! presets, Claude Code's own domains. `decide.rs`: the proxy's verdict on
+//! each request's name and on the addresses it resolves to — allowed only
+//! by a rule, and never to an address the open jail would not route
+//! unless `allow-ip` names it. `log.rs`: the connection log's format and
+//! paths (SPEC §4.9, decision 0008). `routes.rs`: the jail's routes and
+//! DNS as functions of the host's routing table and resolv.conf —
+//! internal ranges blackholed, link-local unreachable (SPEC §4.7,
+//! decisions 0002 and 0004).
+//!
+//! MAY IMPORT: `sys` only.
+//!
+//! EXPORTS: the items re-exported below, by name. `DomainRule`, `Egress`
+//! and `Preset` are `pub` for lib.rs's `fuzz_targets`.
+
+mod decide;
+mod log;
 mod routes;
-pub(crate) use routes::*;
+mod rules;
+
+// The property tests name these (lib.rs `fuzz_targets`).
+pub use rules::{DomainRule, Egress, Preset};
+
+pub(crate) use decide::{proxy_env, NameVerdict, Policy, PROXY_ADDR};
+pub(crate) use log::{
+    is_session_id, log_dir, log_path, session_id, sessions, sessions_in, Decision, LogLine,
+    KEEP_LOGS,
+};
+pub(crate) use routes::{
+    blocked_ranges, parse_resolv, parse_routes, parse_routes_any, plan_jail, JailFacts, BLACKHOLES,
+    UNREACHABLE,
+};
+pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, PRESETS};
+
+// Named only by the host facts that unit tests build (plan::fixtures).
+#[cfg(test)]
+pub(crate) use routes::{HostRoutes, Resolv};
+// Named only by testhooks' `allowlist-open` mutation.
+#[cfg(feature = "test-mutations")]
+pub(crate) use decide::PolicyRule;

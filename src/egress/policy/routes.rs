@@ -1,7 +1,7 @@
 //! The egress jail's plan (SPEC §4.7, decision 0002): which routes the
 //! jail's namespace gets and where its DNS goes, as pure functions of the
 //! host's routing table and resolv.conf. The runtime that builds the jail
-//! is [`crate::egress::jail`].
+//! is `egress/jail.rs`.
 
 use std::net::Ipv4Addr;
 
@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 /// resolvers: a link-local address (never routed on any network), punched
 /// through the 169.254/16 block, which pasta answers by forwarding the query
 /// to the host's resolver.
-pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
 
 /// Internal ranges that are always blackholed.
 pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[

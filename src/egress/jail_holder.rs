@@ -1,0 +1,252 @@
+//! The jail's holder (`claude-sandbox __holder`, SPEC §4.7,
+//! docs/decisions/0002 and 0004): it unshares a user + network namespace,
+//! maps itself to the launching user, makes the jail's tap, forks the
+//! route keeper (which stays in those namespaces, locks the routes on "go"
+//! and opens the shim's gate) and execs bubblewrap.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::sandbox::Holder;
+
+/// `claude-sandbox __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS…`
+/// (the four fd numbers as [`crate::sandbox::render`] assigned them): owns
+/// the jail's namespaces. Returns only on failure (exit status), after one
+/// line on stderr.
+pub(crate) fn holder_main(args: &[OsString]) -> i32 {
+    match holder(args) {
+        Ok(never) => match never {},
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            1
+        }
+    }
+}
+
+const HOLDER_USAGE: &str =
+    "__holder is internal (usage: __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS)";
+
+/// The holder: unshares the user and network namespaces, makes the jail's
+/// interface (a persistent tap named IFACE) in them, forks the route keeper
+/// (which stays in them, for pasta to attach to and to lock the routes),
+/// reports the route keeper's PID and execs bubblewrap at once:
+/// bubblewrap builds the sandbox while pasta attaches, and the shim inside
+/// runs nothing until the route keeper opens the gate.
+fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
+    let [ip, iface, uid, gid, routes, ready, go, gate, sep, bwrap, rest @ ..] = args else {
+        return Err(HOLDER_USAGE.into());
+    };
+    let num = |a: &OsString| a.to_str().and_then(|s| s.parse::<RawFd>().ok());
+    let (Some(routes), Some(ready), Some(go), Some(gate)) =
+        (num(routes), num(ready), num(go), num(gate))
+    else {
+        return Err(HOLDER_USAGE.into());
+    };
+    if sep != "--" {
+        return Err("__holder: missing `--`".into());
+    }
+    let fds = Holder {
+        routes,
+        ready,
+        go,
+        gate,
+    };
+    enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    // Before the route keeper's PID is reported: pasta attaches to it.
+    make_tap(&iface.to_string_lossy())?;
+    let me = nix::unistd::getpid();
+    // Single-threaded here (a fresh exec), so the child may run any code.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => return Err(format!("cannot start the route keeper: {e}")),
+        Ok(nix::unistd::ForkResult::Child) => std::process::exit(route_keeper(ip, me, fds)),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            fd_file(fds.ready)
+                .write_all(format!("{child}\n").as_bytes())
+                .map_err(|e| format!("cannot report readiness: {e}"))?;
+            // Only the route keeper holds these; bubblewrap gets the gate's read end.
+            for fd in [fds.go, fds.gate, fds.routes] {
+                unsafe { nix::libc::close(fd) };
+            }
+        }
+    }
+    let err = Command::new(bwrap).args(rest).exec();
+    Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+}
+
+/// An inherited fd as a file (the holder's and route keeper's fds are theirs alone).
+fn fd_file(fd: RawFd) -> File {
+    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+}
+
+/// Unshare a user and a network namespace, mapped to the launching user,
+/// with the parent-death signal set again (entering a user namespace cleared it).
+pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
+    use nix::sched::{unshare, CloneFlags};
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;
+    let write = |path: &str, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    // So the holder (and the bubblewrap it becomes) dies with the shadow.
+    let parent = nix::unistd::getppid();
+    unsafe { nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL, 0, 0, 0) };
+    if parent.as_raw() == 1 {
+        return Err("the launching shadow is gone".into());
+    }
+    // New interfaces (the jail's tap) get no IPv6 at all; best effort where
+    // /proc/sys is read-only (the route batch flushes IPv6 addresses anyway).
+    for k in ["all", "default"] {
+        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
+    }
+    Ok(())
+}
+
+/// Make the jail's interface in this (the jail's fresh) network namespace:
+/// a tap named `name`, persistent, so it outlives this descriptor. pasta
+/// attaches to it by name (`-I`) and configures it. Because the device is
+/// persistent, pasta's exit only detaches from it, and the kernel removes
+/// it with the namespace, in its own cleanup worker, once the last process
+/// and pasta are gone: nobody waits for that (docs/decisions/0004). Nothing
+/// in the sandbox can attach to it: bubblewrap's `/dev` has no `net/tun`.
+fn make_tap(name: &str) -> Result<(), String> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; libc::IFNAMSIZ],
+        flags: libc::c_short,
+        _rest: [u8; 22],
+    }
+    const _: () = assert!(std::mem::size_of::<IfReq>() == 40);
+    let failed = |what: String| {
+        format!("cannot create the jail's interface {name} (a persistent tap): {what}")
+    };
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return Err(failed("not a valid interface name".into()));
+    }
+    let tun = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map_err(|e| failed(format!("/dev/net/tun: {e}")))?;
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short,
+        _rest: [0; 22],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    let fd = tun.as_raw_fd();
+    let said = |what: &str| failed(format!("{what}: {}", std::io::Error::last_os_error()));
+    if unsafe { libc::ioctl(fd, libc::TUNSETIFF, &mut req as *mut IfReq) } < 0 {
+        return Err(said("TUNSETIFF"));
+    }
+    // The argument is the value itself (non-zero: persistent).
+    if unsafe { libc::ioctl(fd, libc::TUNSETPERSIST, 1 as libc::c_ulong) } < 0 {
+        return Err(said("TUNSETPERSIST"));
+    }
+    Ok(()) // closing `tun` detaches; the device stays
+}
+
+/// The holder's forked child, in the jail's namespaces: starts `ip` at
+/// once, waits for "go" (pasta attached), then has `ip` lock the routes and
+/// opens the shim's gate. Returns the exit status; a failure says why in one
+/// line on stderr (the executor's error pipe) and leaves the gate shut, so
+/// nothing runs in the sandbox.
+fn route_keeper(ip: &OsString, holder: nix::unistd::Pid, fds: Holder) -> i32 {
+    use nix::libc;
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if nix::unistd::getppid() != holder {
+        return 1;
+    }
+    // Keep stdio and our three fds only: the shim's ready pipe and the
+    // sandbox's other fds must not stay open here; and `ip` gets none of them.
+    crate::sys::fd::close_fds_except(3, &[fds.go, fds.gate, fds.routes]);
+    for fd in [fds.go, fds.gate, fds.routes] {
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // `ip` starts while pasta attaches (loading it costs ~1.5 ms): it reads
+    // the batch only once pasta is attached, and nothing if it never is.
+    let step = match RouteStep::start(ip, fds.routes) {
+        Ok(step) => step,
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            return 1;
+        }
+    };
+    if crate::sys::fd::read_byte(fds.go).is_none() {
+        step.abandon();
+        return 1; // pasta did not attach; the shadow reports why.
+    }
+    match step.run() {
+        Ok(()) => match fd_file(fds.gate).write_all(b"g") {
+            Ok(()) => 0,
+            Err(_) => 1,
+        },
+        Err(e) => {
+            eprintln!("egress jail: {e}");
+            1
+        }
+    }
+}
+
+/// `ip -batch -`, started ahead, and the route plan it is to apply.
+struct RouteStep {
+    child: Child,
+    batch: String,
+}
+
+impl RouteStep {
+    /// Read the route plan from fd `routes` and start `ip`, which waits on
+    /// its stdin.
+    fn start(ip: &OsString, routes: RawFd) -> Result<RouteStep, String> {
+        let mut batch = String::new();
+        fd_file(routes)
+            .read_to_string(&mut batch)
+            .map_err(|e| format!("cannot read the route plan: {e}"))?;
+        let child = Command::new(ip)
+            .args(["-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", Path::new(ip).display()))?;
+        Ok(RouteStep { child, batch })
+    }
+
+    /// No routes after all: `ip` reads EOF, does nothing and is reaped.
+    fn abandon(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+
+    /// Lock the routes: the batch to `ip`, then its verdict.
+    fn run(mut self) -> Result<(), String> {
+        let written = self
+            .child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(self.batch.as_bytes());
+        let out = self
+            .child
+            .wait_with_output()
+            .map_err(|e| format!("route step failed: {e}"))?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "route step failed: {}",
+                said.lines().next().unwrap_or("ip exited non-zero").trim()
+            ));
+        }
+        written.map_err(|e| format!("route step failed: {e}"))
+    }
+}

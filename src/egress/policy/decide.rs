@@ -1,0 +1,312 @@
+//! The proxy's decisions (SPEC §4.9, decision 0008): the [`Policy`] a
+//! launch's rules make, its verdict on a request's name and port, and on
+//! each address the name resolves to; and where the proxy listens inside
+//! the sandbox.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use serde::Serialize;
+
+use super::rules::{
+    claude_code_rules, normalise_host, ClaudeTraffic, DomainRule, Preset, DEFAULT_PORTS,
+};
+
+/// Where a rule of the policy came from, for the log and the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct PolicyRule {
+    pub rule: DomainRule,
+    /// `allow-domain = x`, `allow-domains = github`, `claude-code`.
+    pub origin: String,
+}
+
+/// Everything the proxy decides by (plain data, in the plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Policy {
+    pub rules: Vec<PolicyRule>,
+    /// `allow-ip`: reachable even though internal, and as literals.
+    pub allow_ip: Vec<Ipv4Addr>,
+    /// What the open jail blackholes (internal ranges, the connected
+    /// subnets, the gateway), as (network, prefix length).
+    pub blocked: Vec<(Ipv4Addr, u8)>,
+}
+
+/// The proxy's verdict on one request's name and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NameVerdict {
+    /// Allowed by this rule's origin; resolve and check the addresses.
+    Name(String),
+    /// An IP literal that `allow-ip` names.
+    AllowedIp(Ipv4Addr),
+    /// Refused: the reason (for the log) and the line that would allow it.
+    Refused { reason: String, fix: String },
+}
+
+impl Policy {
+    /// The policy for a launch: the configuration's rules and presets, then
+    /// Claude Code's own domains.
+    pub(crate) fn new(
+        domains: &[DomainRule],
+        presets: &[&'static Preset],
+        traffic: ClaudeTraffic,
+        allow_ip: &[Ipv4Addr],
+        blocked: Vec<(Ipv4Addr, u8)>,
+    ) -> Policy {
+        let mut rules: Vec<PolicyRule> = domains
+            .iter()
+            .map(|r| PolicyRule {
+                rule: r.clone(),
+                origin: format!("allow-domain = {}", r.text()),
+            })
+            .collect();
+        for p in presets {
+            for d in p.domains {
+                rules.push(PolicyRule {
+                    rule: DomainRule::parse(d).expect("presets are valid names"),
+                    origin: format!("allow-domains = {}", p.name),
+                });
+            }
+        }
+        for rule in claude_code_rules(traffic) {
+            rules.push(PolicyRule {
+                rule,
+                origin: "claude-code".into(),
+            });
+        }
+        Policy {
+            rules,
+            allow_ip: allow_ip.to_vec(),
+            blocked,
+        }
+    }
+
+    /// Decide on `host` (as requested) and `port`, before any lookup.
+    pub(crate) fn check_name(&self, host: &str, port: u16) -> NameVerdict {
+        let Some(h) = normalise_host(host) else {
+            return NameVerdict::Refused {
+                reason: format!("`{}` is not a host name", host.escape_debug()),
+                fix: String::new(),
+            };
+        };
+        if let Ok(ip) = h.parse::<IpAddr>() {
+            return match ip {
+                IpAddr::V4(v4) if self.allow_ip.contains(&v4) => NameVerdict::AllowedIp(v4),
+                IpAddr::V4(v4) => NameVerdict::Refused {
+                    reason: "an address, not a name: the allowlist is by name".into(),
+                    fix: format!("allow-ip = {v4}"),
+                },
+                IpAddr::V6(_) => NameVerdict::Refused {
+                    reason: "an IPv6 address: the sandbox reaches IPv4 only".into(),
+                    fix: String::new(),
+                },
+            };
+        }
+        match self.rules.iter().find(|r| r.rule.matches(&h, port)) {
+            Some(r) => NameVerdict::Name(r.origin.clone()),
+            None => {
+                let on_list = self.rules.iter().any(|r| r.rule.matches(&h, 443));
+                NameVerdict::Refused {
+                    reason: if on_list {
+                        format!("port {port} is not allowed for {h}")
+                    } else {
+                        format!("{h} is not on the allowlist")
+                    },
+                    fix: if DEFAULT_PORTS.contains(&port) {
+                        format!("allow-domain = {h}")
+                    } else {
+                        format!("allow-domain = {h}:{port}")
+                    },
+                }
+            }
+        }
+    }
+
+    /// Whether the proxy may connect to `ip`: not an address the open jail
+    /// blocks, unless `allow-ip` names it. IPv6: never (as in the jail).
+    pub(crate) fn address_allowed(&self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(v4) => {
+                self.allow_ip.contains(&v4)
+                    || !(v4.is_loopback()
+                        || v4.is_unspecified()
+                        || v4.is_broadcast()
+                        || v4.is_multicast()
+                        || in_any(v4, &self.blocked))
+            }
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => self.address_allowed(IpAddr::V4(v4)),
+                None => false,
+            },
+        }
+    }
+}
+
+fn in_any(ip: Ipv4Addr, nets: &[(Ipv4Addr, u8)]) -> bool {
+    nets.iter().any(|(net, len)| {
+        let mask = if *len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(*len).min(32))
+        };
+        u32::from(ip) & mask == u32::from(*net) & mask
+    })
+}
+
+/// The proxy's address inside the sandbox (its own network namespace: the
+/// port is the sandbox's alone).
+pub(crate) const PROXY_ADDR: std::net::SocketAddrV4 =
+    std::net::SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
+
+/// The variables that point tools at the proxy, both cases.
+pub(crate) fn proxy_env() -> Vec<(String, String)> {
+    let url = format!("http://{PROXY_ADDR}");
+    let mut v = Vec::new();
+    for k in ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"] {
+        v.push((k.to_string(), url.clone()));
+        v.push((k.to_ascii_lowercase(), url.clone()));
+    }
+    v.push(("NO_PROXY".into(), "localhost,127.0.0.1".into()));
+    v.push(("no_proxy".into(), "localhost,127.0.0.1".into()));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egress::policy::preset;
+
+    fn rule(s: &str) -> DomainRule {
+        DomainRule::parse(s).unwrap()
+    }
+
+    fn policy(traffic: ClaudeTraffic) -> Policy {
+        Policy::new(
+            &[rule("allowed.test"), rule("git.test:8443")],
+            &[preset("github").unwrap()],
+            traffic,
+            &[Ipv4Addr::new(10, 77, 0, 9)],
+            vec![
+                (Ipv4Addr::new(10, 0, 0, 0), 8),
+                (Ipv4Addr::new(100, 64, 0, 0), 10),
+            ],
+        )
+    }
+
+    #[test]
+    fn names_are_decided_with_the_line_that_would_allow_them() {
+        let p = policy(ClaudeTraffic::default());
+        assert_eq!(
+            p.check_name("ALLOWED.test", 443),
+            NameVerdict::Name("allow-domain = allowed.test".into())
+        );
+        assert_eq!(
+            p.check_name("api.github.com", 443),
+            NameVerdict::Name("allow-domains = github".into())
+        );
+        assert_eq!(
+            p.check_name("api.anthropic.com", 443),
+            NameVerdict::Name("claude-code".into())
+        );
+        assert!(matches!(
+            p.check_name("api.anthropic.com", 80),
+            NameVerdict::Refused { .. }
+        ));
+        match p.check_name("denied.test", 443) {
+            NameVerdict::Refused { reason, fix } => {
+                assert_eq!(fix, "allow-domain = denied.test");
+                assert!(reason.contains("not on the allowlist"));
+            }
+            v => panic!("{v:?}"),
+        }
+        match p.check_name("allowed.test", 8080) {
+            NameVerdict::Refused { reason, fix } => {
+                assert_eq!(fix, "allow-domain = allowed.test:8080");
+                assert!(reason.contains("port 8080"), "{reason}");
+            }
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(
+            p.check_name("10.77.0.9", 22),
+            NameVerdict::AllowedIp(Ipv4Addr::new(10, 77, 0, 9))
+        );
+        assert!(
+            matches!(p.check_name("203.0.113.10", 443), NameVerdict::Refused { fix, .. } if fix == "allow-ip = 203.0.113.10")
+        );
+        assert!(matches!(
+            p.check_name("[::1]", 443),
+            NameVerdict::Refused { .. }
+        ));
+        assert!(matches!(
+            p.check_name("a/b", 443),
+            NameVerdict::Refused { .. }
+        ));
+    }
+
+    #[test]
+    fn telemetry_domains_follow_the_users_choice() {
+        let on = policy(ClaudeTraffic::default());
+        let off = policy(ClaudeTraffic {
+            telemetry_off: true,
+            error_reporting_off: true,
+        });
+        for h in [
+            "http-intake.logs.us5.datadoghq.com",
+            "o1.ingest.us.sentry.io",
+        ] {
+            assert!(matches!(on.check_name(h, 443), NameVerdict::Name(_)), "{h}");
+            assert!(
+                matches!(off.check_name(h, 443), NameVerdict::Refused { .. }),
+                "{h}"
+            );
+        }
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            ClaudeTraffic::from_vars(&move |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        assert_eq!(vars(&[]), ClaudeTraffic::default());
+        assert_eq!(
+            vars(&[("DISABLE_TELEMETRY", "0")]),
+            ClaudeTraffic::default()
+        );
+        assert!(vars(&[("DISABLE_TELEMETRY", "1")]).telemetry_off);
+        let all = vars(&[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "true")]);
+        assert!(all.telemetry_off && all.error_reporting_off);
+    }
+
+    #[test]
+    fn addresses_the_open_jail_blocks_are_refused_unless_allow_ip() {
+        let p = policy(ClaudeTraffic::default());
+        let ok = |s: &str| p.address_allowed(s.parse().unwrap());
+        assert!(ok("203.0.113.10"));
+        assert!(!ok("10.1.2.3") && !ok("100.64.5.9") && !ok("127.0.0.1") && !ok("0.0.0.0"));
+        assert!(!ok("224.0.0.1") && !ok("255.255.255.255"));
+        assert!(ok("10.77.0.9"), "allow-ip");
+        assert!(!ok("::1") && !ok("2001:db8::1"));
+        assert!(!ok("::ffff:10.1.2.3") && ok("::ffff:203.0.113.10"));
+    }
+
+    #[test]
+    fn proxy_variables_in_both_cases() {
+        let env = proxy_env();
+        for k in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            assert!(
+                env.iter()
+                    .any(|(n, v)| n == k && v == "http://127.0.0.1:3128"),
+                "{k}"
+            );
+        }
+        assert!(env
+            .iter()
+            .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1"));
+    }
+}
