@@ -28,11 +28,11 @@
 //! exits with the real binary's status. If it dies, every creating call
 //! inside fails (`ENOSYS`): closed, never open.
 //!
-//! MAY IMPORT `sys` (fd passing, `/proc` status fields), `error` (exit
+//! May import: `sys` (fd passing, `/proc` status fields), `error` (exit
 //! codes), `sandbox` (the guard list's encoding) and `seccomp` (its
 //! assembler and ABI table, which the guard's filter is built with).
 //!
-//! EXPORTS one entry, what the shim (`launch::shim`) runs when there are
+//! Exports: one entry, what the shim (`launch::shim`) runs when there are
 //! protected paths: [`guarded`] reads them from the shim's fd, forks, and
 //! returns `None` in the child (which goes on under the filter to exec the
 //! real binary) or, in the parent, the real binary's status once the

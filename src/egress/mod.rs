@@ -22,10 +22,10 @@
 //! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
 //! printing) and `tally.rs` (its sums and risk score).
 //!
-//! MAY IMPORT: `sys`, `error`, `sandbox` (the plan's network types),
+//! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
-//! EXPORTS: `policy` (namespace); for the launch [`Jail`], [`Ends`],
+//! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
 //! [`host_facts`], [`Proxy`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's

@@ -31,10 +31,10 @@
 //! on any other, has one match action per filter (no EPERM beside ENOSYS) and
 //! knows nothing of x32 or the 32-bit compat ABIs (decision 0007).
 //!
-//! MAY IMPORT nothing of the crate: a pure unit, it builds bytes and runs
+//! May import: nothing of the crate: a pure unit, it builds bytes and runs
 //! nothing (the creation guard loads its own filter).
 //!
-//! EXPORTS
+//! Exports:
 //! - the sandbox's filter as bubblewrap reads it: [`program_bytes`] (the
 //!   plan), `program_bytes_for` a `Profile` (testhooks' mutations), and
 //!   under test `x86_64_program_bytes` (the golden plans);

@@ -18,10 +18,10 @@
 //! `review --revert` undoes it where the path still holds exactly what the
 //! session left.
 //!
-//! MAY IMPORT: `plan` (the protected paths, the git config parser, the
+//! May import: `plan` (the protected paths, the git config parser, the
 //! private state directory), `sys`, `error`.
 //!
-//! EXPORTS: [`Watch`] (start before the sandbox, finish after it) and
+//! Exports: [`Watch`] (start before the sandbox, finish after it) and
 //! [`review_main`] (`claude-sandbox review [--revert]`).
 //!
 //! The comparison is pure (`compare` over two snapshots, `settings` for

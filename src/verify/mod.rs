@@ -17,12 +17,12 @@
 //! incomplete. docs/verify.md maps every check to the defence and the
 //! mechanism behind it (a unit test keeps the two in step).
 //!
-//! MAY IMPORT: `plan`, `sandbox` (the launch record), `egress::policy`,
+//! May import: `plan`, `sandbox` (the launch record), `egress::policy`,
 //! `launch` (the pin check, the host's sockets and listeners, the root
 //! view's walk), `install` (in tests: the slash command), `sys`. It is off
 //! the launch path: only `cli` uses it.
 //!
-//! EXPORTS: [`Args`] and [`main`] (`claude-sandbox verify [--json]`).
+//! Exports: [`Args`] and [`main`] (`claude-sandbox verify [--json]`).
 //!
 //! Files: `observe` gathers what the `probe_*` files sample (`mountinfo`
 //! parses the mount table); the `check_*` files judge it by area;

@@ -12,9 +12,9 @@
 //! internal ranges blackholed, link-local unreachable (SPEC §4.7,
 //! decisions 0002 and 0004).
 //!
-//! MAY IMPORT: `sys` only.
+//! May import: `sys` only.
 //!
-//! EXPORTS: the items re-exported below, by name. `DomainRule`, `Egress`
+//! Exports: the items re-exported below, by name. `DomainRule`, `Egress`
 //! and `Preset` are `pub` for lib.rs's `fuzz_targets`.
 
 mod decide;
