@@ -760,3 +760,39 @@ fn control_a_long_function_fails_and_test_code_is_exempt() {
     let in_test = format!("#[cfg(test)]\nmod tests {{\n{long}}}\n");
     assert_eq!(tiny(&[("plan/big.rs", &in_test)]), Vec::<String>::new());
 }
+
+#[test]
+fn control_the_real_roles_fire_on_a_deliberate_break() {
+    // The real tree plus three files a careless move could leave: the
+    // launch naming the battery, plan naming the launch, sys naming plan.
+    let mut t = real_tree();
+    for (file, code) in [
+        ("launch/deliberate.rs", "use crate::verify::main;"),
+        (
+            "plan/deliberate.rs",
+            "fn f() { crate::launch::shim_main(&[]); }",
+        ),
+        ("sys/deliberate.rs", "use super::super::plan::build;"),
+    ] {
+        let module: Vec<String> = file
+            .trim_end_matches(".rs")
+            .split('/')
+            .map(String::from)
+            .collect();
+        t.push(Source {
+            file: PathBuf::from(file),
+            rel: Path::new("src").join(file),
+            module,
+            code: strip_tests_and_comments(code),
+        });
+    }
+    let v = violations(ROLES, &t);
+    for want in [
+        "import circle",
+        "the launch path reaches verify",
+        "pure unit plan imports launch, which is not pure",
+        "sys unit sys imports plan",
+    ] {
+        assert!(v.iter().any(|l| l.starts_with(want)), "{want}: {v:#?}");
+    }
+}
