@@ -179,7 +179,7 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
             .retain(|m| !matches!(m, Mount::CheckedReadOnly(_)));
     }
     if active(Mutation::Unguarded) {
-        sb.guard.clear();
+        sb.creation_guard.clear();
     }
     if active(Mutation::HostState) {
         for m in &mut sb.mounts {

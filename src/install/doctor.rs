@@ -129,7 +129,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     if let Ok(c) = &cfg {
         check_egress_jail(&mut r, c);
     }
-    check_guard(&mut r);
+    check_guard_hooks(&mut r);
     check_lockdown(&mut r);
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
@@ -361,15 +361,15 @@ fn check_egress_jail(r: &mut Report, c: &config::Config) {
 }
 
 /// The managed settings must carry the guard hooks, which catch a session started outside the sandbox.
-fn check_guard(r: &mut Report) {
+fn check_guard_hooks(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
-    let guard = settings.contains(managed_settings::SESSION_START_CMD)
+    let hooks = settings.contains(managed_settings::SESSION_START_CMD)
         && settings.contains(managed_settings::PROMPT_GATE_CMD)
         && serde_json::from_str::<serde_json::Value>(&settings).is_ok();
     r.line(
-        guard,
+        hooks,
         "guard hooks",
-        if guard {
+        if hooks {
             format!(
                 "{} has the session-start and prompt-gate hooks",
                 paths::MANAGED_SETTINGS

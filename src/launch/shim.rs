@@ -29,7 +29,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         Some(s) => s.parse::<RawFd>().ok().map(Some),
         None => None,
     };
-    let (Some(err_fd), Some(ready_fd), Some(gate), Some(guard)) =
+    let (Some(err_fd), Some(ready_fd), Some(gate), Some(guard_fd)) =
         (num(0), num(1), optional(2), optional(3))
     else {
         eprintln!(
@@ -49,15 +49,15 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         }
         unsafe { libc::close(gate) };
     }
-    if let Some(guard) = guard {
-        if let Some(status) = crate::creation_guard::guarded(guard, err_fd, ready_fd) {
+    if let Some(guard_fd) = guard_fd {
+        if let Some(status) = crate::creation_guard::guarded(guard_fd, err_fd, ready_fd) {
             return status;
         }
     }
     unsafe {
         libc::dup2(err_fd, 2);
         libc::close(err_fd);
-        if guard.is_none() {
+        if guard_fd.is_none() {
             libc::write(ready_fd, b"1".as_ptr().cast(), 1);
         }
         libc::close(ready_fd);

@@ -59,7 +59,7 @@ pub(crate) fn build(
         network,
         // §4.8: what is protected and does not exist cannot be created
         // either (what exists is bound read-only above).
-        guard: facts.discovered.paths.clone(),
+        creation_guard: facts.discovered.paths.clone(),
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),

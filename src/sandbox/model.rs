@@ -39,7 +39,9 @@ pub(crate) struct Sandbox {
     /// The protected paths no call inside may create, existing or not
     /// (§4.8): the shim's supervisor refuses them (`crate::creation_guard`). Empty:
     /// no supervisor.
-    pub(crate) guard: Vec<PathBuf>,
+    // `guard` in `plan --json`, as before the field was named for its defence.
+    #[serde(rename = "guard")]
+    pub(crate) creation_guard: Vec<PathBuf>,
     /// What runs inside, after our shim.
     pub(crate) command: Program,
 }

@@ -23,7 +23,7 @@ const FD_JAIL_GATE: i32 = 209;
 const FD_DYNAMIC_BASE: i32 = 210;
 const FD_HOLDER_GATE: i32 = 199;
 const FD_PROXY_CHANNEL: i32 = 198;
-const FD_SHIM_GUARD: i32 = 197;
+const FD_SHIM_CREATION_GUARD: i32 = 197;
 
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
@@ -267,14 +267,14 @@ fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
     } else {
         OsString::from("-")
     };
-    let guard = if sb.guard.is_empty() {
+    let guard = if sb.creation_guard.is_empty() {
         OsString::from("-")
     } else {
         o.fds.push((
-            FD_SHIM_GUARD,
-            FdContent::Bytes(super::guard_list::encode(&sb.guard)),
+            FD_SHIM_CREATION_GUARD,
+            FdContent::Bytes(super::guard_list::encode(&sb.creation_guard)),
         ));
-        OsString::from(FD_SHIM_GUARD.to_string())
+        OsString::from(FD_SHIM_CREATION_GUARD.to_string())
     };
     o.push([
         OsString::from("--"),
@@ -326,7 +326,7 @@ mod tests {
                 program: vec![1, 2, 3],
             },
             network,
-            guard: vec!["/w/.envrc".into()],
+            creation_guard: vec!["/w/.envrc".into()],
             command: Program {
                 path: "/bin/true".into(),
                 args: vec!["-x".into()],

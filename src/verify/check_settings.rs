@@ -208,10 +208,10 @@ pub(super) fn check_managed_settings(o: &Observed) -> Outcome {
             in_effect.join(", ")
         ));
     }
-    let guard = text.contains(crate::plan::managed_settings::PROMPT_GATE_CMD);
+    let guard_hooks = text.contains(crate::plan::managed_settings::PROMPT_GATE_CMD);
     Ok(format!(
         "{path} read-only, without the lockdown{}",
-        if guard {
+        if guard_hooks {
             ", guard hooks kept"
         } else {
             ", no guard hooks"
