@@ -49,7 +49,6 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         home,
     } = crate::sys::user::identity().map_err(bad_input)?;
     let jailed = plan::jailed(cfg);
-    let facts_home = home.clone();
     let cwd = std::env::current_dir().map_err(|e| {
         bad_input(format!(
             "the current directory is not usable: {e}; cd into your project"
@@ -83,7 +82,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         crate::sys::files::read_text(Path::new(crate::sys::paths::MANAGED_SETTINGS)).ok();
     let session = session_id().to_string();
     let claude_traffic = if plan::egress(cfg) == crate::egress::policy::Egress::Allowlist {
-        claude_traffic(&facts_home)
+        claude_traffic(&home)
     } else {
         Default::default()
     };
@@ -123,14 +122,13 @@ fn workspace_facts(
     crate::plan::protect::Protected,
     Vec<crate::sandbox::RwBind>,
 ) {
-    let resolved: BTreeMap<PathBuf, Option<PathBuf>> = plan::rw_requests(cfg, cwd)
-        .into_iter()
-        .map(|p| {
-            let r = p.canonicalize().ok();
-            (p, r)
-        })
+    let requests = plan::rw_requests(cfg, cwd);
+    let resolved: BTreeMap<PathBuf, Option<PathBuf>> = requests
+        .iter()
+        .map(|p| (p.clone(), p.canonicalize().ok()))
         .collect();
-    let workspace = plan::rw_requests(cfg, cwd)
+    // The first request is the workspace.
+    let workspace = requests
         .first()
         .and_then(|ws| resolved.get(ws).cloned().flatten());
     let discovered = workspace
