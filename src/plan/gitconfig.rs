@@ -93,6 +93,22 @@ impl Entry {
     }
 }
 
+/// The names of the keys in config file `bytes` through which host git
+/// would run a command (or read more configuration, or choose a program),
+/// as `git config --list` names them. `Err` when git would not read the file
+/// at all or it cannot be read exactly as git does: callers refuse then
+/// (fail closed). The creation guard's content check and the tripwire both
+/// decide with this one function.
+#[allow(dead_code)] // the creation guard calls it (issue #22, in progress)
+pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    Ok(parse(text)?
+        .iter()
+        .filter(|e| e.runs_code())
+        .map(Entry::name)
+        .collect())
+}
+
 /// `core.*` keys git runs as a command (or a directory of hooks it runs).
 const RUNS_CORE: &[&str] = &[
     "fsmonitor",
