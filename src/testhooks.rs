@@ -44,6 +44,10 @@ pub(crate) enum Mutation {
     /// No creation guard: missing protected paths can be created inside.
     #[cfg(feature = "test-mutations")]
     Unguarded,
+    /// The creation guard without its git-directory rule (issue #22): set
+    /// in the sandbox's environment, read by the supervisor inside.
+    #[cfg(feature = "test-mutations")]
+    NoGitRule,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -97,6 +101,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
         Mutation::Unguarded => "unguarded",
+        Mutation::NoGitRule => "no-git-rule",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -180,6 +185,10 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
     }
     if active(Mutation::Unguarded) {
         sb.creation_guard.clear();
+    }
+    if active(Mutation::NoGitRule) {
+        sb.env
+            .push(("CLAUDE_SANDBOX_TEST_MUTATION".into(), "no-git-rule".into()));
     }
     if active(Mutation::HostState) {
         for m in &mut sb.mounts {

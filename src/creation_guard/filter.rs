@@ -46,6 +46,11 @@ pub(super) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
 
 /// `O_CREAT` (the same on every ABI here).
 const O_CREAT: u32 = 0o100;
+/// An `open` that writes: `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_TRUNC` (the
+/// same on every ABI here). The git rule (issue #22) refuses opening a git
+/// directory's `config` or a hook for writing, so these are the
+/// supervisor's too.
+const O_WRITES: u32 = 0o1 | 0o2 | O_CREAT | 0o1000;
 /// `O_PATH` (the same on every ABI here): the kernel drops `O_CREAT` beside
 /// it, so such an `open` creates nothing and is not the supervisor's (which
 /// could not hand an `O_PATH` descriptor over anyway: `ADDFD` refuses it).
@@ -68,8 +73,8 @@ enum GuardRule {
 
 fn guard_rule(name: &str) -> GuardRule {
     match name {
-        "open" => GuardRule::NotifyIfAny(1, O_CREAT),
-        "openat" => GuardRule::NotifyIfAny(2, O_CREAT),
+        "open" => GuardRule::NotifyIfAny(1, O_WRITES),
+        "openat" => GuardRule::NotifyIfAny(2, O_WRITES),
         "unlinkat" => GuardRule::NotifyIfAny(2, AT_REMOVEDIR),
         // Its flags are in memory, out of the filter's reach, and the
         // supervisor would have to honour its RESOLVE_* rules: libcs never
@@ -137,8 +142,8 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
         a.bind(l);
         a.load(off_arg(i));
         let (yes, no) = (a.label(), a.label());
-        if mask == O_CREAT {
-            // O_PATH drops O_CREAT: nothing to create.
+        if mask & O_CREAT != 0 {
+            // O_PATH drops every other flag: nothing to create or write.
             a.jump(BPF_JSET_K, O_PATH, Some(no), None);
         }
         a.jump(BPF_JSET_K, mask, Some(yes), None);
@@ -226,8 +231,22 @@ mod tests {
                         Some(NOTIFY),
                         "{abi:?}"
                     );
+                    // Opens that write are the supervisor's too (the git
+                    // rule); reading ones, and O_PATH ones, are not.
+                    for writes in [1, 2, 0o1000] {
+                        assert_eq!(
+                            run1("openat", [0, 0, writes, 0, 0, 0]),
+                            Some(NOTIFY),
+                            "{abi:?} {writes:o}"
+                        );
+                        assert_eq!(
+                            run1("openat", [0, 0, writes | u64::from(O_PATH), 0, 0, 0]),
+                            Some(RET_ALLOW),
+                            "{abi:?} {writes:o}"
+                        );
+                    }
                     assert_eq!(
-                        run1("openat", [0, 0, 2, 0, 0, 0]),
+                        run1("openat", [0, 0, 0o4000 | 0o200000, 0, 0, 0]),
                         Some(RET_ALLOW),
                         "{abi:?}"
                     );

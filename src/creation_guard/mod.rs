@@ -2,11 +2,15 @@
 //!
 //! PROMISES. A protected workspace path that does not exist at launch cannot
 //! be created from inside either, and the user's repository gets no
-//! placeholder for it.
+//! placeholder for it. And by rule, wherever it is and whenever it came to
+//! be (`gitrule.rs`, issue #22): nothing is planted in a git directory that
+//! host git would run — no hook, no `config` key that runs a command, no
+//! pointer out of it — and no git directory comes to be with one.
 //!
 //! The shim, the first program inside the sandbox, forks. The child loads a
 //! seccomp filter (`filter.rs`) that hands every creating syscall — `open`/
-//! `openat` with `O_CREAT`, `creat`, `mkdir`, `mknod`, `symlink`, `link`,
+//! `openat` with `O_CREAT` (or any flag that writes: the git rule refuses
+//! opening a git directory's `config` or hook for writing), `creat`, `mkdir`, `mknod`, `symlink`, `link`,
 //! `rename`, `rmdir` and their `*at` forms — to the listener, sends the
 //! listener to the parent, and execs the real binary; everything it starts
 //! inherits the filter. The parent becomes the **supervisor**: for each call
@@ -29,8 +33,9 @@
 //! inside fails (`ENOSYS`): closed, never open.
 //!
 //! May import: `sys` (fd passing, `/proc` status fields), `error` (exit
-//! codes), `sandbox` (the guard list's encoding) and `seccomp` (its
-//! assembler and ABI table, which the guard's filter is built with).
+//! codes), `sandbox` (the guard list's encoding), `seccomp` (its
+//! assembler and ABI table, which the guard's filter is built with) and
+//! `plan::gitconfig` (the one reading of git config the rule decides with).
 //!
 //! Exports: one entry, what the shim (`launch::shim`) runs when there are
 //! protected paths: [`guarded`] reads them from the shim's fd, forks, and
@@ -43,11 +48,13 @@
 //! (the protected names), `calls.rs` (a notification decoded), `proc.rs`
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
-//! `open`), `open.rs` (`open(O_CREAT)`).
+//! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
+//! (git directories by rule).
 
 mod calls;
 mod filter;
 mod fork;
+mod gitrule;
 mod open;
 mod proc;
 mod resolve;

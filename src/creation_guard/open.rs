@@ -9,9 +9,14 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::libc;
 
+use super::gitrule::{How, Verdict};
 use super::proc::{read_path, Caller, ProcOwner};
 use super::resolve::{locate_from, openat, Errno, Loc};
 use super::serve::{respond, Reply, Supervisor};
+
+/// The `open` flags that write (or truncate): such an open is the
+/// supervisor's even without `O_CREAT` (the filter sends it).
+pub(super) const WRITES: i32 = libc::O_WRONLY | libc::O_RDWR | libc::O_TRUNC | libc::O_CREAT;
 
 /// Where one step of [`Supervisor::open`] ended.
 enum Step {
@@ -52,11 +57,22 @@ impl Supervisor {
         let dir = loc.dir.fd.as_raw_fd();
         let cname = loc.cname();
         if loc.dir.on_procfs() {
-            return open_in_proc(c, &loc, &cname, flags, mode);
+            return self.open_in_proc(c, &loc, &cname, flags, mode);
         }
         if self.table.protects(&loc.dir, &loc.name) {
             return self.open_protected(&loc, &cname, flags, mode);
         }
+        let how = if flags & libc::O_CREAT != 0 {
+            How::File
+        } else {
+            How::Write
+        };
+        // Held until the call is done (a FIFO's wait is in its own thread,
+        // without it).
+        let _held = match self.git.judge(&loc.dir, &loc.name, how) {
+            Verdict::Refused | Verdict::Config(_) => return Ok(Step::Answered(self.refuse(&loc))),
+            held => held,
+        };
         let follow = flags & (libc::O_EXCL | libc::O_NOFOLLOW) == 0;
         let f = if follow {
             flags | libc::O_NOFOLLOW
@@ -70,6 +86,43 @@ impl Supervisor {
         match open_or_create(c, dir, &cname, f, mode) {
             Err(libc::ELOOP) if follow => follow_link(c, loc).map(Step::Follow),
             other => other.map(Step::Opened),
+        }
+    }
+
+    /// Nothing is created in /proc; its links (fd/N, cwd) lead to existing
+    /// objects. But only the caller's own entries are opened for it, never
+    /// the supervisor's or another process's; and one opened for writing is
+    /// opened first as `O_PATH` and reopened through that descriptor once
+    /// the git rule has seen what it is (a caller's `fd/N` may be its
+    /// read-only descriptor of a git directory's `config`).
+    fn open_in_proc(
+        &self,
+        c: &Caller,
+        loc: &Loc,
+        cname: &CString,
+        flags: i32,
+        mode: u32,
+    ) -> Result<Step, Errno> {
+        let dir = loc.dir.fd.as_raw_fd();
+        match c.proc_owner(&loc.dir) {
+            ProcOwner::Caller | ProcOwner::System if flags & WRITES != 0 => {
+                let obj = openat(dir, cname.as_bytes(), libc::O_PATH, 0)?;
+                if self.protects_object(&obj) {
+                    return Ok(Step::Answered(self.refuse(loc)));
+                }
+                let via = format!("/proc/self/fd/{}", obj.as_raw_fd());
+                openat(libc::AT_FDCWD, via.as_bytes(), flags & !libc::O_CREAT, mode)
+                    .map(Step::Opened)
+            }
+            ProcOwner::Caller | ProcOwner::System => {
+                openat(dir, cname.as_bytes(), flags, mode).map(Step::Opened)
+            }
+            ProcOwner::Supervisor(mut p) => {
+                p.push(b'/');
+                p.extend_from_slice(cname.as_bytes());
+                locate_from(None, &p).map(Step::Follow)
+            }
+            ProcOwner::Other => Err(libc::EACCES),
         }
     }
 
@@ -89,6 +142,9 @@ impl Supervisor {
             nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
         )
         .is_ok();
+        if !exists && flags & libc::O_CREAT == 0 {
+            return Err(libc::ENOENT);
+        }
         if !exists {
             return Ok(Step::Answered(self.refuse(loc)));
         }
@@ -96,29 +152,6 @@ impl Supervisor {
             return Err(libc::EEXIST);
         }
         openat(dir, cname.as_bytes(), flags & !libc::O_CREAT, mode).map(Step::Opened)
-    }
-}
-
-/// Nothing is created in /proc; its links (fd/N, cwd) lead to existing
-/// objects. But only the caller's own entries are opened for it, never the
-/// supervisor's or another process's.
-fn open_in_proc(
-    c: &Caller,
-    loc: &Loc,
-    cname: &CString,
-    flags: i32,
-    mode: u32,
-) -> Result<Step, Errno> {
-    match c.proc_owner(&loc.dir) {
-        ProcOwner::Caller | ProcOwner::System => {
-            openat(loc.dir.fd.as_raw_fd(), cname.as_bytes(), flags, mode).map(Step::Opened)
-        }
-        ProcOwner::Supervisor(mut p) => {
-            p.push(b'/');
-            p.extend_from_slice(cname.as_bytes());
-            locate_from(None, &p).map(Step::Follow)
-        }
-        ProcOwner::Other => Err(libc::EACCES),
     }
 }
 
@@ -146,6 +179,9 @@ fn open_or_create(
     flags: i32,
     mode: u32,
 ) -> Result<OwnedFd, Errno> {
+    if flags & libc::O_CREAT == 0 && flags & libc::O_TMPFILE != libc::O_TMPFILE {
+        return openat(dir, name.as_bytes(), flags, mode);
+    }
     let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
         openat(dir, name.as_bytes(), flags & !libc::O_CREAT, mode)
     } else {

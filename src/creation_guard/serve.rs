@@ -4,14 +4,16 @@
 //! answer (a new descriptor placed in the caller with `ADDFD`).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::Mutex;
 
 use nix::libc;
 
 use super::calls::{decode, Call};
 use super::filter::{create_syscall, AT_REMOVEDIR};
+use super::gitrule::{GitRule, How, Verdict};
 use super::proc::{read_path, Caller, ProcView};
-use super::resolve::{check, cstr, last_errno, Errno, Loc};
+use super::resolve::{check, cstr, last_errno, openat, Errno, Loc};
 use super::table::Table;
 
 /// What the caller gets back.
@@ -29,6 +31,8 @@ pub(super) enum Reply {
 /// The supervisor's state shared by its threads.
 pub(super) struct Supervisor {
     pub(super) table: Table,
+    /// Git directories by rule, wherever they are.
+    pub(super) git: GitRule,
     proc_view: ProcView,
     /// Protected paths a call tried to create, for the line at exit.
     refused: Mutex<Vec<String>>,
@@ -37,6 +41,7 @@ pub(super) struct Supervisor {
 impl Supervisor {
     pub(crate) fn new(table: Table) -> Supervisor {
         Supervisor {
+            git: GitRule::new(table.workspace.clone()),
             table,
             proc_view: ProcView::here(),
             refused: Mutex::new(Vec::new()),
@@ -106,7 +111,7 @@ impl Supervisor {
                 flags,
                 mode,
             } => return self.open(c, dirfd, path, flags, mode),
-            Call::Mkdir { dirfd, path, mode } => self.create(c, dirfd, path, |loc| {
+            Call::Mkdir { dirfd, path, mode } => self.create(c, dirfd, path, How::Mkdir, |loc| {
                 // SAFETY: valid fd and C string.
                 check(unsafe { libc::mkdirat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), mode) })
             }),
@@ -115,7 +120,7 @@ impl Supervisor {
                 path,
                 mode,
                 dev,
-            } => self.create(c, dirfd, path, |loc| {
+            } => self.create(c, dirfd, path, How::File, |loc| {
                 // SAFETY: valid fd and C string.
                 check(unsafe {
                     libc::mknodat(
@@ -135,7 +140,7 @@ impl Supervisor {
                     Ok(t) => t,
                     Err(e) => return Reply::Err(e),
                 };
-                self.create(c, dirfd, path, |loc| {
+                self.create(c, dirfd, path, How::Symlink, |loc| {
                     // SAFETY: valid fd and C strings.
                     check(unsafe {
                         libc::symlinkat(
@@ -174,6 +179,7 @@ impl Supervisor {
         c: &Caller,
         dirfd: i32,
         path: u64,
+        how: How,
         op: impl FnOnce(&Loc) -> Result<i64, Errno>,
     ) -> Result<i64, Reply> {
         let path = read_path(c.pid, path).map_err(Reply::Err)?;
@@ -182,6 +188,10 @@ impl Supervisor {
         if self.table.protects(&loc.dir, &loc.name) {
             return Err(self.refuse(&loc));
         }
+        let _held = match self.git.judge(&loc.dir, &loc.name, how) {
+            Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&loc)),
+            held => held,
+        };
         // SAFETY: umask only sets this thread's (unshared) mask.
         unsafe { libc::umask(umask) };
         op(&loc).map_err(Reply::Err)
@@ -202,6 +212,10 @@ impl Supervisor {
         if self.table.protects(&to.dir, &to.name) {
             return Err(self.refuse(&to));
         }
+        let _held = match self.git.judge(&to.dir, &to.name, How::File) {
+            Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&to)),
+            held => held,
+        };
         // The source names an existing object; the kernel resolves it for
         // us, from the caller's directory.
         let (from_dir, from, flags) = if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
@@ -214,8 +228,15 @@ impl Supervisor {
             c.still_valid().map_err(Reply::Err)?;
             (start, old, flags)
         };
+        let (_obj, from) = self.link_source(from_dir, from, flags).map_err(|e| {
+            if e == libc::EPERM {
+                self.refuse(&to)
+            } else {
+                Reply::Err(e)
+            }
+        })?;
         let from = cstr(&from).map_err(Reply::Err)?;
-        let base = from_dir.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd());
+        let (base, flags) = (libc::AT_FDCWD, libc::AT_SYMLINK_FOLLOW);
         // SAFETY: valid fds and C strings.
         check(unsafe {
             libc::linkat(
@@ -227,6 +248,59 @@ impl Supervisor {
             )
         })
         .map_err(Reply::Err)
+    }
+
+    /// The source of a `link`, opened (`O_PATH`) as the kernel would
+    /// resolve it and linked through that descriptor, so what is checked is
+    /// what is linked: refused (`EPERM`) when it is a file the git rule
+    /// protects, whose second name could be opened for writing.
+    fn link_source(
+        &self,
+        from_dir: Option<OwnedFd>,
+        from: Vec<u8>,
+        flags: i32,
+    ) -> Result<(OwnedFd, Vec<u8>), Errno> {
+        let base = from_dir.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd());
+        let nofollow = if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+            0
+        } else {
+            libc::O_NOFOLLOW
+        };
+        let obj = openat(base, &from, libc::O_PATH | nofollow, 0)?;
+        if self.protects_object(&obj) {
+            return Err(libc::EPERM);
+        }
+        let via = format!("/proc/self/fd/{}", obj.as_raw_fd()).into_bytes();
+        Ok((obj, via))
+    }
+
+    /// Whether the opened object `obj` is a file the git rule protects,
+    /// found by the name it was opened under (a regular file whose name no
+    /// longer leads to it is taken as protected: closed, never open).
+    pub(super) fn protects_object(&self, obj: &OwnedFd) -> bool {
+        let Ok(st) = nix::sys::stat::fstat(obj.as_raw_fd()) else {
+            return true;
+        };
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return false;
+        }
+        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", obj.as_raw_fd())) else {
+            return true;
+        };
+        let path = path.into_os_string().into_vec();
+        if !path.starts_with(b"/") || path.ends_with(b" (deleted)") {
+            return false;
+        }
+        let Ok(loc) = super::resolve::locate_from(None, &path) else {
+            return true;
+        };
+        let same = nix::sys::stat::fstatat(
+            Some(loc.dir.fd.as_raw_fd()),
+            std::ffi::OsStr::from_bytes(&loc.name),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .is_ok_and(|s| (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino));
+        !same || self.git.protects_file(&loc.dir, &loc.name)
     }
 
     fn rename(
@@ -255,6 +329,44 @@ impl Supervisor {
         if self.table.is_protected_dir(&to.dir, &to.name) {
             return Err(self.refuse(&to));
         }
+        let held = self.git.judge(&to.dir, &to.name, How::Rename);
+        if let Verdict::Config(_) = held {
+            if exchange {
+                return Err(self.refuse(&to));
+            }
+            let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+            return self
+                .git
+                .rename_config(
+                    from.dir.fd.as_raw_fd(),
+                    &from.name,
+                    to.dir.fd.as_raw_fd(),
+                    noreplace,
+                )
+                .map_err(|e| {
+                    if e == libc::EPERM {
+                        self.refuse(&to)
+                    } else {
+                        Reply::Err(e)
+                    }
+                });
+        }
+        if let Verdict::Refused = held {
+            return Err(self.refuse(&to));
+        }
+        // An exchange moves both names: git never makes one of its names so.
+        if exchange {
+            if !matches!(held, Verdict::Free) {
+                return Err(self.refuse(&to));
+            }
+            if !matches!(
+                self.git.judge(&from.dir, &from.name, How::Rename),
+                Verdict::Free
+            ) {
+                return Err(self.refuse(&from));
+            }
+        }
+        let _held = held;
         // SAFETY: valid fds and C strings.
         let r = unsafe {
             libc::syscall(

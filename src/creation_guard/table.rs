@@ -30,13 +30,23 @@ pub(super) struct Table {
     /// Whether to match by path too: some parent is on overlayfs (whose
     /// directory inode numbers may change on copy-up) or was missing.
     match_paths: bool,
+    /// The workspace, as the plan names it: the parent of the list's first
+    /// path, the workspace's `HEAD` (`plan::protect` lists it first).
+    pub(super) workspace: Option<Vec<u8>>,
 }
 
 impl Table {
     /// The table of `paths` (the protected paths, existing or not), as
     /// seen from where this runs (inside: the same paths as planned).
     pub(super) fn new(paths: &[PathBuf]) -> Table {
-        let mut t = Table::default();
+        let mut t = Table {
+            workspace: paths
+                .first()
+                .filter(|p| p.file_name() == Some(OsStr::new("HEAD")))
+                .and_then(|p| p.parent())
+                .map(|w| w.as_os_str().as_bytes().to_vec()),
+            ..Table::default()
+        };
         for p in paths {
             let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
                 continue;

@@ -99,7 +99,6 @@ impl Entry {
 /// at all or it cannot be read exactly as git does: callers refuse then
 /// (fail closed). The creation guard's content check and the tripwire both
 /// decide with this one function.
-#[allow(dead_code)] // the creation guard calls it (issue #22, in progress)
 pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
     Ok(parse(text)?
@@ -107,6 +106,21 @@ pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
         .filter(|e| e.runs_code())
         .map(Entry::name)
         .collect())
+}
+
+/// Every value of key `name` (`section.key` or `section.sub.key`, as
+/// [`command_keys`] names it) in config file `bytes`, in order; none when
+/// the file cannot be read.
+pub(crate) fn values(bytes: &[u8], name: &str) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    parse(text)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.name() == name)
+        .map(|e| e.value.unwrap_or_default())
+        .collect()
 }
 
 /// `core.*` keys git runs as a command (or a directory of hooks it runs).
@@ -118,6 +132,7 @@ const RUNS_CORE: &[&str] = &[
     "hookspath",
     "askpass",
     "gitproxy",
+    "worktree",
 ];
 
 /// Every entry of a git config file, in order, as git reads it: `#` and `;`

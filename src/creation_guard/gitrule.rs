@@ -1,0 +1,645 @@
+//! Git directories by rule (issue #22, docs/decisions/0010): whatever looks
+//! like a git directory to host git is protected from the moment it does,
+//! wherever it is, whether it existed at launch or not.
+//!
+//! A directory is *git-like* when it holds a `HEAD`, a `commondir`, or both
+//! `objects` and `refs`: exactly what git's own `is_git_directory` needs
+//! before it reads a directory's `config` (a `HEAD`, and `objects` and `refs`
+//! here or in the common directory). In a git-like directory:
+//! - `config` is created or replaced only by a rename (git's lock-file
+//!   commit), and only when the new content sets no key that runs a command
+//!   ([`crate::plan::gitconfig::command_keys`]); the supervisor writes a copy
+//!   of the content it checked and renames that into place, so a descriptor
+//!   or hard link the caller kept to the checked file never reaches the new
+//!   `config`. Opening `config` for writing is refused.
+//! - `hooks/` takes only `*.sample` names (git never runs those); `hooks` and
+//!   `info` may be made only by `mkdir`; `info/attributes`, `info/grafts`,
+//!   `objects/info/alternates` and `config.worktree` cannot be made;
+//!   `commondir` and `gitdir` only in a linked worktree's administrative
+//!   directory (`worktrees/ID/`), where `git worktree add` writes them.
+//! - a protected file cannot be given a second name (`link`), which could
+//!   then be opened for writing.
+//!
+//! A directory *becomes* git-like only by a call the supervisor serves (a
+//! `HEAD` or `commondir` made in it, or the second of `objects` and `refs`).
+//! That call is the *completion*: before it, the directory's `config`,
+//! `hooks/`, `info/`, `objects/info/` and pointers are checked as above (and
+//! `config` replaced by the checked copy); anything planted before is a
+//! refusal of the completion. Completions run alone (a write lock); every
+//! call on a name the rule cares about holds the read lock while it is
+//! decided and performed, so nothing slips in between a completion's check
+//! and its call. Calls on other names take no lock.
+
+use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use nix::fcntl::AtFlags;
+use nix::libc;
+
+use super::resolve::{cstr, join, last_errno, openat, Dir, Errno};
+
+/// How a call gives its name to something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum How {
+    /// `mkdir`.
+    Mkdir,
+    /// A new file: `open(O_CREAT)`, `mknod`, `link`.
+    File,
+    /// `symlink`.
+    Symlink,
+    /// `rename` onto it (or an exchange with it).
+    Rename,
+    /// An existing name opened for writing.
+    Write,
+}
+
+/// Names inside a git directory that the rule decides on.
+const GITDIR_NAMES: &[&[u8]] = &[
+    b"config",
+    b"config.worktree",
+    b"commondir",
+    b"gitdir",
+    b"hooks",
+    b"info",
+    b"HEAD",
+    b"objects",
+    b"refs",
+];
+/// Names in `info/` (or `objects/info/`) of a git directory that cannot be
+/// made: attributes name filter and diff drivers, grafts rewrite history,
+/// alternates read objects from another directory.
+const INFO_NAMES: &[&[u8]] = &[b"attributes", b"grafts", b"alternates", b"http-alternates"];
+/// Files a rule-protected name may not be linked from.
+const PROTECTED_FILES: &[&[u8]] = &[b"config", b"config.worktree", b"commondir", b"gitdir"];
+/// The largest `config` the rule reads; a larger one is refused.
+const MAX_CONFIG: u64 = 1 << 20;
+
+/// What the rule says of a call.
+pub(super) enum Verdict<'a> {
+    /// Not the rule's concern: go on, no lock.
+    Free,
+    /// Allowed while this is held: perform the call, then drop it.
+    Held(#[allow(dead_code)] Hold<'a>),
+    /// `config` renamed into a git directory: performed by
+    /// [`GitRule::rename_config`] while this is held.
+    Config(#[allow(dead_code)] Hold<'a>),
+    /// Refused (`EPERM`).
+    Refused,
+}
+
+/// The lock a call holds while it is performed.
+pub(super) enum Hold<'a> {
+    #[allow(dead_code)] // held, never read
+    Read(RwLockReadGuard<'a, ()>),
+    #[allow(dead_code)] // held, never read
+    Write(RwLockWriteGuard<'a, ()>),
+}
+
+/// The rule's state: its lock, and the workspace (where a `core.worktree`
+/// may lead).
+pub(super) struct GitRule {
+    lock: RwLock<()>,
+    workspace: Option<Vec<u8>>,
+    /// Off only in the test mutation `no-git-rule`.
+    off: bool,
+}
+
+impl GitRule {
+    pub(super) fn new(workspace: Option<Vec<u8>>) -> GitRule {
+        #[cfg(feature = "test-mutations")]
+        let off = crate::testhooks::active(crate::testhooks::Mutation::NoGitRule);
+        #[cfg(not(feature = "test-mutations"))]
+        let off = false;
+        GitRule {
+            lock: RwLock::new(()),
+            workspace,
+            off,
+        }
+    }
+
+    fn read(&self) -> Hold<'_> {
+        Hold::Read(self.lock.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn write(&self) -> Hold<'_> {
+        Hold::Write(self.lock.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether `name` may be given in `dir` by `how`.
+    pub(super) fn judge(&self, dir: &Dir, name: &[u8], how: How) -> Verdict<'_> {
+        if self.off {
+            return Verdict::Free;
+        }
+        let sensitive = GITDIR_NAMES.contains(&name);
+        let in_hooks = !name.ends_with(b".sample") && is_named(dir, b"hooks");
+        let in_info = INFO_NAMES.contains(&name) && is_named(dir, b"info");
+        if !sensitive && !in_hooks && !in_info {
+            return Verdict::Free;
+        }
+        let hold = self.read();
+        if in_hooks && gitlike_at(dir.fd.as_raw_fd(), b"..") {
+            return Verdict::Refused;
+        }
+        if in_info && info_of_gitdir(dir) {
+            return Verdict::Refused;
+        }
+        if !sensitive {
+            return Verdict::Held(hold);
+        }
+        drop(hold);
+        self.judge_gitdir_name(dir, name, how)
+    }
+
+    /// A name of [`GITDIR_NAMES`] in `dir`.
+    fn judge_gitdir_name(&self, dir: &Dir, name: &[u8], how: How) -> Verdict<'_> {
+        let hold = self.read();
+        let fd = dir.fd.as_raw_fd();
+        let gitlike = gitlike_at(fd, b".");
+        let refused = match name {
+            b"config" if gitlike => {
+                return if how == How::Rename {
+                    Verdict::Config(hold)
+                } else {
+                    Verdict::Refused
+                }
+            }
+            b"config.worktree" => gitlike,
+            b"hooks" | b"info" => gitlike && how != How::Mkdir,
+            b"commondir" | b"gitdir" if worktree_admin(fd) => false,
+            b"commondir" => true,
+            b"gitdir" => gitlike,
+            b"objects" | b"refs" if gitlike => matches!(how, How::Symlink | How::Rename),
+            _ => false,
+        };
+        if refused {
+            return Verdict::Refused;
+        }
+        if gitlike || !self.completes(fd, name) {
+            return Verdict::Held(hold);
+        }
+        // This call makes `dir` a git directory: check it alone.
+        drop(hold);
+        let hold = self.write();
+        if gitlike_at(fd, b".") || self.complete(fd) {
+            Verdict::Held(hold)
+        } else {
+            Verdict::Refused
+        }
+    }
+
+    /// Whether making `name` in the (not git-like) directory `fd` makes it
+    /// git-like.
+    fn completes(&self, fd: RawFd, name: &[u8]) -> bool {
+        match name {
+            b"HEAD" | b"commondir" => true,
+            b"objects" => exists(fd, b"refs"),
+            b"refs" => exists(fd, b"objects"),
+            _ => false,
+        }
+    }
+
+    /// Check the directory `fd`, about to become git-like: true when
+    /// nothing in it would run a command on the host (its `config` then
+    /// replaced by the checked copy).
+    fn complete(&self, fd: RawFd) -> bool {
+        let only_dir = |name: &[u8]| match kind(fd, name) {
+            None => true,
+            Some(k) => k == libc::S_IFDIR,
+        };
+        let absent = |name: &[u8]| kind(fd, name).is_none();
+        let entries_ok = |dir: &[u8], ok: &dyn Fn(&[u8]) -> bool| {
+            entries(fd, dir).is_some_and(|names| names.iter().all(|n| ok(n)))
+        };
+        only_dir(b"hooks")
+            && only_dir(b"info")
+            && only_dir(b"objects")
+            && only_dir(b"refs")
+            && (absent(b"hooks") || entries_ok(b"hooks", &|n| n.ends_with(b".sample")))
+            && (absent(b"info") || entries_ok(b"info", &|n| !INFO_NAMES.contains(&n)))
+            && (kind(fd, b"objects/info").is_none()
+                || entries_ok(b"objects/info", &|n| !INFO_NAMES.contains(&n)))
+            && absent(b"config.worktree")
+            && ((absent(b"commondir") && absent(b"gitdir")) || worktree_admin(fd))
+            && self.recheck_config(fd)
+    }
+
+    /// `config` in `fd`: absent, or a regular file whose content is safe,
+    /// then replaced by a copy of what was checked.
+    fn recheck_config(&self, fd: RawFd) -> bool {
+        match kind(fd, b"config") {
+            None => true,
+            Some(libc::S_IFREG) => match read_config(fd, b"config") {
+                Some((bytes, mode)) => {
+                    self.config_is_safe(fd, &bytes) && replace_config(fd, &bytes, mode).is_ok()
+                }
+                None => false,
+            },
+            Some(_) => false,
+        }
+    }
+
+    /// Whether `bytes`, as git reads them, set no key that runs a command
+    /// (a `core.worktree` inside the workspace, as `git submodule` writes,
+    /// is not one).
+    fn config_is_safe(&self, dir: RawFd, bytes: &[u8]) -> bool {
+        let Ok(keys) = crate::plan::gitconfig::command_keys(bytes) else {
+            return false;
+        };
+        keys.iter()
+            .all(|k| k == "core.worktree" && self.worktree_inside(dir, bytes))
+    }
+
+    /// Every `core.worktree` in `bytes`, read from the git directory `dir`,
+    /// leads inside the workspace (lexically: `..` cannot climb out).
+    fn worktree_inside(&self, dir: RawFd, bytes: &[u8]) -> bool {
+        let Some(ws) = &self.workspace else {
+            return false;
+        };
+        let here = Dir::new(match dup(dir) {
+            Some(fd) => fd,
+            None => return false,
+        })
+        .path();
+        let values = crate::plan::gitconfig::values(bytes, "core.worktree");
+        !values.is_empty()
+            && values
+                .iter()
+                .all(|v| inside(ws, &lexical(&here, v.as_bytes())))
+    }
+
+    /// `rename(from → dir/config)` in a git directory: the source's content
+    /// checked, a copy of it renamed into place, the source removed.
+    pub(super) fn rename_config(
+        &self,
+        from_dir: RawFd,
+        from: &[u8],
+        dir: RawFd,
+        noreplace: bool,
+    ) -> Result<i64, Errno> {
+        if noreplace && exists(dir, b"config") {
+            return Err(libc::EEXIST);
+        }
+        let (bytes, mode) = read_config(from_dir, from).ok_or(libc::EPERM)?;
+        if !self.config_is_safe(dir, &bytes) {
+            return Err(libc::EPERM);
+        }
+        replace_config(dir, &bytes, mode)?;
+        let c = cstr(from)?;
+        // SAFETY: valid fd and C string.
+        unsafe { libc::unlinkat(from_dir, c.as_ptr(), 0) };
+        Ok(0)
+    }
+
+    /// Whether `name` in `dir` is a file the rule protects (so it may not
+    /// be given a second name).
+    pub(super) fn protects_file(&self, dir: &Dir, name: &[u8]) -> bool {
+        if self.off {
+            return false;
+        }
+        let fd = dir.fd.as_raw_fd();
+        (PROTECTED_FILES.contains(&name) && gitlike_at(fd, b"."))
+            || (!name.ends_with(b".sample") && is_named(dir, b"hooks") && gitlike_at(fd, b".."))
+    }
+}
+
+/// The file type of `name` in `dir` (not following a last symlink).
+fn kind(dir: RawFd, name: &[u8]) -> Option<libc::mode_t> {
+    nix::sys::stat::fstatat(
+        Some(dir),
+        OsStr::from_bytes(name),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()
+    .map(|st| st.st_mode & libc::S_IFMT)
+}
+
+fn exists(dir: RawFd, name: &[u8]) -> bool {
+    kind(dir, name).is_some()
+}
+
+/// Whether `at` (a path from `dir`: `.` or `..`) is git-like.
+fn gitlike_at(dir: RawFd, at: &[u8]) -> bool {
+    let p = |n: &[u8]| join(at, n);
+    exists(dir, &p(b"HEAD"))
+        || exists(dir, &p(b"commondir"))
+        || (exists(dir, &p(b"objects")) && exists(dir, &p(b"refs")))
+}
+
+/// Whether `dir` is the entry `name` of its parent (one `stat`: the
+/// common answer is that the parent has no such entry).
+fn is_named(dir: &Dir, name: &[u8]) -> bool {
+    let Some(key) = dir.key else {
+        return false;
+    };
+    nix::sys::stat::fstatat(
+        Some(dir.fd.as_raw_fd()),
+        OsStr::from_bytes(&join(b"..", name)),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .is_ok_and(|st| (st.st_dev, st.st_ino) == key)
+}
+
+/// Whether `dir` (named `info`) is a git directory's `info/` or
+/// `objects/info/`.
+fn info_of_gitdir(dir: &Dir) -> bool {
+    let fd = dir.fd.as_raw_fd();
+    if gitlike_at(fd, b"..") {
+        return true;
+    }
+    let parent = nix::sys::stat::fstatat(Some(fd), "..", AtFlags::empty());
+    let objects = nix::sys::stat::fstatat(Some(fd), "../../objects", AtFlags::AT_SYMLINK_NOFOLLOW);
+    matches!((parent, objects), (Ok(p), Ok(o)) if (p.st_dev, p.st_ino) == (o.st_dev, o.st_ino))
+        && gitlike_at(fd, b"../..")
+}
+
+/// Whether the directory `fd` is a linked worktree's administrative
+/// directory: `GITDIR/worktrees/ID`.
+fn worktree_admin(fd: RawFd) -> bool {
+    let parent = nix::sys::stat::fstatat(Some(fd), "..", AtFlags::empty());
+    let named = nix::sys::stat::fstatat(Some(fd), "../../worktrees", AtFlags::AT_SYMLINK_NOFOLLOW);
+    matches!((parent, named), (Ok(p), Ok(w)) if (p.st_dev, p.st_ino) == (w.st_dev, w.st_ino))
+        && gitlike_at(fd, b"../..")
+}
+
+/// The names in `dir/sub` (None when it cannot be read: refused).
+fn entries(dir: RawFd, sub: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let fd = openat(
+        dir,
+        sub,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        0,
+    )
+    .ok()?;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()? {
+        out.push(e.ok()?.file_name().into_vec());
+    }
+    Some(out)
+}
+
+/// A regular file's content (at most [`MAX_CONFIG`] bytes) and mode.
+fn read_config(dir: RawFd, name: &[u8]) -> Option<(Vec<u8>, u32)> {
+    use std::io::Read;
+    let fd = openat(
+        dir,
+        name,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        0,
+    )
+    .ok()?;
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 > MAX_CONFIG {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_CONFIG + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_CONFIG).then_some((bytes, st.st_mode & 0o777))
+}
+
+/// Write `bytes` to a new file in `dir` and rename it onto `config`: the
+/// new `config` is an inode nobody inside holds.
+fn replace_config(dir: RawFd, bytes: &[u8], mode: u32) -> Result<(), Errno> {
+    use std::io::Write;
+    // SAFETY: gettid takes no arguments.
+    let tmp = format!("config.guard-{}", unsafe { libc::gettid() });
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let fd = openat(dir, tmp.as_bytes(), flags, 0o600)?;
+    let ctmp = cstr(tmp.as_bytes())?;
+    let undo = || {
+        // SAFETY: valid fd and C string.
+        unsafe { libc::unlinkat(dir, ctmp.as_ptr(), 0) };
+    };
+    // SAFETY: fchmod on a descriptor this thread holds.
+    let written = unsafe { libc::fchmod(fd.as_raw_fd(), mode) } == 0
+        && std::fs::File::from(fd).write_all(bytes).is_ok();
+    if !written {
+        undo();
+        return Err(libc::EIO);
+    }
+    // SAFETY: valid fds and C strings.
+    let r = unsafe { libc::renameat(dir, ctmp.as_ptr(), dir, c"config".as_ptr()) };
+    if r < 0 {
+        let e = last_errno();
+        undo();
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn dup(fd: RawFd) -> Option<OwnedFd> {
+    // SAFETY: dup of a descriptor this process holds.
+    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    // SAFETY: the kernel just returned this descriptor.
+    (d >= 0).then(|| unsafe { OwnedFd::from_raw_fd(d) })
+}
+
+/// `value` read from directory `base` (absolute, or relative to it), with
+/// `.` and `..` taken lexically.
+fn lexical(base: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let whole = if value.starts_with(b"/") {
+        value.to_vec()
+    } else {
+        join(base, value)
+    };
+    for c in whole.split(|b| *b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = Vec::new();
+    for p in parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Whether `path` is `root` or below it.
+fn inside(root: &[u8], path: &[u8]) -> bool {
+    let root = root.strip_suffix(b"/").unwrap_or(root);
+    path == root || (path.starts_with(root) && path.get(root.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::creation_guard::resolve::tests::{dir, tmp};
+    use std::fs;
+
+    fn rule(ws: &std::path::Path) -> GitRule {
+        GitRule::new(Some(ws.as_os_str().as_bytes().to_vec()))
+    }
+
+    fn allowed(v: Verdict<'_>) -> bool {
+        !matches!(v, Verdict::Refused)
+    }
+
+    #[test]
+    fn a_plain_directory_is_not_the_rules() {
+        let ws = tmp("gitrule-plain");
+        fs::create_dir_all(ws.join("src/hooks")).unwrap();
+        fs::write(ws.join("src/config"), "not git at all: [").unwrap();
+        let r = rule(&ws);
+        assert!(matches!(
+            r.judge(&dir(&ws.join("src")), b"main.rs", How::File),
+            Verdict::Free
+        ));
+        // Names the rule watches, in a directory that is not git-like.
+        assert!(allowed(r.judge(
+            &dir(&ws.join("src")),
+            b"config",
+            How::Write
+        )));
+        assert!(allowed(r.judge(
+            &dir(&ws.join("src/hooks")),
+            b"pre-commit",
+            How::File
+        )));
+        assert!(allowed(r.judge(
+            &dir(&ws.join("src")),
+            b"objects",
+            How::Mkdir
+        )));
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_git_directory_takes_no_hook_config_or_pointer() {
+        let ws = tmp("gitrule-gitdir");
+        let g = ws.join("r/.git");
+        for d in ["objects/info", "refs", "hooks", "info", "worktrees/w"] {
+            fs::create_dir_all(g.join(d)).unwrap();
+        }
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        fs::write(g.join("worktrees/w/HEAD"), "0000\n").unwrap();
+        let r = rule(&ws);
+        let gd = dir(&g);
+        assert!(!allowed(r.judge(&gd, b"config", How::File)));
+        assert!(!allowed(r.judge(&gd, b"config", How::Write)));
+        assert!(!allowed(r.judge(&gd, b"config", How::Symlink)));
+        assert!(matches!(
+            r.judge(&gd, b"config", How::Rename),
+            Verdict::Config(_)
+        ));
+        assert!(!allowed(r.judge(&gd, b"commondir", How::File)));
+        assert!(!allowed(r.judge(&gd, b"config.worktree", How::File)));
+        assert!(!allowed(r.judge(&gd, b"hooks", How::Symlink)));
+        assert!(!allowed(r.judge(&gd, b"objects", How::Rename)));
+        assert!(allowed(r.judge(&gd, b"HEAD", How::Rename)));
+        let hooks = dir(&g.join("hooks"));
+        assert!(!allowed(r.judge(&hooks, b"pre-commit", How::File)));
+        assert!(!allowed(r.judge(&hooks, b"post-checkout", How::Write)));
+        assert!(allowed(r.judge(&hooks, b"pre-commit.sample", How::File)));
+        assert!(!allowed(r.judge(
+            &dir(&g.join("info")),
+            b"attributes",
+            How::File
+        )));
+        assert!(allowed(r.judge(
+            &dir(&g.join("info")),
+            b"exclude",
+            How::File
+        )));
+        assert!(!allowed(r.judge(
+            &dir(&g.join("objects/info")),
+            b"alternates",
+            How::File
+        )));
+        // A linked worktree's administrative directory takes its pointers.
+        let wt = dir(&g.join("worktrees/w"));
+        assert!(allowed(r.judge(&wt, b"commondir", How::File)));
+        assert!(allowed(r.judge(&wt, b"gitdir", How::File)));
+        assert!(r.protects_file(&gd, b"config"));
+        assert!(r.protects_file(&hooks, b"pre-commit"));
+        assert!(!r.protects_file(&hooks, b"x.sample"));
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_directory_becomes_a_git_directory_only_when_clean() {
+        let ws = tmp("gitrule-complete");
+        let bad = ws.join("tools/bad");
+        fs::create_dir_all(bad.join("objects")).unwrap();
+        fs::write(bad.join("config"), "[core]\n\tfsmonitor = ./x\n").unwrap();
+        let r = rule(&ws);
+        // HEAD, or refs beside objects, would make it git-like: refused.
+        assert!(!allowed(r.judge(&dir(&bad), b"HEAD", How::File)));
+        assert!(!allowed(r.judge(&dir(&bad), b"refs", How::Mkdir)));
+        assert!(!allowed(r.judge(&dir(&bad), b"commondir", How::File)));
+        // A planted hook makes the completion a refusal too.
+        let hooked = ws.join("hooked");
+        fs::create_dir_all(hooked.join("hooks")).unwrap();
+        fs::write(hooked.join("hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        assert!(!allowed(r.judge(&dir(&hooked), b"HEAD", How::File)));
+        // A clean one completes; its config is replaced by the checked copy.
+        let good = ws.join("good");
+        fs::create_dir_all(good.join("hooks")).unwrap();
+        fs::write(good.join("hooks/update.sample"), "").unwrap();
+        fs::write(good.join("config"), "[user]\n\tname = x\n").unwrap();
+        let before = fs::metadata(good.join("config")).unwrap();
+        assert!(allowed(r.judge(&dir(&good), b"HEAD", How::File)));
+        let after = fs::metadata(good.join("config")).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_ne!(before.ino(), after.ino());
+        assert_eq!(
+            fs::read_to_string(good.join("config")).unwrap(),
+            "[user]\n\tname = x\n"
+        );
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_config_rename_is_checked_and_copied() {
+        let ws = tmp("gitrule-rename");
+        let g = ws.join(".git");
+        fs::create_dir_all(&g).unwrap();
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let r = rule(&ws);
+        let gd = dir(&g);
+        let fd = gd.fd.as_raw_fd();
+        fs::write(g.join("config.lock"), "[core]\n\tFsMonitor = x\n").unwrap();
+        assert_eq!(
+            r.rename_config(fd, b"config.lock", fd, false),
+            Err(libc::EPERM)
+        );
+        assert!(!g.join("config").exists());
+        fs::write(g.join("config.lock"), "[remote \"o\"]\n\turl = /x\n").unwrap();
+        assert_eq!(r.rename_config(fd, b"config.lock", fd, false), Ok(0));
+        assert!(!g.join("config.lock").exists());
+        assert!(fs::read_to_string(g.join("config"))
+            .unwrap()
+            .contains("url = /x"));
+        // core.worktree inside the workspace is what git submodule writes.
+        fs::write(g.join("config.lock"), "[core]\n\tworktree = ../sub\n").unwrap();
+        assert_eq!(r.rename_config(fd, b"config.lock", fd, false), Ok(0));
+        fs::write(g.join("config.lock"), "[core]\n\tworktree = ../../../..\n").unwrap();
+        assert_eq!(
+            r.rename_config(fd, b"config.lock", fd, false),
+            Err(libc::EPERM)
+        );
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn paths_are_taken_lexically() {
+        assert_eq!(lexical(b"/w/.git/modules/s", b"../../../s"), b"/w/s");
+        assert_eq!(lexical(b"/w/.git", b"/etc"), b"/etc");
+        assert!(inside(b"/w", b"/w/s"));
+        assert!(inside(b"/w", b"/w"));
+        assert!(!inside(b"/w", b"/work"));
+        assert!(!inside(b"/w", &lexical(b"/w/.git", b"../../home")));
+    }
+}

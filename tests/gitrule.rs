@@ -1,0 +1,243 @@
+//! Git directories by rule (issue #22): a hostile session plants a command
+//! in every kind of git directory it can reach — one it makes, one deep,
+//! hidden or under `node_modules`, a bare-style one, one past the launch
+//! walk's reach, the workspace's own through `commondir` — and host git,
+//! run in each of them while the session is still running and after it,
+//! never runs it. With the rule taken out (the test mutation
+//! `no-git-rule`) the same session does plant commands that host git runs:
+//! the wall has something behind it. Ordinary git work inside goes on.
+//! Real bubblewrap, as root and as an unprivileged user.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Set up outside the sandbox, before the launch: the workspace is a
+/// repository with a commit, and an existing repository lies at depth 6
+/// behind 6,000 files (past the launch walk's entry budget).
+const HOST_SETUP: &str = r#"
+set -e
+g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+g init -q . && g commit -q --allow-empty -m init
+mkdir -p many/files && (cd many/files && seq 6000 | xargs touch)
+g init -q many/x/y/z/w/old && g -C many/x/y/z/w/old commit -q --allow-empty -m init
+echo ok
+"#;
+
+/// The hostile session. `RAN-*` markers name what ran on the host. Each
+/// attempt prints `PLANTED name` when its call succeeded, `refused name`
+/// otherwise; then the session waits (up to 30 s) while the host runs git.
+const HOSTILE: &str = r#"
+M="$PWD"
+fsm() { printf '[core]\n\tfsmonitor = "touch %s/RAN-%s"\n' "$M" "$1"; }
+hook() { printf '#!/bin/sh\ntouch %s/RAN-%s\n' "$M" "$1"; }
+t() { if eval "$2" >/dev/null 2>&1; then echo "PLANTED $1"; else echo "refused $1"; fi; }
+git init -q -b main new || echo NO-INIT
+t new-config-cmd 'git -C new config core.fsmonitor "touch $M/RAN-new-cmd"'
+t new-config-append 'fsm new-append >> new/.git/config'
+t new-hookspath 'git -C new config core.hooksPath "$M/hooks-elsewhere"'
+t new-hook 'hook new-hook > new/.git/hooks/post-checkout && chmod +x new/.git/hooks/post-checkout'
+t new-hook-rename 'mv new/.git/hooks/pre-commit.sample new/.git/hooks/pre-commit'
+t new-hook-link 'ln new/.git/hooks/update.sample new/.git/hooks/pre-push'
+t new-config-link 'ln new/.git/config linked-config && fsm new-link >> linked-config'
+t new-config-procfd 'exec 3< new/.git/config && fsm new-procfd >> /proc/self/fd/3'
+t new-config-symlink 'rm -f new/.git/config && ln -s ../../planted-config new/.git/config'
+t new-attributes 'echo "* filter=x" > new/.git/info/attributes'
+t new-alternates 'echo /tmp > new/.git/objects/info/alternates'
+t new-commondir 'echo ../../evil > new/.git/commondir'
+t new-config-worktree 'fsm new-wt > new/.git/config.worktree'
+fsm planted > planted-config
+mkdir -p a/b/c/d/e .tools node_modules/x
+for d in a/b/c/d/e/deep .tools/tool node_modules/x/dep; do
+  git init -q -b main "$d" || echo NO-INIT
+  t "$d" 'git -C "$d" config core.fsmonitor "touch $M/RAN-$(basename $d)"'
+  t "$d-rename" 'cp "$d/.git/config" c.lock && fsm "$(basename $d)-mv" >> c.lock && mv c.lock "$d/.git/config"'
+done
+mkdir -p bare/objects && fsm bare > bare/config
+t bare-refs 'mkdir bare/refs'
+t bare-head 'echo "ref: refs/heads/main" > bare/HEAD'
+mkdir -p bare2/objects bare2/refs && echo "ref: refs/heads/main" > bare2/HEAD
+t bare2-config 'fsm bare2 > bare2/config'
+t bare2-config-mv 'fsm bare2-mv > c2 && mv c2 bare2/config'
+mkdir -p hooked/hooks && hook hooked > hooked/hooks/post-checkout && chmod +x hooked/hooks/post-checkout
+t hooked-head 'git init -q --bare hooked'
+mkdir -p evil/objects evil/refs
+t ws-commondir 'echo "$M/evil" > .git/commondir'
+t evil-config 'fsm evil > evil/config'
+O=many/x/y/z/w/old/.git
+t old-append 'fsm old-append >> $O/config'
+t old-config-cmd 'git -C many/x/y/z/w/old config core.pager "touch $M/RAN-old-pager"'
+t old-hook 'hook old-hook > $O/hooks/post-commit && chmod +x $O/hooks/post-commit'
+t old-hook-sample-write 'hook old-sample >> $O/hooks/pre-commit.sample'
+touch READY
+i=0; while [ ! -e DONE ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+echo END
+"#;
+
+/// What host git does in each repository the session touched.
+const HOST_GIT: &str = r#"
+for r in . new a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
+  [ -d "$r" ] || continue
+  git -C "$r" status >/dev/null 2>&1
+  git -C "$r" -c user.name=t -c user.email=t@t commit -q --allow-empty -m host >/dev/null 2>&1
+  git -C "$r" checkout -q -b "host-$$-$RANDOM" >/dev/null 2>&1
+  git -C "$r" fetch -q . >/dev/null 2>&1
+  git -C "$r" log -1 >/dev/null 2>&1
+done
+ls RAN-* 2>/dev/null || true
+echo HOST-DONE
+"#;
+
+/// Launch the hostile session, run host git in the workspace while it
+/// waits, and again after it ended; what ran on the host, both times.
+fn hostile_session(w: &World, who: Who, env: &[(&str, &str)]) -> (String, String, String) {
+    let ws = w.workspace(who);
+    let o = w.run(who, &[], &["sh", "-c", HOST_SETUP]);
+    assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+    let child = w
+        .command(who, env, &["claude", "shell", HOSTILE])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ready = ws.join("READY");
+    let start = Instant::now();
+    while !ready.exists() && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ready.exists(), "{who:?}: the session never got to READY");
+    let during = stdout(&w.run(who, &[], &["sh", "-c", HOST_GIT]));
+    std::fs::write(ws.join("DONE"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(stdout(&out).contains("END"), "{who:?}: {}", stderr(&out));
+    let after = stdout(&w.run(who, &[], &["sh", "-c", HOST_GIT]));
+    (stdout(&out), during, after)
+}
+
+fn ran(host: &str) -> Vec<&str> {
+    host.lines().filter(|l| l.starts_with("RAN-")).collect()
+}
+
+#[test]
+fn planted_git_commands_never_run_on_the_host() {
+    if !require("gitrule") {
+        return;
+    }
+    let w = World::with_probe("gitrule");
+    for who in BOTH {
+        let (out, during, after) = hostile_session(&w, who, &[]);
+        assert!(!out.contains("NO-INIT"), "{who:?}: git init failed:\n{out}");
+        let planted: Vec<&str> = out.lines().filter(|l| l.starts_with("PLANTED")).collect();
+        // Writing a sample, which git never runs, is the one allowed.
+        assert_eq!(
+            planted,
+            ["PLANTED old-hook-sample-write"],
+            "{who:?}: planted:\n{out}"
+        );
+        assert_eq!(out.matches("refused ").count(), 29, "{who:?}:\n{out}");
+        assert!(
+            ran(&during).is_empty(),
+            "{who:?}: ran during the session: {during}"
+        );
+        assert!(
+            ran(&after).is_empty(),
+            "{who:?}: ran after the session: {after}"
+        );
+        assert!(during.contains("HOST-DONE") && after.contains("HOST-DONE"));
+        let ws = w.workspace(who);
+        assert!(!ws.join(".git/commondir").exists(), "{who:?}");
+        clean(&ws);
+    }
+}
+
+#[test]
+fn without_the_rule_the_same_session_plants_what_host_git_runs() {
+    if !require("gitrule_mutation") {
+        return;
+    }
+    let w = World::new("gitrule-mut");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    for who in BOTH {
+        let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "no-git-rule")];
+        let (out, during, _) = hostile_session(&w, who, &env);
+        let ran = ran(&during);
+        // Deep, hidden, under node_modules, through the workspace's own
+        // commondir, and in a repository past the launch walk's reach.
+        for marker in [
+            "RAN-deep-mv",
+            "RAN-tool-mv",
+            "RAN-dep-mv",
+            "RAN-evil",
+            "RAN-old-append",
+            "RAN-old-hook",
+        ] {
+            assert!(
+                ran.contains(&marker),
+                "{who:?}: {marker} did not run without the rule: {ran:?}\n{out}"
+            );
+        }
+        clean(&w.workspace(who));
+    }
+}
+
+/// Empty a workspace for the next user's turn (the host's copy only).
+fn clean(ws: &Path) {
+    for e in std::fs::read_dir(ws).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+}
+
+/// Ordinary git work inside, with the rule on.
+const ORDINARY: &str = r#"
+set -e
+export GIT_AUTHOR_NAME=Dev GIT_AUTHOR_EMAIL=dev@example.com
+export GIT_COMMITTER_NAME=Dev GIT_COMMITTER_EMAIL=dev@example.com
+git init -q -b main lib && git -C lib commit -q --allow-empty -m lib
+git init -q -b main app && cd app
+git config user.email dev@example.com && git config user.name Dev
+echo a > a && git add a && git commit -qm a
+git branch topic && git checkout -q topic && echo b > b && git add b && git commit -qm b
+git checkout -q main && echo c > c && git add c && git commit -qm c
+git checkout -q topic && git rebase -q main
+echo d >> a && git stash -q && git stash pop -q && git checkout -q -- a
+git remote add origin ../lib && git fetch -q origin && git branch -q --set-upstream-to=origin/main main
+git -c protocol.file.allow=always submodule add -q ../lib sub
+git commit -qm sub
+git worktree add -q ../wt -b wt
+git -C ../wt log --oneline -1 >/dev/null
+cd .. && git clone -q app clone && git -C clone log --oneline | wc -l
+git clone -q --bare app bare.git && git -C bare.git log --oneline -1 >/dev/null
+echo ORDINARY-OK
+"#;
+
+#[test]
+fn ordinary_git_work_goes_on() {
+    if !require("gitrule_ordinary") {
+        return;
+    }
+    let w = World::with_probe("gitrule-ok");
+    for who in BOTH {
+        let o = w.run(who, &[], &["claude", "shell", ORDINARY]);
+        assert!(
+            stdout(&o).contains("ORDINARY-OK"),
+            "{who:?}:\n{}\n{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(
+            !stderr(&o).contains("refused to create"),
+            "{who:?}: {}",
+            stderr(&o)
+        );
+        clean(&w.workspace(who));
+    }
+}
