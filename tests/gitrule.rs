@@ -216,6 +216,11 @@ git worktree add -q ../wt -b wt
 git -C ../wt log --oneline -1 >/dev/null
 cd .. && git clone -q app clone && git -C clone log --oneline | wc -l
 git clone -q --bare app bare.git && git -C bare.git log --oneline -1 >/dev/null
+mkdir dep && (cd dep && git init -q -b main && echo '{"name":"dep","version":"1.0.0"}' > package.json \
+  && git add . && git commit -qm dep)
+mkdir npmapp && cd npmapp && echo '{"name":"npmapp","version":"1.0.0"}' > package.json
+npm install --offline --no-audit --no-fund --no-update-notifier "git+file://$PWD/../dep" >/dev/null 2>&1
+test -f node_modules/dep/package.json
 echo ORDINARY-OK
 "#;
 

@@ -24,6 +24,7 @@ const NAMES: &[&str] = &[
     "drop-mount=",
     "unprotect",
     "unguarded",
+    "no-git-rule",
     "host-state",
     "allow-userns",
     "seccomp-minimal",

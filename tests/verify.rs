@@ -353,7 +353,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("drop-mount=~/.local/share/claude", &["strict-home"]),
         ("drop-mount=/etc/csb-root-only", &["root-view"]),
         ("unprotect", &["protected-paths"]),
-        ("unguarded", &["protected-creation"]),
+        ("unguarded", &["protected-creation", "git-rule"]),
+        ("no-git-rule", &["git-rule"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         // The filter before issue #13: TIOCSTI and keyrings still refused
@@ -362,9 +363,12 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         // PID 1 (bubblewrap's init, unfiltered): traced, or its memory
         // opened for writing.
         ("pid1-open", &["pid1-sealed"]),
+        // The creation guard now serves opens that write, and refuses
+        // another process's /proc entries: the binds over PID 1's memory
+        // files are shown to matter with it off too.
         (
-            "drop-mount=/proc/1/mem,drop-mount=/proc/1/task/1/mem",
-            &["pid1-sealed"],
+            "unguarded,drop-mount=/proc/1/mem,drop-mount=/proc/1/task/1/mem",
+            &["protected-creation", "pid1-sealed", "git-rule"],
         ),
         ("accept-env-overrides", &["env-overrides"]),
         // The sandbox's view of the managed settings, without the lockdown.

@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::check_files::{
-    check_dev, check_masked_files, check_protected, check_protected_creation, check_root_view,
-    check_run, check_tmp, check_workspace,
+    check_dev, check_git_rule, check_masked_files, check_protected, check_protected_creation,
+    check_root_view, check_run, check_tmp, check_workspace,
 };
 use super::check_home::{check_home, check_private_state};
 use super::check_net::{
@@ -99,6 +99,7 @@ pub(super) const BATTERY: &[Def] = &[
     def("egress-allowlist", "allowlist mode: no route at all, tools pointed at the proxy, a name on no list refused (§4.9)", check_egress_allowlist),
     def("protected-creation", "a protected path that does not exist cannot be created either: the creation guard refuses it (§4.8)", check_protected_creation),
     def("pid1-sealed", "the sandbox's PID 1 (bubblewrap's init, outside the seccomp filter) cannot be traced or have its memory written from inside (§4.4)", check_pid1),
+    def("git-rule", "a repository made inside cannot be given a config key or hook that host git runs: the creation guard's git rule (issue #22)", check_git_rule),
 ];
 
 /// Evaluate every check against `o`.
@@ -220,6 +221,10 @@ mod tests {
                         creatable: false,
                     })
                 }),
+            ),
+            (
+                "git-rule",
+                Box::new(|o| o.git_rule = Ok(vec!["config".into()])),
             ),
             (
                 "protected-creation",

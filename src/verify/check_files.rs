@@ -172,6 +172,20 @@ pub(super) fn check_protected_creation(o: &Observed) -> Outcome {
     Ok(format!("{absent} absent, each refused when created"))
 }
 
+pub(super) fn check_git_rule(o: &Observed) -> Outcome {
+    let planted = o.git_rule.clone()?;
+    if !planted.is_empty() {
+        return Err(format!(
+            "a new repository took what host git runs: {}",
+            planted.join(", ")
+        ));
+    }
+    Ok(
+        "a new repository's core.fsmonitor (written or renamed into place) and a hook were refused"
+            .into(),
+    )
+}
+
 pub(super) fn check_workspace(o: &Observed) -> Outcome {
     let rec = record(o)?;
     let ws = &rec.workspace;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::mountinfo::{parse_mountinfo, Mount};
 use super::probe_files::{
-    config_file_access, managed_settings, names_in, nulled_sizes, protected_paths,
+    config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
 };
 use super::probe_net::{probe_host_loopback, probe_proxy, route_lookups};
@@ -82,6 +82,9 @@ pub(super) struct Observed {
     /// Allowlist mode: the proxy's status line for a name on no list
     /// ([`super::probe_net::ALLOWLIST_PROBE`]), or why there is none. `None` in other modes.
     pub(super) proxy_probe: Option<Result<String, String>>,
+    /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
+    /// planted in it was not refused, or why none could be made.
+    pub(super) git_rule: Result<Vec<String>, String>,
 }
 
 impl Default for Observed {
@@ -120,6 +123,7 @@ impl Default for Observed {
             pid1_samples: Vec::new(),
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
+            git_rule: Ok(Vec::new()),
         }
     }
 }
@@ -181,6 +185,7 @@ impl Observed {
             pid1_samples: pid1_samples(),
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
+            git_rule: git_rule_probe(),
             env,
         }
     }

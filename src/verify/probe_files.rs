@@ -139,6 +139,60 @@ fn created_and_removed(path: &Path) -> bool {
     made
 }
 
+/// What a repository made inside took (issue #22): `Err` when none could
+/// be made to test with, else the planted paths that were not refused.
+///
+/// It is made in the first of the temporary directory and `$HOME` that
+/// takes a directory (the rule holds wherever it is).
+pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
+    let name = format!("claude-sandbox-verify-git-{}", std::process::id());
+    let places = [
+        Some(std::env::temp_dir()),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    let Some(dir) = places
+        .into_iter()
+        .flatten()
+        .map(|p| p.join(&name))
+        .find(|d| {
+            let _ = std::fs::remove_dir_all(d);
+            std::fs::create_dir(d).is_ok()
+        })
+    else {
+        return Err(format!(
+            "could not make {name} in the temporary directory or $HOME to test with"
+        ));
+    };
+    let made = std::fs::create_dir(dir.join("objects"))
+        .and_then(|_| std::fs::create_dir(dir.join("refs")))
+        .and_then(|_| std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n"));
+    let mut planted = Vec::new();
+    if made.is_ok() {
+        let fsmonitor = "[core]\n\tfsmonitor = true\n";
+        if std::fs::write(dir.join("config"), fsmonitor).is_ok() {
+            planted.push("config".to_string());
+        }
+        if std::fs::write(dir.join("config.lock"), fsmonitor).is_ok()
+            && std::fs::rename(dir.join("config.lock"), dir.join("config")).is_ok()
+        {
+            planted.push("config (renamed into place)".to_string());
+        }
+        if std::fs::create_dir_all(dir.join("hooks")).is_ok()
+            && std::fs::write(dir.join("hooks/post-checkout"), "#!/bin/sh\n").is_ok()
+        {
+            planted.push("hooks/post-checkout".to_string());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    match made {
+        Ok(()) => Ok(planted),
+        Err(e) => Err(format!(
+            "could not make a repository in {} to test with: {e}",
+            dir.display()
+        )),
+    }
+}
+
 /// How this process may touch `/etc/claude-sandbox.conf`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub(super) struct ConfigFileAccess {
