@@ -803,6 +803,10 @@ def f():
     except OSError as e: res.append("THREAD-FAILED %s" % e)
 t = threading.Thread(target=f); t.start(); t.join(); print(res[0])
 PY
+# /dev/tty opened for writing is the caller's own terminal: here a new
+# session on a pty of its own (as under tmux), not the launcher's.
+script -qec 'exec 3<>/dev/tty && [ "$(readlink /proc/self/fd/3)" = "$(readlink /proc/self/fd/0)" ] \
+  && echo CTTY-OWN || echo "CTTY-OTHER $(readlink /proc/self/fd/3)"' /dev/null </dev/null
 "#;
 
 #[test]
@@ -832,6 +836,11 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
             );
             assert!(
                 out.contains("THREAD-OK"),
+                "{who:?} {setup:?}:\n{out}\n{}",
+                stderr(&o)
+            );
+            assert!(
+                out.contains("CTTY-OWN"),
                 "{who:?} {setup:?}:\n{out}\n{}",
                 stderr(&o)
             );

@@ -80,6 +80,9 @@ impl Supervisor {
             flags
         };
         let cloexec = flags & libc::O_CLOEXEC != 0;
+        if loc.name == b"tty" && loc.dir.key.is_some() && loc.dir.key == self.dev_key {
+            return open_ctty(c, flags, mode).map(Step::Opened);
+        }
         if let Some(later) = open_fifo_apart(c, dir, &loc.name, &cname, f, mode, cloexec) {
             return Ok(Step::Answered(later));
         }
@@ -153,6 +156,48 @@ impl Supervisor {
         }
         openat(dir, cname.as_bytes(), flags & !libc::O_CREAT, mode).map(Step::Opened)
     }
+}
+
+/// `/dev/tty` opened for the caller: its own controlling terminal, not the
+/// supervisor's (a caller in a session of its own, as under `tmux` or
+/// `script` inside, has another). Reopened through the caller's descriptor
+/// of that terminal; when it holds none, `/dev/tty` as the supervisor
+/// sees it only if that is the same terminal; `ENXIO` otherwise, as the
+/// kernel answers a process without one.
+fn open_ctty(c: &Caller, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    let tty = |pid: &str| -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        after.split_whitespace().nth(4)?.parse().ok()
+    };
+    let flags = flags & !libc::O_CREAT;
+    let theirs = tty(&c.proc_pid.to_string()).ok_or(libc::ESRCH)?;
+    if theirs == 0 {
+        return Err(libc::ENXIO);
+    }
+    // tty_nr: major in bits 15..8, minor in 31..20 and 7..0.
+    let (major, minor) = (
+        (theirs >> 8) & 0xfff,
+        (theirs & 0xff) | ((theirs >> 12) & 0xfff00),
+    );
+    let fds = format!("/proc/{}/fd", c.proc_pid);
+    for e in std::fs::read_dir(&fds).map_err(|_| libc::ESRCH)?.flatten() {
+        let p = e.path();
+        let Ok(st) = nix::sys::stat::stat(&p) else {
+            continue;
+        };
+        let rdev = st.st_rdev;
+        if st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && u64::from(libc::major(rdev)) == major
+            && u64::from(libc::minor(rdev)) == minor
+        {
+            return openat(libc::AT_FDCWD, p.as_os_str().as_bytes(), flags, mode);
+        }
+    }
+    if tty("self") == Some(theirs) {
+        return openat(libc::AT_FDCWD, b"/dev/tty", flags, mode);
+    }
+    Err(libc::ENXIO)
 }
 
 /// Where the symlink `loc` names leads, read as the caller would: its

@@ -33,6 +33,8 @@ pub(super) struct Supervisor {
     pub(super) table: Table,
     /// Git directories by rule, wherever they are.
     pub(super) git: GitRule,
+    /// `/dev` (its device and inode), where `tty` is the caller's own.
+    pub(super) dev_key: Option<(u64, u64)>,
     proc_view: ProcView,
     /// Protected paths a call tried to create, for the line at exit.
     refused: Mutex<Vec<String>>,
@@ -42,6 +44,9 @@ impl Supervisor {
     pub(crate) fn new(table: Table) -> Supervisor {
         Supervisor {
             git: GitRule::new(table.workspace.clone()),
+            dev_key: nix::sys::stat::stat("/dev")
+                .ok()
+                .map(|s| (s.st_dev, s.st_ino)),
             table,
             proc_view: ProcView::here(),
             refused: Mutex::new(Vec::new()),
