@@ -32,6 +32,7 @@ mod compare;
 #[cfg(test)]
 mod fixtures;
 mod log;
+mod place;
 mod review;
 mod scan;
 mod settings;
