@@ -221,22 +221,19 @@ const CHANGED: &str = "it changed since the session ended; check it by hand";
 /// inode) with the recorded content (settings files: the recorded keys, as
 /// Claude Code rewrites these files whole).
 fn left_as_recorded(it: &Item, now: Option<&Entry>) -> Result<(), String> {
-    let (Some(fp), Some(now)) = (&it.new, now) else {
-        return match (&it.new, now) {
-            (None, None) => Ok(()),
-            _ => Err(CHANGED.into()),
-        };
-    };
-    let Some(left) = it.left else {
-        return Err("recorded by an older claude-sandbox, without the identity of what the session left: a revert does not remove or replace it; check it by hand".into());
-    };
-    let same = match &it.old {
-        Old::Keys { values, .. } => {
-            let p = projection(Some(now), true)?;
+    const OLDER: &str = "recorded by an older claude-sandbox, without the identity of what the session left: a revert does not remove or replace it; check it by hand";
+    if now.is_some() && it.new.is_some() && it.left.is_none() {
+        return Err(OLDER.into());
+    }
+    let same = match (&it.old, &it.new, now) {
+        (Old::Keys { values, .. }, Some(fp), now) => {
+            let p = projection(now, true)?;
             let keys: Vec<Vec<String>> = values.iter().map(|(k, _)| k.clone()).collect();
             keys_fingerprint(&p, &keys) == *fp
         }
-        _ => Ident::of(Some(now)) == Some(left) && fingerprint(now) == *fp,
+        (_, None, None) => true,
+        (_, Some(fp), Some(now)) => Ident::of(Some(now)) == it.left && fingerprint(now) == *fp,
+        _ => false,
     };
     if same {
         Ok(())
@@ -702,6 +699,30 @@ mod tests {
         assert_eq!(
             out,
             format!("reverted {}\n", ws.join(".mcp.json").display())
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn settings_the_session_deleted_come_back_key_by_key() {
+        let (base, home, ws) = world("settings-gone");
+        write(
+            &ws.join(".claude/settings.json"),
+            r#"{"hooks":{"Stop":[]},"model":"x"}"#,
+        );
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
+        std::fs::remove_file(ws.join(".claude/settings.json")).unwrap();
+        assert_eq!(end(&home, &ws, &w).len(), 1);
+        let (code, out, err) = review_text(&home, true);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(ws.join(".claude/settings.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"hooks": {"Stop": []}}),
+            "the recorded keys only"
         );
         std::fs::remove_dir_all(&base).unwrap();
     }
