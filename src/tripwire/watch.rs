@@ -197,6 +197,31 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
+    #[test]
+    fn a_linked_worktree_made_inside_is_not_a_planted_commondir() {
+        let (base, home, ws) = world("worktree");
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
+        // What `git worktree add wt` writes.
+        let admin = ws.join(".git/worktrees/wt");
+        write(&admin.join("HEAD"), "ref: refs/heads/wt\n");
+        write(&admin.join("commondir"), "../..\n");
+        write(
+            &admin.join("gitdir"),
+            &format!("{}\n", ws.join("wt/.git").display()),
+        );
+        write(
+            &ws.join("wt/.git"),
+            &format!("gitdir: {}\n", admin.display()),
+        );
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert_eq!(got, vec![ws.join("wt/.git")], "only the new pointer");
+        // Control: in the repository's own git directory it is reported.
+        write(&ws.join(".git/commondir"), "../c\n");
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert!(got.contains(&ws.join(".git/commondir")), "{got:?}");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
     /// The launch cost of the tripwire for an unchanged session, on this
     /// repository (run: `cargo test --release --lib -- --ignored
     /// --nocapture tripwire_cost`; reported in docs/benchmarks.md).
