@@ -216,3 +216,147 @@ fn a_crash_or_a_signal_to_the_shadow_still_reports() {
         assert_eq!(stdout(&o).lines().count(), 2, "{who:?}: {}", stdout(&o));
     }
 }
+
+/// Identity and content of a host file: a revert must leave all three.
+fn file_state(p: &Path) -> (u64, u64, Vec<u8>) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.dev(), m.ino(), std::fs::read(p).unwrap())
+}
+
+/// Run `script` in a session that prints READY, then waits for the host to
+/// create `go` in the workspace after `meanwhile` ran; its output.
+fn session_with_host_step(
+    w: &World,
+    who: Who,
+    script: &str,
+    meanwhile: impl FnOnce(),
+) -> std::process::Output {
+    let script =
+        format!("{script} && echo READY && while [ ! -e go ]; do sleep 0.1; done; rm -f go");
+    let mut c = w.command(who, &[], &["claude", "shell", &script]);
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "READY\n", "{who:?}");
+    meanwhile();
+    std::fs::write(w.workspace(who).join("go"), "").unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn reverting_a_pointer_to_the_home_never_touches_the_home() {
+    if !require("tripwire_revert_outside") {
+        return;
+    }
+    let w = World::with_probe("triprevkube");
+    for who in BOTH {
+        let kube = w.home(who).join(".kube");
+        w.put(who, ".kube/config", "apiVersion: v1\n");
+        w.put(who, ".kube/hooks/x", "the user's\n");
+        // The session points a `.git` file at ~/.kube; meanwhile the
+        // user's tools save their files as they do (a new file renamed
+        // over), so they look new to a tripwire that follows the pointer.
+        let o = session_with_host_step(
+            &w,
+            who,
+            &format!(
+                "mkdir k && printf 'gitdir: %s\\n' {} > k/.git",
+                kube.display()
+            ),
+            || {
+                for rel in [".kube/config", ".kube/hooks/x"] {
+                    let text = std::fs::read_to_string(w.home(who).join(rel)).unwrap();
+                    let tmp = w.put(who, &format!("{rel}.new"), &text);
+                    std::fs::rename(tmp, w.home(who).join(rel)).unwrap();
+                }
+            },
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let (config, hook) = (kube.join("config"), kube.join("hooks/x"));
+        let before = (file_state(&config), file_state(&hook));
+        let listed = stdout(&w.run(who, &[], &[BIN, "review"]));
+        let o = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert_eq!(
+            before,
+            (file_state(&config), file_state(&hook)),
+            "{who:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(!stdout(&o).contains(".kube"), "{who:?}: {}", stdout(&o));
+        // What the record names outside the workspace is named and left.
+        for p in [&config, &hook] {
+            if listed.contains(&p.display().to_string())
+                || listed.contains(&kube.join("hooks").display().to_string())
+            {
+                assert_eq!(o.status.code(), Some(1), "{who:?}: {}", stderr(&o));
+            }
+        }
+        if listed.contains(&config.display().to_string()) {
+            let line = format!(
+                "claude-sandbox: not reverted: {}: outside the session's workspace",
+                config.display()
+            );
+            assert!(stderr(&o).contains(&line), "{who:?}: {}", stderr(&o));
+        }
+        // Control: the pointer the session planted, once recorded, goes.
+        let pointer = w.workspace(who).join("k/.git");
+        if listed.contains(&pointer.display().to_string()) {
+            assert!(!pointer.exists(), "{who:?}: {}", stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
+    if !require("tripwire_revert_commondir") {
+        return;
+    }
+    let w = World::with_probe("triprevcommon");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w
+            .command_in(who, &ws, &[], &["git", "init", "-q"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "mkdir -p c/objects c/refs && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch MARK\\n' > c/config && echo ../c > .git/commondir",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        let commondir = ws.join(".git/commondir");
+        if commondir.exists() {
+            assert!(
+                stderr(&o).contains(&format!("  + {}  (new)", commondir.display())),
+                "{who:?}: {}",
+                stderr(&o)
+            );
+            // Control: host git in the workspace root runs what it names.
+            assert!(host_git_runs_mark(&w, who, &ws), "{who:?}: control");
+        }
+        let o = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{who:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(!commondir.exists(), "{who:?}: {}", stdout(&o));
+        assert!(
+            !host_git_runs_mark(&w, who, &ws),
+            "{who:?}: the fsmonitor ran after the revert"
+        );
+    }
+}

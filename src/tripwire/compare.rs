@@ -115,8 +115,28 @@ pub(super) struct Item {
     pub(super) old: Old,
     /// The fingerprint of what the session left (`None`: nothing).
     pub(super) new: Option<String>,
+    /// Which file system object the session left (records before version
+    /// 2 have none: `review --revert` then never removes or replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) left: Option<Ident>,
     #[serde(default)]
     pub(super) reverted: bool,
+}
+
+/// A file system object's identity: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Ident {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+}
+
+impl Ident {
+    pub(super) fn of(e: Option<&Entry>) -> Option<Ident> {
+        e?.meta().map(|m| Ident {
+            dev: m.dev,
+            ino: m.ino,
+        })
+    }
 }
 
 /// What a path held before the session.
@@ -239,6 +259,7 @@ pub(super) fn file_items(
             },
             old: Old::of(old.get(*rel)),
             new: new.get(*rel).map(fingerprint),
+            left: Ident::of(new.get(*rel)),
             reverted: false,
         })
         .collect()

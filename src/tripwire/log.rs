@@ -42,6 +42,10 @@ pub(super) fn change_line(c: &Change) -> String {
     )
 }
 
+/// The record's format: 2 keeps, for each path a revert would remove or
+/// replace, the identity of what the session left ([`super::compare::Ident`]).
+pub(super) const VERSION: u32 = 2;
+
 /// One session's record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct Session {
@@ -194,6 +198,7 @@ mod tests {
                         content: b"\x00\xfe binary".to_vec(),
                     },
                     new: Some("file 644 ab".into()),
+                    left: None,
                     reverted: false,
                 }],
             }],

@@ -16,7 +16,11 @@
 //! never follows a symlink (a link is recorded as a link).
 //! `claude-sandbox review` lists what is recorded and not reverted;
 //! `review --revert` undoes it where the path still holds exactly what the
-//! session left.
+//! session left (the same inode and content, recorded at the session's
+//! end), and only inside the session's workspace or on Claude Code's
+//! settings files ([`place`]): it removes only what the session provably
+//! created and restores only content it recorded; anything else is named
+//! and left alone.
 //!
 //! May import: `plan` (the protected paths, the git config parser, the
 //! private state directory), `sys`, `error`.
@@ -26,12 +30,14 @@
 //!
 //! The comparison is pure (`compare` over two snapshots, `settings` for
 //! Claude Code's keys); the file system is read by `scan`, and written only
-//! by `log` and `review`.
+//! by `log` and `review` (through `place`, which confines where a revert
+//! may act).
 
 mod compare;
 #[cfg(test)]
 mod fixtures;
 mod log;
+mod place;
 mod review;
 mod scan;
 mod settings;

@@ -21,12 +21,13 @@ pub(super) const MAX_READ: u64 = 256 * 1024;
 /// Claude Code's `~/.claude.json` grows with its history: read up to this.
 pub(super) const SETTINGS_MAX: u64 = 16 << 20;
 /// Settings files under `$HOME` (`~/.claude.json` also has per-project MCP servers).
-const HOME_SETTINGS: &[&str] = &[
+pub(super) const HOME_SETTINGS: &[&str] = &[
     ".claude/settings.json",
     ".claude/settings.local.json",
     ".claude.json",
 ];
-const WORKSPACE_SETTINGS: &[&str] = &[".claude/settings.json", ".claude/settings.local.json"];
+pub(super) const WORKSPACE_SETTINGS: &[&str] =
+    &[".claude/settings.json", ".claude/settings.local.json"];
 
 /// How a watched path is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +100,7 @@ pub(super) enum Entry {
 }
 
 impl Entry {
-    fn meta(&self) -> Option<&Meta> {
+    pub(super) fn meta(&self) -> Option<&Meta> {
         match self {
             Entry::File { meta, .. }
             | Entry::Link { meta, .. }
@@ -249,6 +250,16 @@ pub(super) fn targets(
             _ => Kind::Other,
         };
         out.insert(p, kind);
+    }
+    // A planted `commondir` sends git to another config and hooks: watched
+    // in every git directory so that a revert can remove it, except a
+    // linked worktree's (`<common>/worktrees/<name>`), where git writes it;
+    // the config and hooks it names are watched as a git directory's.
+    for g in &gitdirs {
+        let linked = g.parent().and_then(|p| p.file_name()) == Some("worktrees".as_ref());
+        if !linked {
+            out.entry(g.join("commondir")).or_insert(Kind::Other);
+        }
     }
     for rel in HOME_SETTINGS {
         let projects = *rel == ".claude.json";

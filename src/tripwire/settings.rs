@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::compare::{file_items, sha256, shown, Item, Old};
+use super::compare::{file_items, sha256, shown, Ident, Item, Old};
 use super::scan::{Entry, Kind, Tree, SETTINGS_MAX};
 
 /// The keys of Claude Code's settings through which they run code.
@@ -129,6 +129,7 @@ pub(super) fn settings_change(
                 .collect(),
         },
         new: Some(keys_fingerprint(&b, &keys)),
+        left: Ident::of(new.get(&root)),
         reverted: false,
     };
     Some((details.join("; "), vec![item]))

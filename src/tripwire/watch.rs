@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::compare::{compare, Change};
-use super::log::{block, log_dir, record, Session};
+use super::compare::{compare, Change, Old};
+use super::log::{block, log_dir, record, Session, VERSION};
 use super::scan::{scan, stamp, targets, untouched_before, Kind, Tree};
 use crate::plan::protect;
 
@@ -72,7 +72,8 @@ impl Watch {
                     &found_now
                 }
             };
-            out.extend(compare(&p, k, old, &now));
+            let change = compare(&p, k, old, &now);
+            out.extend(change.map(|c| created_only(c, &p, &now, since, prev.is_some())));
         }
         out
     }
@@ -86,7 +87,7 @@ impl Watch {
             return;
         }
         let session = Session {
-            version: 1,
+            version: VERSION,
             started: stamp(self.started).0,
             ended: stamp(SystemTime::now()).0,
             workspace: self.workspace.clone(),
@@ -102,6 +103,40 @@ impl Watch {
         // A closed terminal must not make this panic: the log is written.
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
+}
+
+/// A revert removes only what the session created: an item recorded as
+/// absent before stays so only when the session provably made it — its
+/// birth time is after the launch (a file moved or linked in keeps its
+/// own), or, where the file system keeps no birth time, it is the watched
+/// path itself, snapshotted absent at the launch. Anything else (a file a
+/// bounded scan did not see at the launch, a repository first found at
+/// exit) is recorded as not kept, which a revert leaves alone.
+fn created_only(
+    mut c: Change,
+    path: &Path,
+    now: &Tree,
+    since: SystemTime,
+    watched: bool,
+) -> Change {
+    let since = stamp(since);
+    for it in c.items.iter_mut().filter(|i| i.old == Old::Absent) {
+        let Some(rel) = it.path.strip_prefix(path).ok() else {
+            it.old = Old::Unknown;
+            continue;
+        };
+        let proven = match now.get(rel).and_then(|e| e.meta()) {
+            None => true,
+            Some(m) => match m.btime {
+                Some(b) => b >= since,
+                None => watched && rel.as_os_str().is_empty(),
+            },
+        };
+        if !proven {
+            it.old = Old::Unknown;
+        }
+    }
+    c
 }
 
 #[cfg(test)]
@@ -159,6 +194,31 @@ mod tests {
             .map(|(p, m, w)| (p.to_string(), *m, w.to_string()))
             .collect();
         assert_eq!(got, want);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_linked_worktree_made_inside_is_not_a_planted_commondir() {
+        let (base, home, ws) = world("worktree");
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
+        // What `git worktree add wt` writes.
+        let admin = ws.join(".git/worktrees/wt");
+        write(&admin.join("HEAD"), "ref: refs/heads/wt\n");
+        write(&admin.join("commondir"), "../..\n");
+        write(
+            &admin.join("gitdir"),
+            &format!("{}\n", ws.join("wt/.git").display()),
+        );
+        write(
+            &ws.join("wt/.git"),
+            &format!("gitdir: {}\n", admin.display()),
+        );
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert_eq!(got, vec![ws.join("wt/.git")], "only the new pointer");
+        // Control: in the repository's own git directory it is reported.
+        write(&ws.join(".git/commondir"), "../c\n");
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert!(got.contains(&ws.join(".git/commondir")), "{got:?}");
         std::fs::remove_dir_all(&base).unwrap();
     }
 
