@@ -12,6 +12,20 @@ use std::path::Path;
 const BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 const HEADER: &str = "claude-sandbox: this session changed what runs outside the sandbox:";
 
+/// The creation guard's git rule off (the test mutation `no-git-rule`):
+/// the rule refuses what these sessions plant in git directories, and the
+/// tripwire is the line behind it, tested as if the rule had failed.
+const RULE_OFF: &[(&str, &str)] = &[("CLAUDE_SANDBOX_TEST_MUTATION", "no-git-rule")];
+
+/// A world whose binary has the test mutations, the probe as the real
+/// binary, jail off; its sessions run with [`RULE_OFF`].
+fn rule_off_world(name: &str) -> World {
+    let w = World::new(name);
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    w
+}
+
 /// Run `git status` on the host in `dir` (as `who`, the world's HOME) and
 /// say whether the planted fsmonitor ran (it touches MARK), removing MARK.
 fn host_git_runs_mark(w: &World, who: Who, dir: &Path) -> bool {
@@ -31,12 +45,12 @@ fn a_planted_fsmonitor_is_reported_listed_and_reverted() {
     if !require("tripwire_fsmonitor") {
         return;
     }
-    let w = World::with_probe("tripfsm");
+    let w = rule_off_world("tripfsm");
     for who in BOTH {
         let sub = w.workspace(who).join("sub");
         let o = w.run(
             who,
-            &[],
+            RULE_OFF,
             &[
                 "claude",
                 "shell",
@@ -62,7 +76,7 @@ fn a_planted_fsmonitor_is_reported_listed_and_reverted() {
         // nothing says nothing.
         let o = w.run(
             who,
-            &[],
+            RULE_OFF,
             &[
                 "claude",
                 "shell",
@@ -166,12 +180,12 @@ fn a_crash_or_a_signal_to_the_shadow_still_reports() {
     if !require("tripwire_crash") {
         return;
     }
-    let w = World::with_probe("tripcrash");
+    let w = rule_off_world("tripcrash");
     for who in BOTH {
         // The real binary crashes (SIGABRT).
         let o = w.run(
             who,
-            &[],
+            RULE_OFF,
             &[
                 "claude",
                 "shell",
@@ -187,7 +201,7 @@ fn a_crash_or_a_signal_to_the_shadow_still_reports() {
         // SIGTERM to the shadow mid-session.
         let mut c = w.command(
             who,
-            &[],
+            RULE_OFF,
             &[
                 "claude",
                 "shell",
@@ -317,7 +331,7 @@ fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
     if !require("tripwire_revert_commondir") {
         return;
     }
-    let w = World::with_probe("triprevcommon");
+    let w = rule_off_world("triprevcommon");
     for who in BOTH {
         let ws = w.workspace(who);
         let o = w
@@ -327,7 +341,7 @@ fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
         assert!(o.status.success(), "{who:?}: {}", stderr(&o));
         let o = w.run(
             who,
-            &[],
+            RULE_OFF,
             &[
                 "claude",
                 "shell",
