@@ -554,7 +554,7 @@ fn git_config_text() -> impl Strategy<Value = Vec<u8>> {
     ];
     let ending = prop_oneof![5 => Just(&b"\n"[..]), 1 => Just(&b"\r\n"[..])];
     (
-        "\\[[a-zA-Z]{1,5}\\]\n",
+        "(\u{feff})?\\[[a-zA-Z]{1,5}\\]\n",
         prop::collection::vec((line, ending), 0..8),
     )
         .prop_map(|(first, ls)| {

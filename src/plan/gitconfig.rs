@@ -270,7 +270,14 @@ pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
         return Err("a key before the first [section] header".into());
     }
     let mut out = Vec::new();
+    // After a bare `key`, git wants the end of the line (gix-config also
+    // reads `key other`, `key # comment` and `key[section]`, which git
+    // refuses).
+    let mut bare_key_ends_line = false;
     for section in events.sections() {
+        if bare_key_ends_line {
+            return Err(BARE_KEY.into());
+        }
         let EventRef::SectionHeader {
             name,
             separator,
@@ -303,12 +310,9 @@ pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
             }
             Ok::<(), String>(())
         };
-        // After a bare `key`, git wants the end of the line (gix-config also
-        // reads `key other` and `key # comment`, which git refuses).
-        let mut bare_key_ends_line = false;
         for ev in section.body() {
             if std::mem::take(&mut bare_key_ends_line) && !matches!(ev, EventRef::Newline(_)) {
-                return Err("a key followed by something other than `=` or the line's end".into());
+                return Err(BARE_KEY.into());
             }
             match ev {
                 EventRef::SectionValueName(k) => {
@@ -335,6 +339,8 @@ pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
     }
     Ok(out)
 }
+
+const BARE_KEY: &str = "a key followed by something other than `=` or the line's end";
 
 /// Inputs gix-config reads differently from git (found by tests/fuzz.rs,
 /// each kept as a regression test below): refused, so callers fail closed.
@@ -530,6 +536,13 @@ mod tests {
         }
         // And what it reads is read (positive control).
         assert_eq!(entries_of(b"[core]\n\tx=1 \\"), [one("core.x", "1 ")]);
+        assert_eq!(
+            entries_of(b"[a]\n\tbare\n[b]k\r\n"),
+            [("a.bare".into(), None), ("b.k".into(), None)]
+        );
+        // git skips a UTF-8 byte-order mark; so does gix-config.
+        let bom = b"\xef\xbb\xbf[core]\npager=x\n";
+        assert_eq!(command_keys(bom).unwrap(), ["core.pager"]);
     }
 
     /// Inputs where gix-config and git disagree (found by tests/fuzz.rs and
@@ -541,6 +554,8 @@ mod tests {
             (&b"[core]\nx y\n"[..], "refused"),
             // gix-config: a bare key and a comment.
             (b"[core]\nbare # c\n", "refused"),
+            // gix-config: a bare key `f`, then the section `a`.
+            (b"[AA]\nf[a]K2=x\n", "refused"),
             // git: `A fsmonitor` (an unquoted tab becomes a space); gix-config kept the tab.
             (b"[a]\n[core]fsmonitor=A\\\n\tfsmonitor\n", "read"),
             // git refuses the unclosed quote; gix-config read `Aa`.
