@@ -278,24 +278,7 @@ pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
         if bare_key_ends_line {
             return Err(BARE_KEY.into());
         }
-        let EventRef::SectionHeader {
-            name,
-            separator,
-            subsection_name,
-        } = section.header()
-        else {
-            return Err("a section without a header".into());
-        };
-        let mut base = name.to_ascii_lowercase();
-        if let Some(sub) = subsection_name {
-            base.push(b'.');
-            // The old `[section.sub]` form: git lower-cases the subsection too.
-            if separator.is_some_and(|s| s.as_ref() as &[u8] == b".") {
-                base.extend(sub.to_ascii_lowercase());
-            } else {
-                base.extend_from_slice(sub);
-            }
-        }
+        let base = section_name(section.header())?;
         let mut pending: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
         let mut flush = |p: &mut Option<(Vec<u8>, Option<Vec<u8>>)>| {
             if let Some((key, raw)) = p.take() {
@@ -338,6 +321,30 @@ pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
         flush(&mut pending)?;
     }
     Ok(out)
+}
+
+/// `section[.subsection]` of a header as `git config --list` spells it:
+/// the section lower-case, the subsection as written, except in the old
+/// `[section.sub]` form, which git lower-cases whole.
+fn section_name(header: gix_config::parse::EventRef<'_>) -> Result<Vec<u8>, String> {
+    let gix_config::parse::EventRef::SectionHeader {
+        name,
+        separator,
+        subsection_name,
+    } = header
+    else {
+        return Err("a section without a header".into());
+    };
+    let mut base = name.to_ascii_lowercase();
+    if let Some(sub) = subsection_name {
+        base.push(b'.');
+        if separator.is_some_and(|s| s.as_ref() as &[u8] == b".") {
+            base.extend(sub.to_ascii_lowercase());
+        } else {
+            base.extend_from_slice(sub);
+        }
+    }
+    Ok(base)
 }
 
 const BARE_KEY: &str = "a key followed by something other than `=` or the line's end";
