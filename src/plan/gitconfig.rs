@@ -116,7 +116,8 @@ use {Sub::Any, Sub::No, Sub::Yes, When::Always};
 ///   `hook.<name>.command` (config-based hooks), `imap.tunnel`,
 ///   `sendemail[.<id>].sendmailCmd/smtpServer/toCmd/ccCmd/headerCmd`,
 ///   `svn[-remote.<r>].authorsProg`, git-lfs's
-///   `lfs.customtransfer.<n>.path` and `lfs.extension.<n>.clean/smudge`.
+///   `lfs.customtransfer.<n>.path` and `lfs.extension.<n>.clean/smudge`
+///   (matched as any `lfs.<sub>.path/clean/smudge`).
 /// - Signing and credentials: `gpg.program`, `gpg.<fmt>.program`,
 ///   `gpg.ssh.defaultKeyCommand`, `credential[.<url>].helper`.
 /// - Every `alias.*`: one starting with `!` runs a shell, and a plain alias
