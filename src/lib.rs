@@ -47,6 +47,22 @@ pub mod fuzz_targets {
     pub mod promote {
         pub use crate::install::promote::{edit, FEATURE_REF};
     }
+    /// The reader of repositories' git config files (gix-config) and its
+    /// table of keys that run commands on the host.
+    pub mod gitconfig {
+        /// Every entry as `git config --list --null` shows it: (name, value;
+        /// `None` for a bare key), or why the file is refused.
+        #[allow(clippy::type_complexity)]
+        pub fn entries(bytes: &[u8]) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, String> {
+            crate::plan::gitconfig::entries(bytes)
+        }
+
+        /// The names of the keys that run a command on the host, or why the
+        /// file is refused.
+        pub fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
+            crate::plan::gitconfig::command_keys(bytes)
+        }
+    }
     /// The two parsers of allowlist mode that read what a session sends:
     /// the proxy's request heads and, through the log, the report.
     pub mod egress {

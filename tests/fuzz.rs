@@ -494,3 +494,162 @@ fn egress_report_never_panics_on_any_log() {
         Ok(true)
     });
 }
+
+/// A git config file from git's grammar, with its odd corners: section and
+/// key names in any case, quoted subsections with escapes, the old
+/// `[section.sub]` form, keys on a header's line, quoting, escapes (known
+/// and unknown), continuations, comments, CRLF, non-UTF-8 bytes and lines
+/// git refuses.
+fn git_config_text() -> impl Strategy<Value = Vec<u8>> {
+    let name = "(core|Alias|fIlTeR|remote|url|includeIf|include|protocol|x-y|a1|-x|1a|)";
+    let sub = prop_oneof![
+        Just(String::new()),
+        "[a-zA-Z0-9 .:/!-]{0,6}".prop_map(|s| format!(" \"{s}\"")),
+        "([a-zA-Z .#;]|\\\\[\"\\\\nqt]|\t){0,5}".prop_map(|s| format!("\t\"{s}\"")),
+        "[a-zA-Z0-9.-]{0,5}".prop_map(|s| format!(".{s}")),
+        "[a-z]{1,3}".prop_map(|s| format!(".{s} \"{s}\"")),
+    ];
+    let header = (name, sub, "( |\t)?", "(\\]|\\] |\\]\\[a\\]|)")
+        .prop_map(|(n, s, sp, close)| format!("[{n}{s}{sp}{close}"));
+    let key = "(fsmonitor|hooksPath|PATH|helper|x-y|k|K2|1k|-k|k_k)";
+    let piece = prop_oneof![
+        4 => "[a-zA-Z!:/.=-]{1,5}".prop_map(String::into_bytes),
+        2 => "( |\t){1,3}".prop_map(String::into_bytes),
+        2 => "\"[a-z #;\\\\]{0,4}\"?".prop_map(String::into_bytes),
+        2 => "\\\\[nbt\"\\\\q ]".prop_map(String::into_bytes),
+        1 => "(\\\\\n|\\\\\r\n|\\\\)( |\t)?".prop_map(String::into_bytes),
+        1 => "( |\t)?(#|;)[a-z \"]{0,4}".prop_map(String::into_bytes),
+        1 => prop::collection::vec(128u8..=255, 1..3),
+        1 => Just(b"\r".to_vec()),
+    ];
+    let value = prop::collection::vec(piece, 0..6).prop_map(|ps| ps.concat());
+    let entry = (
+        "( |\t){0,2}",
+        key,
+        "( |\t){0,2}",
+        prop_oneof![
+            3 => value.prop_map(Ok),
+            1 => "(| |\t|#c| ;c| y|\ty)".prop_map(Err),
+        ],
+    )
+        .prop_map(|(ind, k, sp, v)| {
+            let mut out = format!("{ind}{k}{sp}").into_bytes();
+            match v {
+                Ok(v) => {
+                    out.push(b'=');
+                    out.extend(v);
+                }
+                // A bare key, and what may follow it on its line.
+                Err(after) => out.extend(after.into_bytes()),
+            }
+            out
+        });
+    let line = prop_oneof![
+        2 => header.clone().prop_map(String::into_bytes),
+        6 => entry.clone(),
+        1 => (header, entry).prop_map(|(h, e)| [h.into_bytes(), e].concat()),
+        1 => "( |\t)*(#|;).{0,6}".prop_map(String::into_bytes),
+        1 => Just(Vec::new()),
+        1 => ".{0,8}".prop_map(String::into_bytes),
+    ];
+    let ending = prop_oneof![5 => Just(&b"\n"[..]), 1 => Just(&b"\r\n"[..])];
+    (
+        "(\u{feff})?\\[[a-zA-Z]{1,5}\\]\n",
+        prop::collection::vec((line, ending), 0..8),
+    )
+        .prop_map(|(first, ls)| {
+            let mut out = first.into_bytes();
+            for (l, e) in ls {
+                out.extend(l);
+                out.extend_from_slice(e);
+            }
+            out
+        })
+}
+
+/// Bytes that print as escaped text when a case fails.
+#[derive(Clone, PartialEq)]
+struct Text(Vec<u8>);
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "b\"{}\"", self.0.escape_ascii())
+    }
+}
+
+/// Entries, printable.
+fn shown(e: &[(Vec<u8>, Option<Vec<u8>>)]) -> Vec<(Text, Option<Text>)> {
+    e.iter()
+        .map(|(k, v)| (Text(k.clone()), v.clone().map(Text)))
+        .collect()
+}
+
+/// What git itself reads from config file `path`: `Some(entries)` as
+/// `git config --list --null` prints them, `None` when git refuses it.
+#[allow(clippy::type_complexity)]
+fn git_reads(
+    path: &std::path::Path,
+    home: &std::path::Path,
+) -> Option<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+    let out = std::process::Command::new("git")
+        .args(["config", "--list", "--null", "--no-includes", "--file"])
+        .arg(path)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    if !out.status.success() {
+        return None;
+    }
+    let mut records: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+    assert_eq!(records.pop(), Some(&b""[..]), "git's output ends in NUL");
+    Some(
+        records
+            .into_iter()
+            .map(|r| match r.iter().position(|&b| b == b'\n') {
+                Some(i) => (r[..i].to_vec(), Some(r[i + 1..].to_vec())),
+                None => (r.to_vec(), None),
+            })
+            .collect(),
+    )
+}
+
+/// The key names and values the git config reader sees are git's own
+/// (`git config --list --file`), and every file git refuses is refused
+/// (`Err`): where gix-config and git disagree, the reader fails closed.
+#[test]
+fn git_config_reader_reads_what_git_reads_or_refuses() {
+    use claude_sandbox::fuzz_targets::gitconfig::{command_keys, entries};
+    let dir = std::env::temp_dir().join(format!("csb-fuzz-gitconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config");
+    let strategy = prop_oneof![
+        6 => git_config_text(),
+        2 => mutated(git_config_text().prop_map(|b| String::from_utf8_lossy(&b).into_owned()))
+            .prop_map(String::into_bytes),
+        1 => prop::collection::vec(any::<u8>(), 0..40),
+    ]
+    .prop_map(Text);
+    let refused_but_git_reads = std::sync::atomic::AtomicU64::new(0);
+    run_for("git-config-reader", strategy, |Text(bytes)| {
+        std::fs::write(&file, &bytes).unwrap();
+        let ours = entries(&bytes);
+        prop_assert_eq!(ours.is_ok(), command_keys(&bytes).is_ok());
+        match (git_reads(&file, &dir), ours) {
+            (None, Ok(e)) => prop_assert!(false, "git refuses, we read {:?}", shown(&e)),
+            (Some(git), Ok(e)) => prop_assert_eq!(shown(&git), shown(&e)),
+            (Some(_), Err(_)) => {
+                refused_but_git_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            (None, Err(_)) => {}
+        }
+        Ok(entries(&bytes).is_ok())
+    });
+    eprintln!(
+        "git-config-reader: {} files git reads were refused (fail closed)",
+        refused_but_git_reads.into_inner()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

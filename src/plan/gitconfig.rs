@@ -1,6 +1,8 @@
 //! Git configuration text: the curated configuration of SPEC §4.6, rendered
-//! per launch, and a small reader of config files for the tripwire (§4.8),
-//! which names the keys through which a repository's config runs commands.
+//! per launch, and the reader of repositories' config files (gix-config,
+//! read as git reads them) that names the keys through which a config runs
+//! commands on the host: the tripwire (§4.8) and the creation guard's git
+//! rule (issue #22) decide with it.
 
 /// The template, compiled in (the installer writes it to `/etc/claude-gitconfig`).
 pub(crate) const TEMPLATE: &str = include_str!("../../etc/claude-gitconfig");
@@ -46,225 +48,384 @@ pub(crate) fn render(name: Option<&str>, email: Option<&str>, forge: bool) -> St
     text
 }
 
-/// One `section[.subsection].key = value` of a config file. Section and key
-/// are lower-cased (git compares them case-insensitively); the subsection is
-/// kept as written.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Entry {
-    pub(crate) section: String,
-    pub(crate) subsection: Option<String>,
-    pub(crate) key: String,
-    /// `None` for a bare `key` (git reads it as `true`).
-    pub(crate) value: Option<String>,
+/// Which subsection a row of [`COMMAND_KEYS`] needs.
+#[derive(Debug, Clone, Copy)]
+enum Sub {
+    /// `section.key` only.
+    No,
+    /// `section.<sub>.key` only.
+    Yes,
+    /// Either.
+    Any,
 }
 
-impl Entry {
-    /// `section.subsection.key`, as `git config --list` names it.
-    pub(crate) fn name(&self) -> String {
-        match &self.subsection {
-            Some(sub) => format!("{}.{sub}.{}", self.section, self.key),
-            None => format!("{}.{}", self.section, self.key),
-        }
+/// When a key that matches a row counts.
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// Whatever its value.
+    Always,
+    /// When its value (after leading whitespace) starts with `!`: a shell
+    /// command.
+    Bang,
+    /// When its value starts with `ext::` (any case): git's `ext` transport
+    /// runs the rest as a command.
+    ExtValue,
+    /// When its subsection holds `::`: a rewrite to `<transport>::…`, run by
+    /// the helper `git-remote-<transport>` (`ext::` runs a command).
+    HelperSub,
+}
+
+/// One row of the table: `section`, the subsection rule, `key` (`*`: any
+/// key of the section), when it counts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row {
+    section: &'static str,
+    sub: Sub,
+    key: &'static str,
+    when: When,
+}
+
+const fn row(section: &'static str, sub: Sub, key: &'static str, when: When) -> Row {
+    Row {
+        section,
+        sub,
+        key,
+        when,
     }
-
-    /// Whether git runs this value as a command, or reads more configuration
-    /// through it (`include.path`), or lets it choose a program to run.
-    pub(crate) fn runs_code(&self) -> bool {
-        let sub = self.subsection.is_some();
-        match (self.section.as_str(), self.key.as_str()) {
-            ("core", k) => !sub && RUNS_CORE.contains(&k),
-            ("alias", _) | ("pager", _) => true,
-            ("filter", k) => sub && matches!(k, "clean" | "smudge" | "process"),
-            ("diff", "external") => !sub,
-            ("diff", k) => sub && matches!(k, "textconv" | "command"),
-            ("merge", "driver") => sub,
-            ("credential", "helper") => true,
-            ("gpg", "program") => true,
-            ("sequence", "editor") => !sub,
-            ("include", "path") => !sub,
-            ("includeif", "path") => sub,
-            ("remote", k) => sub && matches!(k, "uploadpack" | "receivepack"),
-            ("difftool" | "mergetool" | "man" | "browser", "cmd") => sub,
-            ("interactive", "difffilter") => !sub,
-            ("submodule", "update") => sub,
-            ("protocol", "allow") => true,
-            _ => false,
-        }
-    }
 }
 
-/// The names of the keys in config file `bytes` through which host git
-/// would run a command (or read more configuration, or choose a program),
-/// as `git config --list` names them. `Err` when git would not read the file
-/// at all or it cannot be read exactly as git does: callers refuse then
-/// (fail closed). The creation guard's content check and the tripwire both
-/// decide with this one function.
-pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-    Ok(parse(text)?
-        .iter()
-        .filter(|e| e.runs_code())
-        .map(Entry::name)
-        .collect())
-}
+use {Sub::Any, Sub::No, Sub::Yes, When::Always};
 
-/// Every value of key `name` (`section.key` or `section.sub.key`, as
-/// [`command_keys`] names it) in config file `bytes`, in order; none when
-/// the file cannot be read.
-pub(crate) fn values(bytes: &[u8], name: &str) -> Vec<String> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Vec::new();
-    };
-    parse(text)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.name() == name)
-        .map(|e| e.value.unwrap_or_default())
-        .collect()
-}
-
-/// `core.*` keys git runs as a command (or a directory of hooks it runs).
-const RUNS_CORE: &[&str] = &[
-    "fsmonitor",
-    "pager",
-    "editor",
-    "sshcommand",
-    "hookspath",
-    "askpass",
-    "gitproxy",
-    "worktree",
+/// The git config keys through which host git runs a command, reads more
+/// configuration, runs programs from a directory, or picks the program it
+/// runs (section and key lower-case, as git compares them; docs/threat-model.md
+/// "Git config keys that run commands" is the same table in prose).
+///
+/// - `core`: `fsmonitor` (a hook run by every `git status`), `hooksPath`
+///   (where hooks are run from), `sshCommand`, `gitProxy`, `askPass`,
+///   `pager`, `editor`, `alternateRefsCommand`, and `worktree` (moves the
+///   work tree host git checks out into, so it writes outside);
+///   `sequence.editor`; `interactive.diffFilter`.
+/// - Programs per driver or tool: `filter.<d>.clean/smudge/process`,
+///   `diff.external`, `diff.<d>.command/textconv`, `merge.<d>.driver`,
+///   `difftool.<t>.cmd/path`, `mergetool.<t>.cmd/path`, the tool choosers
+///   `diff.tool/guitool` and `merge.tool/guitool`, `man.<t>.cmd/path`,
+///   `browser.<t>.cmd/path`, the browser choosers `web.browser`,
+///   `help.browser`, `instaweb.*` (its `httpd`, `modulePath`, `browser`),
+///   `guitool.<t>.cmd`, `tar.<fmt>.command`, `trailer.<t>.command/cmd`,
+///   `hook.<name>.command` (config-based hooks), `imap.tunnel`,
+///   `sendemail[.<id>].sendmailCmd/smtpServer/toCmd/ccCmd/headerCmd`,
+///   `svn[-remote.<r>].authorsProg`, git-lfs's
+///   `lfs.customtransfer.<n>.path` and `lfs.extension.<n>.clean/smudge`
+///   (matched as any `lfs.<sub>.path/clean/smudge`).
+/// - Signing and credentials: `gpg.program`, `gpg.<fmt>.program`,
+///   `gpg.ssh.defaultKeyCommand`, `credential[.<url>].helper`.
+/// - Every `alias.*`: one starting with `!` runs a shell, and a plain alias
+///   may carry `-c key=value`, which sets any key of this table for the
+///   command it names.
+/// - Every `pager.<cmd>` (a pager command per git command).
+/// - More configuration: `include.path`, `includeIf.<cond>.path`, and
+///   `extensions.worktreeConfig` (reads `config.worktree`).
+/// - Transports: every `uploadpack.*` (`packObjectsHook` runs a program;
+///   nothing everyday writes the section), `remote.<r>.uploadpack`,
+///   `remote.<r>.receivepack`, `remote.<r>.vcs` (picks `git-remote-<vcs>`),
+///   `remote.<r>.url/pushurl` and `submodule.<n>.url` starting with
+///   `ext::`, every `protocol[.<name>].allow` (the simple fail-closed form
+///   of "would allow `ext`"), `url.<base>.insteadOf/pushInsteadOf` whose
+///   `<base>` holds `::` (a rewrite to a transport helper such as `ext::`),
+///   and `submodule.<n>.update` starting with `!`.
+pub(crate) const COMMAND_KEYS: &[Row] = &[
+    row("core", No, "fsmonitor", Always),
+    row("core", No, "hookspath", Always),
+    row("core", No, "sshcommand", Always),
+    row("core", No, "gitproxy", Always),
+    row("core", No, "askpass", Always),
+    row("core", No, "pager", Always),
+    row("core", No, "editor", Always),
+    row("core", No, "alternaterefscommand", Always),
+    row("core", No, "worktree", Always),
+    row("sequence", No, "editor", Always),
+    row("interactive", No, "difffilter", Always),
+    row("filter", Yes, "clean", Always),
+    row("filter", Yes, "smudge", Always),
+    row("filter", Yes, "process", Always),
+    row("diff", No, "external", Always),
+    row("diff", Yes, "command", Always),
+    row("diff", Yes, "textconv", Always),
+    row("diff", No, "tool", Always),
+    row("diff", No, "guitool", Always),
+    row("merge", Yes, "driver", Always),
+    row("merge", No, "tool", Always),
+    row("merge", No, "guitool", Always),
+    row("difftool", Yes, "cmd", Always),
+    row("difftool", Yes, "path", Always),
+    row("mergetool", Yes, "cmd", Always),
+    row("mergetool", Yes, "path", Always),
+    row("man", Yes, "cmd", Always),
+    row("man", Yes, "path", Always),
+    row("browser", Yes, "cmd", Always),
+    row("browser", Yes, "path", Always),
+    row("web", No, "browser", Always),
+    row("help", No, "browser", Always),
+    row("instaweb", No, "*", Always),
+    row("guitool", Yes, "cmd", Always),
+    row("tar", Yes, "command", Always),
+    row("trailer", Yes, "command", Always),
+    row("trailer", Yes, "cmd", Always),
+    row("hook", Yes, "command", Always),
+    row("imap", No, "tunnel", Always),
+    row("sendemail", Any, "sendmailcmd", Always),
+    row("sendemail", Any, "smtpserver", Always),
+    row("sendemail", Any, "tocmd", Always),
+    row("sendemail", Any, "cccmd", Always),
+    row("sendemail", Any, "headercmd", Always),
+    row("svn", No, "authorsprog", Always),
+    row("svn-remote", Yes, "authorsprog", Always),
+    row("lfs", Yes, "path", Always),
+    row("lfs", Yes, "clean", Always),
+    row("lfs", Yes, "smudge", Always),
+    row("gpg", Any, "program", Always),
+    row("gpg", Yes, "defaultkeycommand", Always),
+    row("credential", Any, "helper", Always),
+    row("alias", Any, "*", Always),
+    row("pager", Any, "*", Always),
+    row("include", Any, "path", Always),
+    row("includeif", Any, "path", Always),
+    row("extensions", No, "worktreeconfig", Always),
+    row("uploadpack", Any, "*", Always),
+    row("remote", Yes, "uploadpack", Always),
+    row("remote", Yes, "receivepack", Always),
+    row("remote", Yes, "vcs", Always),
+    row("remote", Yes, "url", When::ExtValue),
+    row("remote", Yes, "pushurl", When::ExtValue),
+    row("submodule", Yes, "url", When::ExtValue),
+    row("protocol", Any, "allow", Always),
+    row("url", Yes, "insteadof", When::HelperSub),
+    row("url", Yes, "pushinsteadof", When::HelperSub),
+    row("submodule", Yes, "update", When::Bang),
 ];
 
-/// Every entry of a git config file, in order, as git reads it: `#` and `;`
-/// comments, `[section]`, `[section "sub"]` and the old `[section.sub]`
-/// headers (a key may follow on the header's line), quoted values, the
-/// escapes `\n \t \b \" \\` and lines continued by a trailing backslash.
-/// A line git would refuse is an error naming its number.
-pub(crate) fn parse(text: &str) -> Result<Vec<Entry>, String> {
-    let mut out = Vec::new();
-    let mut section: Option<(String, Option<String>)> = None;
-    let mut lines = text.split('\n').enumerate();
-    while let Some((i, line)) = lines.next() {
-        let bad = |what: &str| format!("line {}: {what}", i + 1);
-        let mut rest = line.trim_start();
-        if rest.starts_with('[') {
-            let (head, after) = parse_header(rest).ok_or_else(|| bad("bad section header"))?;
-            section = Some(head);
-            rest = after.trim_start();
-        }
-        if rest.is_empty() || rest.starts_with(['#', ';']) {
-            continue;
-        }
-        // git reads a key before any section as `.key`: it never runs code.
-        let (sec, sub) = section.clone().unwrap_or_default();
-        let name_len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(rest.len());
-        let key = &rest[..name_len];
-        if !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            return Err(bad("bad key name"));
-        }
-        let after = rest[name_len..].trim_start_matches([' ', '\t']);
-        let value = if let Some(v) = after.strip_prefix('=') {
-            Some(parse_value(v, &mut lines).ok_or_else(|| bad("bad value"))?)
-        } else if after.is_empty() || after.starts_with(['#', ';', '\r']) {
-            None
-        } else {
-            return Err(bad("expected `=` after the key"));
+impl Row {
+    /// Whether the entry `name` (as `git config --list` spells it) with
+    /// `value` (`None`: a bare key) is this row's.
+    fn matches(&self, name: &[u8], value: Option<&[u8]>) -> bool {
+        let (section, sub, key) = split_name(name);
+        let sub_ok = match self.sub {
+            Sub::No => sub.is_none(),
+            Sub::Yes => sub.is_some(),
+            Sub::Any => true,
         };
-        out.push(Entry {
-            section: sec,
-            subsection: sub,
-            key: key.to_ascii_lowercase(),
-            value,
-        });
+        let value = value.unwrap_or_default();
+        let trimmed = value.trim_ascii_start();
+        section == self.section.as_bytes()
+            && sub_ok
+            && (self.key == "*" || key == self.key.as_bytes())
+            && match self.when {
+                When::Always => true,
+                When::Bang => trimmed.starts_with(b"!"),
+                When::ExtValue => trimmed
+                    .get(..5)
+                    .is_some_and(|p| p.eq_ignore_ascii_case(b"ext::")),
+                When::HelperSub => sub.is_some_and(|s| s.windows(2).any(|w| w == b"::")),
+            }
+    }
+}
+
+/// `section[.subsection].key` split as git splits a name: the section up to
+/// the first dot, the key after the last.
+fn split_name(name: &[u8]) -> (&[u8], Option<&[u8]>, &[u8]) {
+    let first = name.iter().position(|&b| b == b'.');
+    let last = name.iter().rposition(|&b| b == b'.');
+    match (first, last) {
+        (Some(f), Some(l)) if f < l => (&name[..f], Some(&name[f + 1..l]), &name[l + 1..]),
+        (Some(f), _) => (&name[..f], None, &name[f + 1..]),
+        _ => (&name[..0], None, name),
+    }
+}
+
+/// Whether host git would run a command (or read more configuration, or
+/// pick a program) through the entry `name = value`.
+pub(crate) fn runs_command(name: &[u8], value: Option<&[u8]>) -> bool {
+    COMMAND_KEYS.iter().any(|r| r.matches(name, value))
+}
+
+/// One entry of a config file as `git config --list --null` shows it: the
+/// name (section and key lower-case, subsection as written) and the value,
+/// `None` for a bare `key` (git reads it as `true`).
+pub(crate) type RawEntry = (Vec<u8>, Option<Vec<u8>>);
+
+/// Every entry of config file `bytes`, in order, read by gix-config as git
+/// reads it (includes are not followed: `include.path` is itself a
+/// command key). `Err(one line)` when git would refuse the file, or when it
+/// holds something gix-config is known to read differently from git
+/// (tests/fuzz.rs compares the two): callers fail closed then.
+pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
+    use gix_config::parse::{EventRef, Events};
+    refuse_disagreements(bytes)?;
+    let events = Events::from_bytes(bytes, None)
+        .map_err(|e| format!("line {}: not git config syntax", e.line_number()))?;
+    if events
+        .frontmatter()
+        .any(|e| matches!(e, EventRef::SectionValueName(_)))
+    {
+        return Err("a key before the first [section] header".into());
+    }
+    let mut out = Vec::new();
+    // After a bare `key`, git wants the end of the line (gix-config also
+    // reads `key other`, `key # comment` and `key[section]`, which git
+    // refuses).
+    let mut bare_key_ends_line = false;
+    for section in events.sections() {
+        if bare_key_ends_line {
+            return Err(BARE_KEY.into());
+        }
+        let base = section_name(section.header())?;
+        let mut pending: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+        let mut flush = |p: &mut Option<(Vec<u8>, Option<Vec<u8>>)>| {
+            if let Some((key, raw)) = p.take() {
+                if let Some(raw) = &raw {
+                    refuse_raw_value(raw)?;
+                }
+                let mut name = base.clone();
+                name.push(b'.');
+                name.extend(key);
+                let value = raw.map(|r| gix_config::value::normalize(r.as_slice()).to_vec());
+                out.push((name, value));
+            }
+            Ok::<(), String>(())
+        };
+        for ev in section.body() {
+            if std::mem::take(&mut bare_key_ends_line) && !matches!(ev, EventRef::Newline(_)) {
+                return Err(BARE_KEY.into());
+            }
+            match ev {
+                EventRef::SectionValueName(k) => {
+                    flush(&mut pending)?;
+                    pending = Some((k.to_ascii_lowercase(), None));
+                }
+                EventRef::KeyValueSeparator => {
+                    if let Some((_, raw)) = pending.as_mut() {
+                        *raw = Some(Vec::new());
+                    }
+                }
+                EventRef::Value(v) | EventRef::ValueNotDone(v) | EventRef::ValueDone(v) => {
+                    match pending.as_mut() {
+                        Some((_, Some(raw))) => raw.extend_from_slice(v),
+                        // gix-config's empty value after a bare `key`.
+                        Some((_, None)) if v.is_empty() => bare_key_ends_line = true,
+                        _ => return Err("a value without a key".into()),
+                    }
+                }
+                _ => {}
+            }
+        }
+        flush(&mut pending)?;
     }
     Ok(out)
 }
 
-/// `[section]`, `[section "sub"]` or `[section.sub]` at the start of `s`:
-/// (section, subsection) and the rest of the line.
-fn parse_header(s: &str) -> Option<((String, Option<String>), &str)> {
-    let s = &s[1..];
-    let name_len = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.'))
-        .unwrap_or(s.len());
-    let name = s[..name_len].to_ascii_lowercase();
-    if name.is_empty() {
-        return None;
-    }
-    let rest = &s[name_len..];
-    if let Some(after) = rest.strip_prefix(']') {
-        return Some(match name.split_once('.') {
-            Some((sec, sub)) => ((sec.to_string(), Some(sub.to_string())), after),
-            None => ((name, None), after),
-        });
-    }
-    let quoted = rest.trim_start_matches([' ', '\t']).strip_prefix('"')?;
-    // `[a.b "c"]` is git's `a.b.c.*`: section `a`, subsection `b.c`.
-    let (name, mut sub) = match name.split_once('.') {
-        Some((sec, more)) => (sec.to_string(), format!("{more}.")),
-        None => (name, String::new()),
+/// `section[.subsection]` of a header as `git config --list` spells it:
+/// the section lower-case, the subsection as written, except in the old
+/// `[section.sub]` form, which git lower-cases whole.
+fn section_name(header: gix_config::parse::EventRef<'_>) -> Result<Vec<u8>, String> {
+    let gix_config::parse::EventRef::SectionHeader {
+        name,
+        separator,
+        subsection_name,
+    } = header
+    else {
+        return Err("a section without a header".into());
     };
-    let mut chars = quoted.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => sub.push(chars.next()?.1),
-            '"' => {
-                let after = quoted[i + 1..].strip_prefix(']')?;
-                return Some(((name, Some(sub)), after));
-            }
-            '\n' => return None,
-            c => sub.push(c),
+    let mut base = name.to_ascii_lowercase();
+    if let Some(sub) = subsection_name {
+        base.push(b'.');
+        if separator.is_some_and(|s| s.as_ref() as &[u8] == b".") {
+            base.extend(sub.to_ascii_lowercase());
+        } else {
+            base.extend_from_slice(sub);
         }
     }
-    None
+    Ok(base)
 }
 
-/// A value after its `=`, continued on the following lines when one ends in
-/// a backslash. Unquoted whitespace runs are kept (as spaces) between words
-/// and dropped at the ends; a comment ends the value outside quotes.
-fn parse_value<'a>(
-    first: &'a str,
-    lines: &mut impl Iterator<Item = (usize, &'a str)>,
-) -> Option<String> {
-    let mut out = String::new();
+const BARE_KEY: &str = "a key followed by something other than `=` or the line's end";
+
+/// Inputs gix-config reads differently from git (found by tests/fuzz.rs,
+/// each kept as a regression test below): refused, so callers fail closed.
+fn refuse_disagreements(bytes: &[u8]) -> Result<(), String> {
+    if bytes.contains(&0) {
+        return Err("a NUL byte (git cuts values there)".into());
+    }
+    Ok(())
+}
+
+/// A value's text as gix-config hands it over (quotes and escapes still
+/// in, continuations joined) where git would read it differently or refuse
+/// it: an unknown escape, a backslash at the very end, an unclosed quote,
+/// and an unquoted tab or CR (git turns them into spaces, gix-config keeps
+/// them; refused wherever they are, to stay simple).
+fn refuse_raw_value(raw: &[u8]) -> Result<(), String> {
     let mut quoted = false;
-    let mut spaces = 0;
-    let mut line = first;
-    loop {
-        let mut chars = line.chars();
-        let mut continued = false;
-        while let Some(c) = chars.next() {
-            if !quoted && (c == '#' || c == ';') {
-                return (!quoted).then_some(out);
+    let mut bytes = raw.iter();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => match bytes.next() {
+                Some(b'n' | b't' | b'b' | b'"' | b'\\') => {}
+                _ => return Err("a value with an unknown escape".into()),
+            },
+            b'"' => quoted = !quoted,
+            b'\t' | b'\r' => {
+                return Err("a tab or carriage return inside a value (write it as \\t)".into())
             }
-            if !quoted && c.is_whitespace() {
-                spaces += usize::from(!out.is_empty());
-                continue;
-            }
-            out.extend(std::iter::repeat_n(' ', std::mem::take(&mut spaces)));
-            match c {
-                '"' => quoted = !quoted,
-                '\\' => match chars.next() {
-                    None => continued = true,
-                    Some('\r') if chars.as_str().is_empty() => continued = true,
-                    Some('n') => out.push('\n'),
-                    Some('t') => out.push('\t'),
-                    Some('b') => {
-                        out.pop();
-                    }
-                    Some(c @ ('"' | '\\')) => out.push(c),
-                    Some(_) => return None,
-                },
-                c => out.push(c),
-            }
-        }
-        match if continued { lines.next() } else { None } {
-            Some((_, next)) => line = next,
-            None => return (!quoted).then_some(out),
+            _ => {}
         }
     }
+    if quoted {
+        return Err("a value with an unclosed quote".into());
+    }
+    Ok(())
+}
+
+/// The entries of config file `bytes` through which host git would run a
+/// command (or read more configuration, or pick a program): name as
+/// `git config --list` spells it, and value. `Err(one line)` when the file
+/// cannot be read exactly as git reads it (fail closed).
+pub(crate) fn command_entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
+    Ok(entries(bytes)?
+        .into_iter()
+        .filter(|(n, v)| runs_command(n, v.as_deref()))
+        .collect())
+}
+
+/// The names of the keys in config file `bytes` through which host git
+/// would run a command (or read more configuration, or choose a program),
+/// as `git config --list` names them (section and key lower-case,
+/// subsection as written). `Err` when git would not read the file at all
+/// or it cannot be read exactly as git does: callers refuse then (fail
+/// closed). The creation guard's content check and the tripwire both
+/// decide with this table ([`COMMAND_KEYS`]).
+pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
+    Ok(command_entries(bytes)?
+        .into_iter()
+        .map(|(n, _)| String::from_utf8_lossy(&n).into_owned())
+        .collect())
+}
+
+/// Every value of key `name` (as [`command_keys`] spells it) in config
+/// file `bytes`, in order (a bare key reads as `true`); none when the file
+/// cannot be read as git reads it.
+pub(crate) fn values(bytes: &[u8], name: &str) -> Vec<String> {
+    entries(bytes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(n, _)| n == name.as_bytes())
+        .map(|(_, v)| {
+            v.map_or_else(
+                || "true".into(),
+                |v| String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -306,11 +467,14 @@ mod tests {
         assert!(!t.contains("\n[core]"), "{t}");
     }
 
-    fn entries(text: &str) -> Vec<(String, Option<String>)> {
-        parse(text)
+    fn entries_of(text: &[u8]) -> Vec<(String, Option<String>)> {
+        entries(text)
             .unwrap()
             .into_iter()
-            .map(|e| (e.name(), e.value))
+            .map(|(k, v)| {
+                let s = |b: Vec<u8>| String::from_utf8(b).unwrap();
+                (s(k), v.map(s))
+            })
             .collect()
     }
 
@@ -320,10 +484,10 @@ mod tests {
 
     #[test]
     fn parses_what_git_config_writes() {
-        let text = "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch MARK\n\
+        let text = b"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch MARK\n\
                     [remote \"origin\"]\n\turl = https://x/y\n[branch \"Main\"]\n\tremote = origin\n";
         assert_eq!(
-            entries(text),
+            entries_of(text),
             vec![
                 one("core.repositoryformatversion", "0"),
                 one("core.fsmonitor", "touch MARK"),
@@ -333,9 +497,11 @@ mod tests {
         );
     }
 
+    /// Each expectation is what `git config --list --null --file F` printed
+    /// for the same text (git 2.47).
     #[test]
     fn reads_values_as_git_does() {
-        let text = "; comment\n# comment\n[Core]  # c\n  Pager = \"less  -R\" ; c\n\
+        let text = b"; comment\n# comment\n[Core]  # c\n  Pager = \"less  -R\" ; c\n\
                     editor = vim   -u   x  \n  bare\n\
                     sshCommand = ssh \\\n  -i key\n\
                     [alias] x = \"!sh -c \\\"a\\\\b\\\"\\tz\"\n\
@@ -343,7 +509,7 @@ mod tests {
                     [includeIf \"gitdir:~/w/\\\"q\\\"/\"]\n\tpath = x.inc\n\
                     [core]fsmonitor=evil\r\n";
         assert_eq!(
-            entries(text),
+            entries_of(text),
             vec![
                 one("core.pager", "less  -R"),
                 one("core.editor", "vim   -u   x"),
@@ -355,70 +521,181 @@ mod tests {
                 one("core.fsmonitor", "evil"),
             ]
         );
+        // The old dotted header with a quoted part: git's `a.x.Y.k`.
+        assert_eq!(
+            entries_of(b"[Alias.X \"Y\"]\n\tk = 1\n"),
+            [one("alias.x.Y.k", "1")]
+        );
+        assert_eq!(
+            command_keys(b"[Alias.X \"Y\"]\n\tk = 1\n").unwrap(),
+            ["alias.x.Y.k"]
+        );
+        // Values are bytes: git allows any.
+        assert_eq!(
+            entries(b"[core]\n\tpager = \xff\xfe\n").unwrap(),
+            [(b"core.pager".to_vec(), Some(b"\xff\xfe".to_vec()))]
+        );
+        assert_eq!(
+            command_keys(b"[core]\n\tpager = \xff\n").unwrap(),
+            ["core.pager"]
+        );
     }
 
     #[test]
     fn refuses_what_git_refuses() {
         for bad in [
-            "[core\nx = 1\n",
-            "[core]\n1x = 2\n",
-            "[core]\nx = \"open\n",
-            "[core]\nx = a\\q\n",
-            "[core]\nx y\n",
-            "[ core ]\nx = 1\n",
-            "[a \"b\" ]\nx = 1\n",
+            &b"[core\nx = 1\n"[..],
+            b"[core]\n1x = 2\n",
+            b"[core]\nx = \"open\n",
+            b"[core]\nx = a\\q\n",
+            b"[core]\nx y\n",
+            b"[ core ]\nx = 1\n",
+            b"[a \"b\" ]\nx = 1\n",
+            b"[core]\nbare # a comment right after a bare key\n",
         ] {
-            assert!(parse(bad).is_err(), "{bad:?} accepted");
+            assert!(
+                command_keys(bad).is_err(),
+                "{} accepted",
+                bad.escape_ascii()
+            );
         }
-        // What git accepts, read as git reads it (checked with `git config -f F --list`).
-        assert_eq!(entries("key = v\n"), vec![one(".key", "v")]);
-        assert_eq!(entries("[core]\n\tx=1 \\"), vec![one("core.x", "1 ")]);
-        let dotted = parse("[Alias.X \"Y\"]\n\tk = 1\n").unwrap();
+        // And what it reads is read (positive control).
+        assert_eq!(entries_of(b"[core]\n\tx=1 \\"), [one("core.x", "1 ")]);
         assert_eq!(
-            (dotted[0].section.as_str(), dotted[0].subsection.as_deref()),
-            ("alias", Some("x.Y"))
+            entries_of(b"[a]\n\tbare\n[b]k\r\n"),
+            [("a.bare".into(), None), ("b.k".into(), None)]
         );
-        assert!(dotted[0].runs_code());
+        // git skips a UTF-8 byte-order mark; so does gix-config.
+        let bom = b"\xef\xbb\xbf[core]\npager=x\n";
+        assert_eq!(command_keys(bom).unwrap(), ["core.pager"]);
+    }
+
+    /// Inputs where gix-config and git disagree (found by tests/fuzz.rs and
+    /// by the cases above): refused, never read differently from git.
+    #[test]
+    fn refuses_where_gix_config_and_git_disagree() {
+        for (text, git_reads) in [
+            // gix-config: two bare keys `x` and `y`.
+            (&b"[core]\nx y\n"[..], "refused"),
+            // gix-config: a bare key and a comment.
+            (b"[core]\nbare # c\n", "refused"),
+            // gix-config: a bare key `f`, then the section `a`.
+            (b"[AA]\nf[a]K2=x\n", "refused"),
+            // git: `A fsmonitor` (an unquoted tab becomes a space); gix-config kept the tab.
+            (b"[a]\n[core]fsmonitor=A\\\n\tfsmonitor\n", "read"),
+            // git refuses the unclosed quote; gix-config read `Aa`.
+            (b"[aa]\n\thelper\t\t=\rAa\"\\", "refused"),
+            // git cuts the value at NUL for its consumers.
+            (b"[core]\n\tpager = a\0b\n", "read"),
+        ] {
+            assert!(
+                command_keys(text).is_err(),
+                "{} (git: {git_reads}) accepted",
+                text.escape_ascii()
+            );
+        }
     }
 
     #[test]
-    fn names_the_keys_that_run_code() {
-        let text = "[core]\n\tfsmonitor = a\n\tpager = a\n\teditor = a\n\tsshCommand = a\n\thooksPath = a\n\
-                    \tfilemode = true\n\tbare = false\n\
-                    [alias]\n\tst = status\n[filter \"x\"]\n\tclean = a\n\tsmudge = a\n\tprocess = a\n\trequired = true\n\
-                    [diff \"x\"]\n\ttextconv = a\n[diff]\n\texternal = a\n\trenames = true\n[merge \"x\"]\n\tdriver = a\n\
-                    [credential]\n\thelper = a\n[credential \"https://h\"]\n\thelper = a\n[gpg]\n\tprogram = a\n\
-                    [sequence]\n\teditor = a\n[include]\n\tpath = a\n[includeIf \"onbranch:x\"]\n\tpath = a\n\
-                    [user]\n\tname = a\n[remote \"o\"]\n\turl = a\n\tuploadpack = a\n[branch \"m\"]\n\tremote = o\n";
-        let runs: Vec<String> = parse(text)
-            .unwrap()
-            .into_iter()
-            .filter(Entry::runs_code)
-            .map(|e| e.name())
-            .collect();
-        assert_eq!(
-            runs,
-            [
-                "core.fsmonitor",
-                "core.pager",
-                "core.editor",
-                "core.sshcommand",
-                "core.hookspath",
-                "alias.st",
-                "filter.x.clean",
-                "filter.x.smudge",
-                "filter.x.process",
-                "diff.x.textconv",
-                "diff.external",
-                "merge.x.driver",
-                "credential.helper",
-                "credential.https://h.helper",
-                "gpg.program",
-                "sequence.editor",
-                "include.path",
-                "includeif.onbranch:x.path",
-                "remote.o.uploadpack",
-            ]
-        );
+    fn everyday_git_configs_are_read() {
+        let text = b"[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+                    \tlogallrefupdates = true\n[user]\n\tname = Dev\n\temail = d@example.com\n\
+                    [remote \"origin\"]\n\turl = https://github.com/o/r\n\
+                    \tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+                    [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
+                    [submodule \"lib\"]\n\turl = ../lib\n\tactive = true\n\
+                    [lfs]\n\trepositoryformatversion = 0\n";
+        assert_eq!(command_keys(text).unwrap(), Vec::<String>::new());
+        assert_eq!(entries(text).unwrap().len(), 13);
+    }
+
+    /// A sample entry for `r`, its name as git lists it, and a near miss
+    /// (same section, a key one letter off, or the value or subsection
+    /// that makes it harmless) that must not be flagged.
+    fn sample(r: &Row) -> (String, String, String) {
+        let sec = format!("{}{}", r.section[..1].to_uppercase(), &r.section[1..]);
+        let key = if r.key == "*" {
+            "anyKey".to_string()
+        } else {
+            r.key.to_uppercase()
+        };
+        let sub = match (r.sub, r.when) {
+            (_, When::HelperSub) => Some("ext::sh -c x"),
+            (Sub::Yes, _) => Some("X.y"),
+            _ => None,
+        };
+        let value = match r.when {
+            When::Bang => "  !sh -c x",
+            When::ExtValue => "EXT::sh -c x",
+            _ => "x",
+        };
+        let header = |sub: Option<&str>| match sub {
+            Some(s) => format!("[{sec} \"{s}\"]"),
+            None => format!("[{sec}]"),
+        };
+        let text = format!("{}\n\t{key} = {value}\n", header(sub));
+        let name = match sub {
+            Some(s) => format!("{}.{s}.{}", r.section, key.to_lowercase()),
+            None => format!("{}.{}", r.section, key.to_lowercase()),
+        };
+        let near = match r.when {
+            When::Bang => format!("{}\n\t{key} = sh -c x\n", header(sub)),
+            When::ExtValue => format!("{}\n\t{key} = https://ext::x\n", header(sub)),
+            When::HelperSub => format!("{}\n\t{key} = x\n", header(Some("https://h/"))),
+            When::Always if r.key == "*" => format!("[{sec}x]\n\t{key} = x\n"),
+            When::Always => format!("{}\n\t{key}x = x\n", header(sub)),
+        };
+        (text, name, near)
+    }
+
+    #[test]
+    fn every_row_of_the_table_is_flagged_and_its_near_miss_is_not() {
+        for r in COMMAND_KEYS {
+            let (text, name, near) = sample(r);
+            assert_eq!(
+                command_keys(text.as_bytes()),
+                Ok(vec![name]),
+                "{r:?}: {text}"
+            );
+            assert_eq!(command_keys(near.as_bytes()), Ok(vec![]), "{r:?}: {near}");
+            // The subsection rule: a row without one ignores `section.<sub>.key`,
+            // a row that needs one ignores `section.key`.
+            let other = match r.sub {
+                Sub::No => Some(text.replacen(']', " \"s\"]", 1)),
+                Sub::Yes if !matches!(r.when, When::HelperSub) => {
+                    Some(text.replacen(" \"X.y\"]", "]", 1))
+                }
+                _ => None,
+            };
+            if let Some(other) = other {
+                assert_eq!(command_keys(other.as_bytes()), Ok(vec![]), "{r:?}: {other}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_issue_keys_are_in_the_table() {
+        let listed = [
+            "[core]fsmonitor=x\nhooksPath=x\nsshCommand=x\npager=x\neditor=x\naskPass=x\n\
+             gitProxy=x\nworktree=x\nalternateRefsCommand=x\n",
+            "[sequence]editor=x\n[credential]helper=x\n[credential \"https://h\"]helper=x\n",
+            "[filter \"d\"]clean=x\nsmudge=x\nprocess=x\n[diff]external=x\n",
+            "[diff \"d\"]command=x\ntextconv=x\n[merge \"d\"]driver=x\n[gpg]program=x\n",
+            "[gpg \"ssh\"]program=x\ndefaultKeyCommand=x\n[alias]st=status\nx=!sh\n",
+            "[pager]log=x\n[include]path=x\n[includeIf \"gitdir:/\"]path=x\n",
+            "[uploadpack]packObjectsHook=x\n[remote \"o\"]uploadpack=x\nreceivepack=x\n",
+            "[protocol]allow=always\n[protocol \"ext\"]allow=always\n",
+            "[url \"ext::sh -c x\"]insteadOf=https://\npushInsteadOf=https://\n",
+            "[submodule \"s\"]update=!x\n[interactive]diffFilter=x\n",
+            "[man \"t\"]cmd=x\npath=x\n[browser \"t\"]cmd=x\npath=x\n[web]browser=x\n",
+            "[difftool \"t\"]cmd=x\npath=x\n[mergetool \"t\"]cmd=x\npath=x\n",
+            "[tar \"tgz\"]command=x\n[trailer \"t\"]command=x\ncmd=x\n[hook \"h\"]command=x\n",
+            "[imap]tunnel=x\n[sendemail]sendmailCmd=x\nsmtpServer=/x\n[guitool \"t\"]cmd=x\n",
+        ];
+        for text in listed {
+            let keys = command_keys(text.as_bytes()).unwrap();
+            let all = entries(text.as_bytes()).unwrap();
+            assert_eq!(keys.len(), all.len(), "{text}: only {keys:?}");
+        }
     }
 }

@@ -292,20 +292,21 @@ fn files_details(old: &Tree, new: &Tree, differs: &[&PathBuf]) -> String {
     out
 }
 
-/// The entries of a git config that run code, or why it cannot be read.
+/// The entries of a git config that run code, or why it cannot be read
+/// (the creation guard's table and reader: [`gitconfig::command_entries`]).
 fn git_config_runs(e: Option<&Entry>) -> Result<Vec<(String, String)>, String> {
-    let text = match e {
+    let bytes = match e {
         None => return Ok(Vec::new()),
         Some(Entry::File {
             content: Some(c), ..
-        }) => String::from_utf8_lossy(c).into_owned(),
+        }) => c,
         Some(Entry::File { .. }) => return Err(format!("over {} KiB, not read", MAX_READ / 1024)),
         Some(_) => return Err("not a regular file".into()),
     };
-    Ok(gitconfig::parse(&text)?
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Ok(gitconfig::command_entries(bytes)?
         .into_iter()
-        .filter(gitconfig::Entry::runs_code)
-        .map(|e| (e.name(), e.value.unwrap_or_else(|| "true".into())))
+        .map(|(k, v)| (lossy(&k), v.map_or_else(|| "true".into(), |v| lossy(&v))))
         .collect())
 }
 
