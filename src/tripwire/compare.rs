@@ -274,7 +274,10 @@ fn files_details(old: &Tree, new: &Tree, differs: &[&PathBuf]) -> String {
 /// The entries of a git config that run code, or why it cannot be read.
 fn git_config_runs(e: Option<&Entry>) -> Result<Vec<(String, String)>, String> {
     let text = match e {
-        None => return Ok(Vec::new()),
+        // Not there, or there before the session but never snapshotted (a
+        // repository the launch's walk did not reach): every key that runs
+        // code is reported.
+        None | Some(Entry::Unknown) => return Ok(Vec::new()),
         Some(Entry::File {
             content: Some(c), ..
         }) => String::from_utf8_lossy(c).into_owned(),

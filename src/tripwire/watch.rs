@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::compare::{compare, Change};
+use super::compare::{compare, shown, Change, Mark};
 use super::log::{block, log_dir, record, Session};
 use super::scan::{scan, stamp, targets, untouched_before, Kind, Tree};
 use crate::plan::protect;
@@ -25,6 +25,8 @@ pub(crate) struct Watch {
     home: PathBuf,
     workspace: PathBuf,
     before: BTreeMap<PathBuf, (Kind, Tree)>,
+    /// The pointers out of the workspace the launch found (and named).
+    outside: Vec<protect::Outside>,
 }
 
 impl Watch {
@@ -32,6 +34,7 @@ impl Watch {
     /// launch's own walk of the workspace (the plan's), not repeated here.
     pub(crate) fn start(home: &Path, workspace: &Path, found: protect::Protected) -> Watch {
         let started = SystemTime::now();
+        let outside = found.outside.clone();
         let before = targets(home, workspace, found)
             .into_iter()
             .map(|(p, k)| {
@@ -44,18 +47,29 @@ impl Watch {
             home: home.to_path_buf(),
             workspace: workspace.to_path_buf(),
             before,
+            outside,
         }
     }
 
-    /// What changed since [`Watch::start`], the workspace discovered again
-    /// (repositories created during the session are watched too).
+    /// What changed since [`Watch::start`].
+    #[cfg(test)]
     pub(super) fn changes(&self) -> Vec<Change> {
+        self.survey().0
+    }
+
+    /// What changed since [`Watch::start`], the workspace walked again to
+    /// any depth ([`protect::discover_all`]: repositories created during
+    /// the session, or out of the launch's walk, are watched too), and the
+    /// line saying where that walk ran out of time, if it did.
+    pub(super) fn survey(&self) -> (Vec<Change>, Option<String>) {
         let mut all: BTreeMap<PathBuf, Kind> = self
             .before
             .iter()
             .map(|(p, (k, _))| (p.clone(), *k))
             .collect();
-        let found = protect::discover(&self.workspace);
+        let found = protect::discover_all(&self.workspace, protect::exit_budget());
+        let stopped = found.stopped.as_ref().map(|s| s.notice(&self.workspace));
+        let outside = found.outside.clone();
         for (p, k) in targets(&self.home, &self.workspace, found) {
             all.entry(p).or_insert(k);
         }
@@ -74,33 +88,74 @@ impl Watch {
             };
             out.extend(compare(&p, k, old, &now));
         }
-        out
+        for o in outside {
+            if !self.named_at_launch(&o, since) {
+                note_outside(&mut out, o);
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        (out, stopped)
+    }
+
+    /// Whether pointer `o` was there, leading to the same place, before the
+    /// session: the launch named it (or its walk did not reach it, and it
+    /// has not changed since).
+    fn named_at_launch(&self, o: &protect::Outside, since: SystemTime) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.outside.contains(o)
+            || o.pointer.symlink_metadata().is_ok_and(|m| {
+                !self.outside.iter().any(|b| b.pointer == o.pointer)
+                    && (m.ctime(), m.ctime_nsec()) < stamp(since)
+            })
     }
 
     /// At the end of a session that ran: record the changes, then print
-    /// them in one block on stderr. An unchanged session prints and
-    /// writes nothing.
+    /// them in one block on stderr, and say where the walk ran out of time
+    /// if it did. An unchanged session prints and writes nothing.
     pub(crate) fn finish(self) {
-        let changes = self.changes();
-        if changes.is_empty() {
-            return;
+        let (changes, stopped) = self.survey();
+        let mut text = String::new();
+        if !changes.is_empty() {
+            let session = Session {
+                version: 1,
+                started: stamp(self.started).0,
+                ended: stamp(SystemTime::now()).0,
+                workspace: self.workspace.clone(),
+                changes,
+            };
+            text = block(&session.changes);
+            if let Err(e) = record(&self.home, &session) {
+                text.push_str(&format!(
+                    "claude-sandbox: these changes could not be recorded in {} ({e}): `review --revert` cannot undo them\n",
+                    log_dir(&self.home).display()
+                ));
+            }
         }
-        let session = Session {
-            version: 1,
-            started: stamp(self.started).0,
-            ended: stamp(SystemTime::now()).0,
-            workspace: self.workspace.clone(),
-            changes,
-        };
-        let mut text = block(&session.changes);
-        if let Err(e) = record(&self.home, &session) {
-            text.push_str(&format!(
-                "claude-sandbox: these changes could not be recorded in {} ({e}): `review --revert` cannot undo them\n",
-                log_dir(&self.home).display()
-            ));
+        if let Some(line) = stopped {
+            text.push_str(&line);
+            text.push('\n');
         }
         // A closed terminal must not make this panic: the log is written.
         let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
+/// A pointer out of the workspace made during the session: added to its
+/// own change (the pointer file is watched), or a change of its own.
+fn note_outside(out: &mut Vec<Change>, o: protect::Outside) {
+    let note = format!(
+        "points outside the workspace ({}): not followed",
+        shown(&o.target.to_string_lossy())
+    );
+    match out.iter_mut().find(|c| c.path == o.pointer) {
+        Some(c) if c.what == "(new)" => c.what = format!("(new)  {note}"),
+        Some(c) => c.what = format!("{}; {note}", c.what),
+        None => out.push(Change {
+            path: o.pointer,
+            mark: Mark::Changed,
+            what: note,
+            items: Vec::new(),
+        }),
     }
 }
 
@@ -158,6 +213,65 @@ mod tests {
             .iter()
             .map(|(p, m, w)| (p.to_string(), *m, w.to_string()))
             .collect();
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn repositories_out_of_the_launchs_walk_and_pointers_out_are_reported() {
+        let (base, home, ws) = world("reach");
+        // There before the session, beyond the launch's walk: not a change.
+        write(
+            &ws.join("a/b/c/d/old/.git/config"),
+            &format!("{CFG}\tfsmonitor = legit\n"),
+        );
+        let outside = base.join("home/.kube");
+        write(&outside.join("config"), "secret");
+        std::thread::sleep(SLACK + Duration::from_millis(50));
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
+        assert_eq!(w.survey(), (Vec::new(), None));
+        let armed = format!("{CFG}\tfsmonitor = touch MARK\n");
+        for d in ["a/b/c/d/e/deep", ".tools/t", "node_modules/x"] {
+            write(&ws.join(d).join(".git/config"), &armed);
+        }
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(ws.join("src").join(d)).unwrap();
+        }
+        write(&ws.join("src/HEAD"), "ref: refs/heads/main\n");
+        write(&ws.join("src/config"), &armed);
+        write(
+            &ws.join("k/.git"),
+            &format!("gitdir: {}\n", outside.display()),
+        );
+        write(
+            &ws.join(".git/commondir"),
+            &format!("{}\n", outside.display()),
+        );
+        let (changes, stopped) = w.survey();
+        assert_eq!(stopped, None);
+        let got: Vec<(String, String)> = changes
+            .into_iter()
+            .map(|c| {
+                let rel = c.path.strip_prefix(&ws).unwrap().display().to_string();
+                (rel, c.what)
+            })
+            .collect();
+        let fsm = "(new)  core.fsmonitor = touch MARK";
+        let out = format!(
+            "(new)  points outside the workspace ({}): not followed",
+            outside.display()
+        );
+        let want: Vec<(String, String)> = [
+            (".git/commondir", out.as_str()),
+            (".tools/t/.git/config", fsm),
+            ("a/b/c/d/e/deep/.git/config", fsm),
+            ("k/.git", out.as_str()),
+            ("node_modules/x/.git/config", fsm),
+            ("src/config", fsm),
+        ]
+        .iter()
+        .map(|(p, w)| (p.to_string(), w.to_string()))
+        .collect();
         assert_eq!(got, want);
         std::fs::remove_dir_all(&base).unwrap();
     }
