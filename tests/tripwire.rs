@@ -216,3 +216,172 @@ fn a_crash_or_a_signal_to_the_shadow_still_reports() {
         assert_eq!(stdout(&o).lines().count(), 2, "{who:?}: {}", stdout(&o));
     }
 }
+
+/// A world whose binary has the test mutations, the probe as the real
+/// binary, jail off.
+fn mutated_world(name: &str) -> World {
+    let w = World::new(name);
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    w
+}
+
+/// Issue #22 item 4: repositories the launch's walk never reaches, each
+/// armed during the session — created at depth 5, in a hidden directory,
+/// in `node_modules`, a bare-style git directory in `src/`, and a
+/// repository that existed before the session behind 6,000 files (the
+/// launch's walk stops at 5,000 entries). The creation guard is taken off
+/// (`unguarded`): this is the tripwire as the second line, reporting what
+/// the rule would have refused.
+const OUT_OF_REACH: &str = r#"
+set -e
+arm() { git --git-dir="$1" config core.fsmonitor 'touch MARK'; }
+git init -q a/b/c/d/deep && arm a/b/c/d/deep/.git
+git init -q .tools/t && arm .tools/t/.git
+git init -q node_modules/x && arm node_modules/x/.git
+git init -q --bare src && arm src
+arm zz/.git
+echo PLANTED
+"#;
+
+#[test]
+fn repositories_out_of_the_launchs_walk_are_reported_at_exit() {
+    if !require("tripwire_reach") {
+        return;
+    }
+    let w = mutated_world("tripreach");
+    let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "mkdir aaa && (cd aaa && seq -f 'f%g' 6000 | xargs touch) && git init -q zz && echo ok",
+            ],
+        );
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        // Control: nothing planted, nothing said.
+        let o = w.run(
+            who,
+            &unguarded,
+            &[
+                "claude",
+                "shell",
+                "git init -q a/b/c/d/plain && git init -q node_modules/y && echo x > zz/file",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{who:?}: control");
+        let o = w.run(who, &unguarded, &["claude", "shell", OUT_OF_REACH]);
+        let err = stderr(&o);
+        assert!(stdout(&o).contains("PLANTED"), "{who:?}: {err}");
+        assert!(err.starts_with(HEADER), "{who:?}: {err}");
+        for (config, sign) in [
+            ("a/b/c/d/deep/.git/config", '+'),
+            (".tools/t/.git/config", '+'),
+            ("node_modules/x/.git/config", '+'),
+            ("src/config", '+'),
+        ] {
+            let line = format!(
+                "  {sign} {}  (new)  core.fsmonitor = touch MARK\n",
+                ws.join(config).display()
+            );
+            assert!(
+                err.contains(&line),
+                "{who:?}: {config} not reported:\n{err}"
+            );
+        }
+        // Rewritten by `git config` (a new inode): reported, whatever it
+        // held before.
+        let zz = ws.join("zz/.git/config").display().to_string();
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&zz) && l.ends_with("core.fsmonitor = touch MARK")),
+            "{who:?}: the existing repository was not reported:\n{err}"
+        );
+        // Control: host git obeys what was planted there.
+        for dir in ["a/b/c/d/deep", ".tools/t", "node_modules/x", "zz"] {
+            assert!(
+                host_git_runs_mark(&w, who, &ws.join(dir)),
+                "{who:?}: control: {dir}"
+            );
+        }
+    }
+}
+
+/// Issue #22 items 2 and 4: a pointer out of the workspace made during
+/// the session is reported at exit; at the next launch it is named and
+/// not followed.
+#[test]
+fn a_pointer_out_of_the_workspace_is_reported_at_exit_and_named_at_launch() {
+    if !require("tripwire_pointer") {
+        return;
+    }
+    let w = World::with_probe("trippointer");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let kube = w.put(who, ".kube/config", "SECRET\n");
+        let kube = kube.parent().unwrap().to_path_buf();
+        let plant = format!(
+            "mkdir k && printf 'gitdir: %s\\n' {} > k/.git",
+            shell_quote(&kube.to_string_lossy())
+        );
+        let o = w.run(who, &[], &["claude", "shell", &plant]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{who:?}: {err}");
+        let line = format!(
+            "  + {}  (new)  points outside the workspace ({}): not followed\n",
+            ws.join("k/.git").display(),
+            kube.display()
+        );
+        assert!(err.contains(&line), "{who:?}: {err}");
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "cat \"$0\" 2>&1 || true",
+                &kube.join("config").to_string_lossy(),
+            ],
+        );
+        let err = stderr(&o);
+        assert!(!stdout(&o).contains("SECRET"), "{who:?}: {}", stdout(&o));
+        assert_eq!(
+            err,
+            format!(
+                "claude-sandbox: k/.git points outside the workspace ({}): not followed\n",
+                kube.display()
+            ),
+            "{who:?}: named at launch, not again at exit"
+        );
+    }
+}
+
+/// The walk at exit is bounded by time; out of it, it says so in one line
+/// (the budget is shortened in the test build only).
+#[test]
+fn a_walk_out_of_time_says_where_it_stopped() {
+    if !require("tripwire_budget") {
+        return;
+    }
+    let w = mutated_world("tripbudget");
+    for who in BOTH {
+        let o = w.run(who, &[], &["sh", "-c", "mkdir -p one two/three && echo ok"]);
+        assert!(stdout(&o).contains("ok"), "{who:?}");
+        let budget = [("CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS", "0")];
+        let o = w.run(who, &budget, &["claude", "exit", "0"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "claude-sandbox: tripwire: stopped after 0.0 s at 1 directories; not checked: one, two\n",
+            "{who:?}"
+        );
+        // Control: with the product's budget, nothing to say.
+        let o = w.run(who, &[], &["claude", "exit", "0"]);
+        assert_eq!(stderr(&o), "", "{who:?}");
+    }
+}
