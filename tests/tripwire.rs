@@ -263,6 +263,8 @@ fn repositories_out_of_the_launchs_walk_are_reported_at_exit() {
             ],
         );
         assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        // Older than the tripwire's slack before the launch: there before.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
         // Control: nothing planted, nothing said.
         let o = w.run(
             who,
@@ -294,12 +296,11 @@ fn repositories_out_of_the_launchs_walk_are_reported_at_exit() {
                 "{who:?}: {config} not reported:\n{err}"
             );
         }
-        // Rewritten by `git config` (a new inode): reported, whatever it
-        // held before.
+        // Rewritten by `git config` (a new inode): reported as changed,
+        // what it held before unknown (so never removed by a revert).
         let zz = ws.join("zz/.git/config").display().to_string();
         assert!(
-            err.lines()
-                .any(|l| l.contains(&zz) && l.ends_with("core.fsmonitor = touch MARK")),
+            err.contains(&format!("  ~ {zz}  core.fsmonitor = touch MARK\n")),
             "{who:?}: the existing repository was not reported:\n{err}"
         );
         // Control: host git obeys what was planted there.
@@ -309,6 +310,16 @@ fn repositories_out_of_the_launchs_walk_are_reported_at_exit() {
                 "{who:?}: control: {dir}"
             );
         }
+        // A revert never removes the config of a repository that existed.
+        let _ = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert!(
+            ws.join("zz/.git/config").is_file(),
+            "{who:?}: zz's config removed"
+        );
+        assert!(
+            !ws.join("a/b/c/d/deep/.git/config").exists(),
+            "{who:?}: control: a new one is"
+        );
     }
 }
 

@@ -82,7 +82,7 @@ impl Watch {
             let old = match prev {
                 Some(t) => t,
                 None => {
-                    found_now = untouched_before(&now, since);
+                    found_now = first_seen(&p, &now, since);
                     &found_now
                 }
             };
@@ -138,6 +138,28 @@ impl Watch {
         // A closed terminal must not make this panic: the log is written.
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
+}
+
+/// What a path first found at exit held before the session: what its
+/// inode times show predates it ([`untouched_before`]). When the path
+/// itself is new but its directory is older (an existing repository the
+/// launch's walk did not reach, its config replaced by `git config`'s
+/// rename), what it replaced is unknown, never "absent": a revert must not
+/// delete a file that may have been the user's.
+fn first_seen(path: &Path, now: &Tree, since: SystemTime) -> Tree {
+    let mut before = untouched_before(now, since);
+    let root = PathBuf::new();
+    if now.contains_key(&root) && !before.contains_key(&root) {
+        let parent_older = path
+            .parent()
+            .and_then(|d| d.symlink_metadata().ok())
+            // Without a birth time, the directory's age is unknown: assume older.
+            .is_some_and(|m| m.created().map_or(true, |b| b < since));
+        if parent_older {
+            before.insert(root, super::scan::Entry::Unknown);
+        }
+    }
+    before
 }
 
 /// A pointer out of the workspace made during the session: added to its
@@ -247,7 +269,19 @@ mod tests {
             &ws.join(".git/commondir"),
             &format!("{}\n", outside.display()),
         );
+        // The existing repository's config replaced as `git config` does.
+        let old_cfg = ws.join("a/b/c/d/old/.git/config");
+        write(&old_cfg.with_extension("lock"), &armed);
+        std::fs::rename(old_cfg.with_extension("lock"), &old_cfg).unwrap();
         let (changes, stopped) = w.survey();
+        let old_change = changes
+            .iter()
+            .find(|c| c.path == old_cfg)
+            .expect("the existing repository's config");
+        assert_eq!(old_change.mark, Mark::Changed);
+        assert_eq!(old_change.items[0].old, super::super::compare::Old::Unknown);
+        assert_eq!(old_change.what, "core.fsmonitor = touch MARK");
+        let changes: Vec<Change> = changes.into_iter().filter(|c| c.path != old_cfg).collect();
         assert_eq!(stopped, None);
         let got: Vec<(String, String)> = changes
             .into_iter()
