@@ -396,3 +396,43 @@ fn a_walk_out_of_time_says_where_it_stopped() {
         assert_eq!(stderr(&o), "", "{who:?}");
     }
 }
+
+/// Issue #22's second hostile session: `.git/commondir` in the workspace's
+/// own repository, naming a directory whose config host git would then
+/// obey in the workspace root. The creation guard refuses the pointer
+/// (`commondir` is protected in every git directory); with the guard taken
+/// off, the tripwire reports the pointer and the config behind it.
+const COMMONDIR: &str = r#"
+mkdir -p evil/hooks && printf '[core]\n\tfsmonitor = touch MARK\n' > evil/config
+if printf '../evil\n' > .git/commondir 2>/dev/null; then echo MADE; else echo REFUSED; fi
+"#;
+
+#[test]
+fn a_planted_commondir_is_refused_or_reported() {
+    if !require("tripwire_commondir") {
+        return;
+    }
+    let w = mutated_world("tripcommon");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(who, &[], &["sh", "-c", "git init -q -b main . && echo ok"]);
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        let o = w.run(who, &[], &["claude", "shell", COMMONDIR]);
+        assert_eq!(stdout(&o), "REFUSED\n", "{who:?}: {}", stderr(&o));
+        assert!(!ws.join(".git/commondir").exists(), "{who:?}");
+        std::fs::remove_dir_all(ws.join("evil")).unwrap();
+        let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+        let o = w.run(who, &unguarded, &["claude", "shell", COMMONDIR]);
+        assert_eq!(stdout(&o), "MADE\n", "{who:?}: control: {}", stderr(&o));
+        let err = stderr(&o);
+        for line in [
+            format!("  + {}  (new)\n", ws.join(".git/commondir").display()),
+            format!(
+                "  + {}  (new)  core.fsmonitor = touch MARK\n",
+                ws.join("evil/config").display()
+            ),
+        ] {
+            assert!(err.contains(&line), "{who:?}: {line:?} missing:\n{err}");
+        }
+    }
+}
