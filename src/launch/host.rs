@@ -161,7 +161,8 @@ fn network_facts(
 /// read-only. A symlink is followed only to a file or directory inside the
 /// workspace (that target is what a host tool would read); one pointing
 /// elsewhere is not bound (outside the read-write roots it is read-only
-/// already) and the tripwire watches it like a missing path. Nothing
+/// already), is named like a pointer out, and the tripwire watches it
+/// like a missing path. Nothing
 /// outside the workspace is ever bound because the workspace named it
 /// (issue #22): a path that would be is dropped, listed with the pointers
 /// not followed, and named at launch.
@@ -177,8 +178,8 @@ fn protected_paths(
         };
         let resolved = if m.file_type().is_symlink() {
             match p.canonicalize() {
-                Ok(t) if t.starts_with(workspace) => t,
-                _ => continue,
+                Ok(t) => t,
+                Err(_) => continue,
             }
         } else {
             p.clone()
@@ -352,4 +353,45 @@ pub(super) fn git_identity(home: &Path) -> NameEmail {
         }
     }
     (name, email)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_outside_the_workspace_are_named_never_bound() {
+        let base = std::env::temp_dir().join(format!("csb-host-prot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let ws = base.join("ws");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(base.join("home/.kube")).unwrap();
+        std::fs::write(base.join("home/.kube/config"), "secret").unwrap();
+        let (base, ws) = (base.canonicalize().unwrap(), ws.canonicalize().unwrap());
+        let kube = base.join("home/.kube/config");
+        std::os::unix::fs::symlink(&kube, ws.join(".git/config")).unwrap();
+        std::fs::write(ws.join(".envrc"), "x").unwrap();
+        let mut found = crate::plan::protect::discover(&ws);
+        // What a wrong walk might list: a path outside, and one through `..`.
+        found.paths.push(kube.clone());
+        found.paths.push(ws.join("../home/.kube/config"));
+        let binds = protected_paths(&ws, &mut found);
+        let bound: Vec<&Path> = binds.iter().map(|b| b.resolved.as_path()).collect();
+        assert_eq!(
+            bound,
+            vec![ws.join(".envrc").as_path()],
+            "control: inside is bound"
+        );
+        let named: Vec<&Path> = found.outside.iter().map(|o| o.pointer.as_path()).collect();
+        assert_eq!(
+            named,
+            vec![
+                ws.join(".git/config").as_path(),
+                kube.as_path(),
+                ws.join("../home/.kube/config").as_path()
+            ]
+        );
+        assert_eq!(found.outside[0].target, kube, "the symlink, resolved");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
