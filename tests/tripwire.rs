@@ -436,3 +436,45 @@ fn a_planted_commondir_is_refused_or_reported() {
         }
     }
 }
+
+/// A repository hidden in a directory the walk at exit cannot list (mode
+/// 0111: host git can still enter it by name): root's walk lists it
+/// anyway and reports the repository; the user's says it could not list
+/// it, never silent. (The creation guard is off, as above.)
+#[test]
+fn a_directory_the_walk_cannot_list_is_said() {
+    if !require("tripwire_unlisted") {
+        return;
+    }
+    let w = mutated_world("tripunlisted");
+    let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(
+            who,
+            &unguarded,
+            &[
+                "claude",
+                "shell",
+                "git init -q d/sub && git -C d/sub config core.fsmonitor 'touch MARK' && chmod 111 d",
+            ],
+        );
+        let err = stderr(&o);
+        assert!(o.status.success(), "{who:?}: {err}");
+        let _ = std::fs::set_permissions(
+            ws.join("d"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        );
+        let reported = format!(
+            "  + {}  (new)  core.fsmonitor = touch MARK\n",
+            ws.join("d/sub/.git/config").display()
+        );
+        match who {
+            Who::Root => assert!(err.contains(&reported), "{who:?}: {err}"),
+            Who::User => assert!(
+                err.ends_with("claude-sandbox: tripwire: could not list d: not checked\n"),
+                "{who:?}: {err}"
+            ),
+        }
+    }
+}

@@ -148,6 +148,33 @@ pub(crate) struct Protected {
     pub(crate) outside: Vec<Outside>,
     /// Where the walk at exit ran out of time ([`EXIT_BUDGET`]).
     pub(crate) stopped: Option<Stopped>,
+    /// Directories the walk at exit could not list.
+    pub(crate) unreadable: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// The lines the tripwire prints about its own walk: where it ran out
+    /// of time, what it could not list.
+    pub(crate) fn walk_notices(&self, workspace: &Path) -> Vec<String> {
+        let mut out: Vec<String> = self.stopped.iter().map(|s| s.notice(workspace)).collect();
+        if !self.unreadable.is_empty() {
+            let names: Vec<String> = self
+                .unreadable
+                .iter()
+                .take(5)
+                .map(|p| printable(&p.strip_prefix(workspace).unwrap_or(p).to_string_lossy()))
+                .collect();
+            let more = match self.unreadable.len() {
+                n if n > 5 => format!(" and {} more", n - 5),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "claude-sandbox: tripwire: could not list {}{more}: not checked",
+                names.join(", ")
+            ));
+        }
+        out
+    }
 }
 
 /// Every protected path of `workspace` (which is canonical), found by the
@@ -390,7 +417,17 @@ impl Walk<'_> {
     /// `HEAD`, `objects/` and `refs/` is a (bare-style) git directory,
     /// whose `objects` is not walked.
     fn read(&mut self, dir: &Path, mut entries: Option<&mut usize>) -> Option<Vec<PathBuf>> {
-        let rd = std::fs::read_dir(dir).ok()?;
+        let rd = match std::fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) => {
+                // At exit, a directory the walk cannot list (mode 0111, say)
+                // could hide a repository: said, never skipped silently.
+                if entries.is_none() && e.kind() != std::io::ErrorKind::NotFound {
+                    self.out.unreadable.push(dir.to_path_buf());
+                }
+                return None;
+            }
+        };
         let (mut head, mut objects, mut refs) = (false, false, false);
         let mut subdirs = Vec::new();
         for e in rd.flatten() {
@@ -692,6 +729,29 @@ mod tests {
             "{}",
             s.notice(&ws)
         );
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_directory_the_exit_walk_cannot_list_is_said() {
+        use std::os::unix::fs::PermissionsExt;
+        let ws = tmp("unlisted");
+        std::fs::create_dir_all(ws.join("d/sub/.git")).unwrap();
+        let perm = |m| std::fs::set_permissions(ws.join("d"), std::fs::Permissions::from_mode(m));
+        perm(0o111).unwrap();
+        let listable = std::fs::read_dir(ws.join("d")).is_ok(); // root lists it anyway
+        let all = discover_all(&ws, Duration::from_secs(60));
+        perm(0o755).unwrap();
+        if listable {
+            assert!(all.paths.contains(&ws.join("d/sub/.git/config")));
+            assert!(all.walk_notices(&ws).is_empty());
+        } else {
+            assert_eq!(all.unreadable, vec![ws.join("d")]);
+            assert_eq!(
+                all.walk_notices(&ws),
+                vec!["claude-sandbox: tripwire: could not list d: not checked".to_string()]
+            );
+        }
         std::fs::remove_dir_all(&ws).unwrap();
     }
 }

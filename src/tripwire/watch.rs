@@ -60,15 +60,15 @@ impl Watch {
     /// What changed since [`Watch::start`], the workspace walked again to
     /// any depth ([`protect::discover_all`]: repositories created during
     /// the session, or out of the launch's walk, are watched too), and the
-    /// line saying where that walk ran out of time, if it did.
-    pub(super) fn survey(&self) -> (Vec<Change>, Option<String>) {
+    /// lines saying where that walk ran out of time or what it could not list.
+    pub(super) fn survey(&self) -> (Vec<Change>, Vec<String>) {
         let mut all: BTreeMap<PathBuf, Kind> = self
             .before
             .iter()
             .map(|(p, (k, _))| (p.clone(), *k))
             .collect();
         let found = protect::discover_all(&self.workspace, protect::exit_budget());
-        let stopped = found.stopped.as_ref().map(|s| s.notice(&self.workspace));
+        let notes = found.walk_notices(&self.workspace);
         let outside = found.outside.clone();
         for (p, k) in targets(&self.home, &self.workspace, found) {
             all.entry(p).or_insert(k);
@@ -94,7 +94,7 @@ impl Watch {
             }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
-        (out, stopped)
+        (out, notes)
     }
 
     /// Whether pointer `o` was there, leading to the same place, before the
@@ -110,10 +110,11 @@ impl Watch {
     }
 
     /// At the end of a session that ran: record the changes, then print
-    /// them in one block on stderr, and say where the walk ran out of time
-    /// if it did. An unchanged session prints and writes nothing.
+    /// them in one block on stderr, then say where the walk ran out of time
+    /// or what it could not list, if so. An unchanged session prints and
+    /// writes nothing.
     pub(crate) fn finish(self) {
-        let (changes, stopped) = self.survey();
+        let (changes, notes) = self.survey();
         let mut text = String::new();
         if !changes.is_empty() {
             let session = Session {
@@ -131,7 +132,7 @@ impl Watch {
                 ));
             }
         }
-        if let Some(line) = stopped {
+        for line in notes {
             text.push_str(&line);
             text.push('\n');
         }
@@ -251,7 +252,7 @@ mod tests {
         write(&outside.join("config"), "secret");
         std::thread::sleep(SLACK + Duration::from_millis(50));
         let w = Watch::start(&home, &ws, protect::discover(&ws));
-        assert_eq!(w.survey(), (Vec::new(), None));
+        assert_eq!(w.survey(), (Vec::new(), Vec::new()));
         let armed = format!("{CFG}\tfsmonitor = touch MARK\n");
         for d in ["a/b/c/d/e/deep", ".tools/t", "node_modules/x"] {
             write(&ws.join(d).join(".git/config"), &armed);
@@ -273,7 +274,7 @@ mod tests {
         let old_cfg = ws.join("a/b/c/d/old/.git/config");
         write(&old_cfg.with_extension("lock"), &armed);
         std::fs::rename(old_cfg.with_extension("lock"), &old_cfg).unwrap();
-        let (changes, stopped) = w.survey();
+        let (changes, notes) = w.survey();
         let old_change = changes
             .iter()
             .find(|c| c.path == old_cfg)
@@ -282,7 +283,7 @@ mod tests {
         assert_eq!(old_change.items[0].old, super::super::compare::Old::Unknown);
         assert_eq!(old_change.what, "core.fsmonitor = touch MARK");
         let changes: Vec<Change> = changes.into_iter().filter(|c| c.path != old_cfg).collect();
-        assert_eq!(stopped, None);
+        assert_eq!(notes, Vec::<String>::new());
         let got: Vec<(String, String)> = changes
             .into_iter()
             .map(|c| {
