@@ -371,23 +371,27 @@ impl Walk<'_> {
         }
     }
 
+    /// Git directory `g`, and the common directories its `commondir`
+    /// leads to (a chain of them taken in a loop, each once: a session
+    /// cannot make the walk recurse without bound).
     fn add_gitdir(&mut self, g: PathBuf) {
-        if !self.seen_gitdirs.insert(g.clone()) {
-            return;
-        }
-        for n in GITDIR_NAMES {
-            self.add(g.join(n));
-        }
-        self.out.gitdirs.push(g.clone());
-        // A linked worktree's git directory shares config and hooks with
-        // its main repository's (`commondir`).
-        let cd = g.join("commondir");
-        if let Some(text) = self.read_pointer(&cd) {
-            if let Some(c) = self.follow(&cd, g.join(text.trim())) {
-                self.add_gitdir(c);
+        let mut todo = vec![g];
+        while let Some(g) = todo.pop() {
+            if !self.seen_gitdirs.insert(g.clone()) {
+                continue;
             }
+            for n in GITDIR_NAMES {
+                self.add(g.join(n));
+            }
+            self.out.gitdirs.push(g.clone());
+            // A linked worktree's git directory shares config and hooks
+            // with its main repository's (`commondir`).
+            let cd = g.join("commondir");
+            if let Some(text) = self.read_pointer(&cd) {
+                todo.extend(self.follow(&cd, g.join(text.trim())));
+            }
+            self.add_modules(&g.join("modules"), 0);
         }
-        self.add_modules(&g.join("modules"), 0);
     }
 
     fn add_modules(&mut self, dir: &Path, depth: usize) {
@@ -729,6 +733,23 @@ mod tests {
             "{}",
             s.notice(&ws)
         );
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_long_chain_of_commondirs_is_taken_without_recursion() {
+        let ws = tmp("chain");
+        let n = 5_000;
+        for i in 0..n {
+            let d = ws.join(format!(".git/c{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("commondir"), format!("../c{}\n", i + 1)).unwrap();
+        }
+        std::fs::create_dir_all(ws.join(format!(".git/c{n}"))).unwrap();
+        std::fs::write(ws.join(".git/commondir"), "c0\n").unwrap();
+        let p = discover(&ws);
+        assert_eq!(p.gitdirs.len(), n + 2);
+        assert!(p.paths.contains(&ws.join(format!(".git/c{n}/config"))));
         std::fs::remove_dir_all(&ws).unwrap();
     }
 
