@@ -83,6 +83,26 @@ fn dropped_mounts(home: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// The tripwire's time budget at exit in milliseconds, from
+/// `CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS` (builds with `test-mutations`
+/// only: the tests show the message of a walk that ran out of time).
+#[cfg(feature = "test-mutations")]
+pub(crate) fn tripwire_budget() -> Option<std::time::Duration> {
+    std::env::var("CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .map(std::time::Duration::from_millis)
+}
+
+/// Without `test-mutations`: the budget is the product's.
+#[cfg(not(feature = "test-mutations"))]
+#[inline(always)]
+pub(crate) fn tripwire_budget() -> Option<std::time::Duration> {
+    None
+}
+
 /// Whether this binary was built with the test mutations (install refuses it).
 pub(crate) const BUILT_WITH_MUTATIONS: bool = cfg!(feature = "test-mutations");
 

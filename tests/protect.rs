@@ -852,3 +852,77 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
         }
     }
 }
+
+/// Issue #22 item 2, as a hostile session would leave it for the next
+/// launch: `k/.git` naming a directory of the user's home (`gitdir:`), and
+/// the workspace repository's own `.git/commondir` naming another. Neither
+/// is bound into the sandbox (the secrets stay unreadable, no mount at
+/// either path), each is named in one line at launch; a pointer inside the
+/// workspace (a submodule's) is still followed and its config bound
+/// read-only (the control).
+const POINTERS_INSIDE: &str = r#"
+for f in "$KUBE/config" "$AWS/config" "$KUBE/hooks" "$AWS/info"; do
+  cat "$f" 2>/dev/null | grep -q SECRET && echo "READ $f"
+  grep -qF "$f" /proc/self/mountinfo && echo "MOUNTED $f"
+done
+grep -qF "$PWD/.git/modules/s/config" /proc/self/mountinfo && echo BOUND-control
+(echo '[core] fsmonitor = touch MARK' >> .git/modules/s/config) 2>/dev/null || echo DENIED-control
+"#;
+
+#[test]
+fn pointers_out_of_the_workspace_bind_nothing_into_the_sandbox() {
+    if !require("pointers_out") {
+        return;
+    }
+    let w = World::with_probe("pointers");
+    for who in BOTH {
+        let kube = w.put(who, ".kube/config", "SECRET-kube\n");
+        w.put(who, ".kube/hooks/post-checkout", "SECRET-hook\n");
+        let aws = w.put(who, ".aws/config", "SECRET-aws\n");
+        w.put(who, ".aws/info/attributes", "SECRET-attributes\n");
+        let (kube, aws) = (kube.parent().unwrap(), aws.parent().unwrap());
+        set_up(
+            &w,
+            who,
+            &format!(
+                "git init -q -b main . && mkdir -p .git/modules \
+                 && git init -q --separate-git-dir=.git/modules/s s \
+                 && mkdir k && printf 'gitdir: %s\\n' {kube} > k/.git \
+                 && printf '%s\\n' {aws} > .git/commondir && echo ok",
+                kube = shell_quote(&kube.to_string_lossy()),
+                aws = shell_quote(&aws.to_string_lossy()),
+            ),
+        );
+        let env = [
+            ("KUBE", &*kube.to_string_lossy()),
+            ("AWS", &*aws.to_string_lossy()),
+        ];
+        let script = format!(
+            "KUBE={} AWS={}\n{POINTERS_INSIDE}",
+            shell_quote(env[0].1),
+            shell_quote(env[1].1)
+        );
+        let o = w.run(who, &[], &["claude", "shell", &script]);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(o.status.success(), "{who:?}: {err}\n{out}");
+        assert!(
+            !out.contains("READ ") && !out.contains("MOUNTED "),
+            "{who:?}: a host file outside the workspace reached the sandbox:\n{out}"
+        );
+        assert!(
+            out.contains("BOUND-control") && out.contains("DENIED-control"),
+            "{who:?}: control: a pointer inside is followed:\n{out}\n{err}"
+        );
+        for (pointer, target) in [("k/.git", kube), (".git/commondir", aws)] {
+            let line = format!(
+                "claude-sandbox: {pointer} points outside the workspace ({}): not followed\n",
+                target.display()
+            );
+            assert_eq!(err.matches(&line).count(), 1, "{who:?}: {err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(kube.join("config")).unwrap(),
+            "SECRET-kube\n"
+        );
+    }
+}

@@ -374,3 +374,265 @@ fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
         );
     }
 }
+
+/// A world whose binary has the test mutations, the probe as the real
+/// binary, jail off.
+fn mutated_world(name: &str) -> World {
+    let w = World::new(name);
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    w
+}
+
+/// Issue #22 item 4: repositories the launch's walk never reaches, each
+/// armed during the session — created at depth 5, in a hidden directory,
+/// in `node_modules`, a bare-style git directory in `src/`, and a
+/// repository that existed before the session behind 6,000 files (the
+/// launch's walk stops at 5,000 entries). The creation guard is taken off
+/// (`unguarded`): this is the tripwire as the second line, reporting what
+/// the rule would have refused.
+const OUT_OF_REACH: &str = r#"
+set -e
+arm() { git --git-dir="$1" config core.fsmonitor 'touch MARK'; }
+git init -q a/b/c/d/deep && arm a/b/c/d/deep/.git
+git init -q .tools/t && arm .tools/t/.git
+git init -q node_modules/x && arm node_modules/x/.git
+git init -q --bare src && arm src
+arm zz/.git
+echo PLANTED
+"#;
+
+#[test]
+fn repositories_out_of_the_launchs_walk_are_reported_at_exit() {
+    if !require("tripwire_reach") {
+        return;
+    }
+    let w = mutated_world("tripreach");
+    let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "mkdir aaa && (cd aaa && seq -f 'f%g' 6000 | xargs touch) && git init -q zz && echo ok",
+            ],
+        );
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        // Older than the tripwire's slack before the launch: there before.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // Control: nothing planted, nothing said.
+        let o = w.run(
+            who,
+            &unguarded,
+            &[
+                "claude",
+                "shell",
+                "git init -q a/b/c/d/plain && git init -q node_modules/y && echo x > zz/file",
+            ],
+        );
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{who:?}: control");
+        let o = w.run(who, &unguarded, &["claude", "shell", OUT_OF_REACH]);
+        let err = stderr(&o);
+        assert!(stdout(&o).contains("PLANTED"), "{who:?}: {err}");
+        assert!(err.starts_with(HEADER), "{who:?}: {err}");
+        for (config, sign) in [
+            ("a/b/c/d/deep/.git/config", '+'),
+            (".tools/t/.git/config", '+'),
+            ("node_modules/x/.git/config", '+'),
+            ("src/config", '+'),
+        ] {
+            let line = format!(
+                "  {sign} {}  (new)  core.fsmonitor = touch MARK\n",
+                ws.join(config).display()
+            );
+            assert!(
+                err.contains(&line),
+                "{who:?}: {config} not reported:\n{err}"
+            );
+        }
+        // Rewritten by `git config` (a new inode): reported as changed,
+        // what it held before unknown (so never removed by a revert).
+        let zz = ws.join("zz/.git/config").display().to_string();
+        assert!(
+            err.contains(&format!("  ~ {zz}  core.fsmonitor = touch MARK\n")),
+            "{who:?}: the existing repository was not reported:\n{err}"
+        );
+        // Control: host git obeys what was planted there.
+        for dir in ["a/b/c/d/deep", ".tools/t", "node_modules/x", "zz"] {
+            assert!(
+                host_git_runs_mark(&w, who, &ws.join(dir)),
+                "{who:?}: control: {dir}"
+            );
+        }
+        // A revert never removes the config of a repository that existed.
+        let _ = w.run(who, &[], &[BIN, "review", "--revert"]);
+        assert!(
+            ws.join("zz/.git/config").is_file(),
+            "{who:?}: zz's config removed"
+        );
+        assert!(
+            !ws.join("a/b/c/d/deep/.git/config").exists(),
+            "{who:?}: control: a new one is"
+        );
+    }
+}
+
+/// Issue #22 items 2 and 4: a pointer out of the workspace made during
+/// the session is reported at exit; at the next launch it is named and
+/// not followed.
+#[test]
+fn a_pointer_out_of_the_workspace_is_reported_at_exit_and_named_at_launch() {
+    if !require("tripwire_pointer") {
+        return;
+    }
+    let w = World::with_probe("trippointer");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let kube = w.put(who, ".kube/config", "SECRET\n");
+        let kube = kube.parent().unwrap().to_path_buf();
+        let plant = format!(
+            "mkdir k && printf 'gitdir: %s\\n' {} > k/.git",
+            shell_quote(&kube.to_string_lossy())
+        );
+        let o = w.run(who, &[], &["claude", "shell", &plant]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{who:?}: {err}");
+        let line = format!(
+            "  + {}  (new)  points outside the workspace ({}): not followed\n",
+            ws.join("k/.git").display(),
+            kube.display()
+        );
+        assert!(err.contains(&line), "{who:?}: {err}");
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "cat \"$0\" 2>&1 || true",
+                &kube.join("config").to_string_lossy(),
+            ],
+        );
+        let err = stderr(&o);
+        assert!(!stdout(&o).contains("SECRET"), "{who:?}: {}", stdout(&o));
+        assert_eq!(
+            err,
+            format!(
+                "claude-sandbox: k/.git points outside the workspace ({}): not followed\n",
+                kube.display()
+            ),
+            "{who:?}: named at launch, not again at exit"
+        );
+    }
+}
+
+/// The walk at exit is bounded by time; out of it, it says so in one line
+/// (the budget is shortened in the test build only).
+#[test]
+fn a_walk_out_of_time_says_where_it_stopped() {
+    if !require("tripwire_budget") {
+        return;
+    }
+    let w = mutated_world("tripbudget");
+    for who in BOTH {
+        let o = w.run(who, &[], &["sh", "-c", "mkdir -p one two/three && echo ok"]);
+        assert!(stdout(&o).contains("ok"), "{who:?}");
+        let budget = [("CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS", "0")];
+        let o = w.run(who, &budget, &["claude", "exit", "0"]);
+        assert!(o.status.success(), "{who:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "claude-sandbox: tripwire: stopped after 0.0 s at 1 directories; not checked: one, two\n",
+            "{who:?}"
+        );
+        // Control: with the product's budget, nothing to say.
+        let o = w.run(who, &[], &["claude", "exit", "0"]);
+        assert_eq!(stderr(&o), "", "{who:?}");
+    }
+}
+
+/// Issue #22's second hostile session: `.git/commondir` in the workspace's
+/// own repository, naming a directory whose config host git would then
+/// obey in the workspace root. The creation guard refuses the pointer
+/// (`commondir` is protected in every git directory); with the guard taken
+/// off, the tripwire reports the pointer and the config behind it.
+const COMMONDIR: &str = r#"
+mkdir -p evil/hooks && printf '[core]\n\tfsmonitor = touch MARK\n' > evil/config
+if printf '../evil\n' > .git/commondir 2>/dev/null; then echo MADE; else echo REFUSED; fi
+"#;
+
+#[test]
+fn a_planted_commondir_is_refused_or_reported() {
+    if !require("tripwire_commondir") {
+        return;
+    }
+    let w = mutated_world("tripcommon");
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(who, &[], &["sh", "-c", "git init -q -b main . && echo ok"]);
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        let o = w.run(who, &[], &["claude", "shell", COMMONDIR]);
+        assert_eq!(stdout(&o), "REFUSED\n", "{who:?}: {}", stderr(&o));
+        assert!(!ws.join(".git/commondir").exists(), "{who:?}");
+        std::fs::remove_dir_all(ws.join("evil")).unwrap();
+        let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+        let o = w.run(who, &unguarded, &["claude", "shell", COMMONDIR]);
+        assert_eq!(stdout(&o), "MADE\n", "{who:?}: control: {}", stderr(&o));
+        let err = stderr(&o);
+        for line in [
+            format!("  + {}  (new)\n", ws.join(".git/commondir").display()),
+            format!(
+                "  + {}  (new)  core.fsmonitor = touch MARK\n",
+                ws.join("evil/config").display()
+            ),
+        ] {
+            assert!(err.contains(&line), "{who:?}: {line:?} missing:\n{err}");
+        }
+    }
+}
+
+/// A repository hidden in a directory the walk at exit cannot list (mode
+/// 0111: host git can still enter it by name): root's walk lists it
+/// anyway and reports the repository; the user's says it could not list
+/// it, never silent. (The creation guard is off, as above.)
+#[test]
+fn a_directory_the_walk_cannot_list_is_said() {
+    if !require("tripwire_unlisted") {
+        return;
+    }
+    let w = mutated_world("tripunlisted");
+    let unguarded = [("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
+    for who in BOTH {
+        let ws = w.workspace(who);
+        let o = w.run(
+            who,
+            &unguarded,
+            &[
+                "claude",
+                "shell",
+                "git init -q d/sub && git -C d/sub config core.fsmonitor 'touch MARK' && chmod 111 d",
+            ],
+        );
+        let err = stderr(&o);
+        assert!(o.status.success(), "{who:?}: {err}");
+        let _ = std::fs::set_permissions(
+            ws.join("d"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        );
+        let reported = format!(
+            "  + {}  (new)  core.fsmonitor = touch MARK\n",
+            ws.join("d/sub/.git/config").display()
+        );
+        match who {
+            Who::Root => assert!(err.contains(&reported), "{who:?}: {err}"),
+            Who::User => assert!(
+                err.ends_with("claude-sandbox: tripwire: could not list d: not checked\n"),
+                "{who:?}: {err}"
+            ),
+        }
+    }
+}

@@ -131,13 +131,13 @@ fn workspace_facts(
     let workspace = requests
         .first()
         .and_then(|ws| resolved.get(ws).cloned().flatten());
-    let discovered = workspace
+    let mut discovered = workspace
         .as_deref()
         .map(crate::plan::protect::discover)
         .unwrap_or_default();
     let protected = workspace
         .as_deref()
-        .map(|ws| protected_paths(ws, &discovered))
+        .map(|ws| protected_paths(ws, &mut discovered))
         .unwrap_or_default();
     (resolved, discovered, protected)
 }
@@ -161,28 +161,42 @@ fn network_facts(
 /// read-only. A symlink is followed only to a file or directory inside the
 /// workspace (that target is what a host tool would read); one pointing
 /// elsewhere is not bound (outside the read-write roots it is read-only
-/// already) and the tripwire watches it like a missing path.
+/// already), is named like a pointer out, and the tripwire watches it
+/// like a missing path. Nothing
+/// outside the workspace is ever bound because the workspace named it
+/// (issue #22): a path that would be is dropped, listed with the pointers
+/// not followed, and named at launch.
 fn protected_paths(
     workspace: &Path,
-    discovered: &crate::plan::protect::Protected,
+    discovered: &mut crate::plan::protect::Protected,
 ) -> Vec<crate::sandbox::RwBind> {
-    discovered
-        .paths
-        .iter()
-        .cloned()
-        .filter_map(|p| {
-            let m = p.symlink_metadata().ok()?;
-            let resolved = if m.file_type().is_symlink() {
-                p.canonicalize().ok().filter(|t| t.starts_with(workspace))?
-            } else {
-                p.clone()
-            };
-            Some(crate::sandbox::RwBind {
-                requested: p,
+    use crate::plan::protect::{inside, Outside};
+    let mut binds = Vec::new();
+    for p in &discovered.paths {
+        let Ok(m) = p.symlink_metadata() else {
+            continue;
+        };
+        let resolved = if m.file_type().is_symlink() {
+            match p.canonicalize() {
+                Ok(t) => t,
+                Err(_) => continue,
+            }
+        } else {
+            p.clone()
+        };
+        if inside(workspace, p) && inside(workspace, &resolved) {
+            binds.push(crate::sandbox::RwBind {
+                requested: p.clone(),
                 resolved,
-            })
-        })
-        .collect()
+            });
+        } else if !discovered.outside.iter().any(|o| o.pointer == *p) {
+            discovered.outside.push(Outside {
+                pointer: p.clone(),
+                target: resolved,
+            });
+        }
+    }
+    binds
 }
 
 /// Create the sandbox's private `~/.cache` and `~/.local/share` on the host
@@ -339,4 +353,45 @@ pub(super) fn git_identity(home: &Path) -> NameEmail {
         }
     }
     (name, email)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_outside_the_workspace_are_named_never_bound() {
+        let base = std::env::temp_dir().join(format!("csb-host-prot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let ws = base.join("ws");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(base.join("home/.kube")).unwrap();
+        std::fs::write(base.join("home/.kube/config"), "secret").unwrap();
+        let (base, ws) = (base.canonicalize().unwrap(), ws.canonicalize().unwrap());
+        let kube = base.join("home/.kube/config");
+        std::os::unix::fs::symlink(&kube, ws.join(".git/config")).unwrap();
+        std::fs::write(ws.join(".envrc"), "x").unwrap();
+        let mut found = crate::plan::protect::discover(&ws);
+        // What a wrong walk might list: a path outside, and one through `..`.
+        found.paths.push(kube.clone());
+        found.paths.push(ws.join("../home/.kube/config"));
+        let binds = protected_paths(&ws, &mut found);
+        let bound: Vec<&Path> = binds.iter().map(|b| b.resolved.as_path()).collect();
+        assert_eq!(
+            bound,
+            vec![ws.join(".envrc").as_path()],
+            "control: inside is bound"
+        );
+        let named: Vec<&Path> = found.outside.iter().map(|o| o.pointer.as_path()).collect();
+        assert_eq!(
+            named,
+            vec![
+                ws.join(".git/config").as_path(),
+                kube.as_path(),
+                ws.join("../home/.kube/config").as_path()
+            ]
+        );
+        assert_eq!(found.outside[0].target, kube, "the symlink, resolved");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

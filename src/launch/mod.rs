@@ -7,7 +7,9 @@
 //! Promise: never a silent fallback to an unsandboxed run (a sandbox that
 //! cannot be built stops the launch, exit 125, naming the escape hatch);
 //! the real binary's pin is checked before every launch (§5); read-write
-//! roots are re-checked just before exec (§4.3); root sees only what a user
+//! roots are re-checked just before exec (§4.3); nothing outside the
+//! workspace is bound because the workspace pointed there, and such a
+//! pointer is named at launch (issue #22); root sees only what a user
 //! would (issue #13); nothing the launch started outlives it, and the
 //! tripwire reports afterwards (§4.8).
 //!

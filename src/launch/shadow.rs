@@ -113,6 +113,12 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     host::ensure_private_state(&home)?;
     let git = host::GitIdentity::start(home.clone());
     let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
+    // Issue #22: a pointer out of the workspace is not followed, and said.
+    if let Some(ws) = first.workspace() {
+        for o in &facts.discovered.outside {
+            eprintln!("{}", o.notice(ws));
+        }
+    }
     let watch = first
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));

@@ -14,6 +14,7 @@ use super::env::{claude_args, environment};
 use super::facts::Facts;
 use super::mounts::{home_mounts, other_homes, rw_binds, system_mounts};
 use super::network::{egress, network};
+use super::protect;
 use crate::config::Config;
 use crate::sandbox::LaunchRecord;
 use crate::sandbox::{
@@ -31,6 +32,15 @@ pub(crate) fn build(
     let workspace = rw[0].resolved.clone();
     let (network, resolv_conf) = network(cfg, facts, &rw)?;
     let mounts = mounts(cfg, facts, rw, &network, resolv_conf);
+    // §4.8: what is protected and does not exist cannot be created either
+    // (what exists is bound read-only): in the workspace only (issue #22).
+    let creation_guard = facts
+        .discovered
+        .paths
+        .iter()
+        .filter(|p| protect::inside(&workspace, p))
+        .cloned()
+        .collect();
     let chdir = if facts.cwd.starts_with(&workspace) {
         facts.cwd.clone()
     } else {
@@ -57,9 +67,7 @@ pub(crate) fn build(
             program: crate::seccomp::program_bytes(),
         },
         network,
-        // §4.8: what is protected and does not exist cannot be created
-        // either (what exists is bound read-only above).
-        creation_guard: facts.discovered.paths.clone(),
+        creation_guard,
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),
@@ -92,10 +100,20 @@ fn mounts(
             data: Data::Record(Box::new(record(cfg, facts, &rw, network))),
         });
     }
+    let ws = rw[0].resolved.clone();
     // §4.3 workspace, then allow-write (after the masks, so it can punch through one).
     mounts.extend(rw.into_iter().map(Mount::Checked));
     // §4.8 protected paths, read-only over the read-write roots.
-    mounts.extend(facts.protected.iter().cloned().map(Mount::CheckedReadOnly));
+    // Never a path outside the workspace, whatever the walk said (issue
+    // #22): the launch names such a path and drops it already.
+    mounts.extend(
+        facts
+            .protected
+            .iter()
+            .filter(|b| protect::inside(&ws, &b.requested) && protect::inside(&ws, &b.resolved))
+            .cloned()
+            .map(Mount::CheckedReadOnly),
+    );
     if let Some(text) = resolv_conf {
         mounts.push(Mount::Data {
             dst: "/etc/resolv.conf".into(),
@@ -619,6 +637,40 @@ mod tests {
             &["--ro-bind-fd", "211", "/workspaces/app/.git/config"],
         );
         assert!(ro > ws, "protected paths come after the workspace bind");
+    }
+
+    #[test]
+    fn nothing_outside_the_workspace_is_bound_or_guarded_because_the_walk_said_so() {
+        let mut f = facts();
+        let kube = PathBuf::from("/home/dev/.kube/config");
+        let dotdot = PathBuf::from("/workspaces/app/../../home/dev/.ssh/config");
+        let inside = PathBuf::from("/workspaces/app/.git/config");
+        f.protected = [&kube, &dotdot, &inside]
+            .iter()
+            .map(|p| RwBind {
+                requested: (*p).clone(),
+                resolved: (*p).clone(),
+            })
+            .collect();
+        // A symlink in the workspace resolved out of it.
+        f.protected.push(RwBind {
+            requested: "/workspaces/app/.envrc".into(),
+            resolved: "/etc/shadow".into(),
+        });
+        f.discovered.paths = vec![kube.clone(), dotdot.clone(), inside.clone()];
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        let args = args_of(&plan);
+        let ro_fd: Vec<&String> = args
+            .windows(3)
+            .filter(|w| w[0] == "--ro-bind-fd")
+            .map(|w| &w[2])
+            .collect();
+        assert_eq!(ro_fd, vec!["/workspaces/app/.git/config"], "{args:?}");
+        assert_eq!(
+            plan.creation_guard,
+            vec![inside],
+            "control: inside is guarded"
+        );
     }
 
     #[test]

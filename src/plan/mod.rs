@@ -8,8 +8,9 @@
 //! exposes `$HOME`, `/` or a security input (§4.3), the environment is
 //! built from an allowlist (§4.5), the network mode is decided in one place
 //! ([`egress`], §4.7, §4.9), protected workspace paths are bound read-only
-//! or guarded (§4.8, issue #12), and the managed settings go in without
-//! their lockdown (§6, decisions/0005).
+//! or guarded (§4.8, issue #12) and never outside the workspace (issue
+//! #22), and the managed settings go in without their lockdown (§6,
+//! decisions/0005).
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `seccomp`,
 //! `egress::policy` (a pure unit: tests/layout.rs).

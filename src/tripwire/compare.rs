@@ -296,7 +296,10 @@ fn files_details(old: &Tree, new: &Tree, differs: &[&PathBuf]) -> String {
 /// (the creation guard's table and reader: [`gitconfig::command_entries`]).
 fn git_config_runs(e: Option<&Entry>) -> Result<Vec<(String, String)>, String> {
     let bytes = match e {
-        None => return Ok(Vec::new()),
+        // Not there, or there before the session but never snapshotted (a
+        // repository the launch's walk did not reach): every key that runs
+        // code is reported.
+        None | Some(Entry::Unknown) => return Ok(Vec::new()),
         Some(Entry::File {
             content: Some(c), ..
         }) => c,

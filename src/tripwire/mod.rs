@@ -12,8 +12,12 @@
 //! that adds, alters or removes something executable in one block on stderr,
 //! recording it with the old content in a per-user log under
 //! `$HOME/.local/state/claude-sandbox/tripwire/` that the sandbox never sees.
-//! It reports at exit; it does not prevent. It reads bounded amounts and
-//! never follows a symlink (a link is recorded as a link).
+//! It reports at exit; it does not prevent. At exit the workspace is walked
+//! again to any depth ([`crate::plan::protect::discover_all`], bounded by
+//! time, one line when the time ran out), so repositories made during the
+//! session or beyond the launch's walk are compared too, and a pointer out
+//! of the workspace the session made is named. It reads bounded amounts
+//! and never follows a symlink (a link is recorded as a link).
 //! `claude-sandbox review` lists what is recorded and not reverted;
 //! `review --revert` undoes it where the path still holds exactly what the
 //! session left (the same inode and content, recorded at the session's

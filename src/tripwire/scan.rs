@@ -236,10 +236,15 @@ pub(super) fn targets(
 ) -> BTreeMap<PathBuf, Kind> {
     let protect::Protected { paths, gitdirs, .. } = found;
     let mut out = BTreeMap::new();
+    for g in &gitdirs {
+        // Where git borrows objects from: runs nothing, but a repository
+        // the session pointed elsewhere is worth a line.
+        out.insert(g.join("objects/info/alternates"), Kind::Other);
+    }
     for p in paths {
         let in_gitdir = p.parent().is_some_and(|d| gitdirs.iter().any(|g| g == d));
         let kind = match p.file_name().and_then(|n| n.to_str()) {
-            Some("config") if in_gitdir => Kind::GitConfig,
+            Some("config" | "config.worktree") if in_gitdir => Kind::GitConfig,
             Some("hooks") if in_gitdir => Kind::Hooks,
             // `info` is protected whole; of what git keeps there (`exclude`,
             // `sparse-checkout`) only `attributes` makes anything run.

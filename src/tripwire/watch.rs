@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::compare::{compare, Change, Old};
+use super::compare::{compare, shown, Change, Mark, Old};
 use super::log::{block, log_dir, record, Session, VERSION};
 use super::scan::{scan, stamp, targets, untouched_before, Kind, Tree};
 use crate::plan::protect;
@@ -25,6 +25,8 @@ pub(crate) struct Watch {
     home: PathBuf,
     workspace: PathBuf,
     before: BTreeMap<PathBuf, (Kind, Tree)>,
+    /// The pointers out of the workspace the launch found (and named).
+    outside: Vec<protect::Outside>,
 }
 
 impl Watch {
@@ -32,6 +34,7 @@ impl Watch {
     /// launch's own walk of the workspace (the plan's), not repeated here.
     pub(crate) fn start(home: &Path, workspace: &Path, found: protect::Protected) -> Watch {
         let started = SystemTime::now();
+        let outside = found.outside.clone();
         let before = targets(home, workspace, found)
             .into_iter()
             .map(|(p, k)| {
@@ -44,18 +47,29 @@ impl Watch {
             home: home.to_path_buf(),
             workspace: workspace.to_path_buf(),
             before,
+            outside,
         }
     }
 
-    /// What changed since [`Watch::start`], the workspace discovered again
-    /// (repositories created during the session are watched too).
+    /// What changed since [`Watch::start`].
+    #[cfg(test)]
     pub(super) fn changes(&self) -> Vec<Change> {
+        self.survey().0
+    }
+
+    /// What changed since [`Watch::start`], the workspace walked again to
+    /// any depth ([`protect::discover_all`]: repositories created during
+    /// the session, or out of the launch's walk, are watched too), and the
+    /// lines saying where that walk ran out of time or what it could not list.
+    pub(super) fn survey(&self) -> (Vec<Change>, Vec<String>) {
         let mut all: BTreeMap<PathBuf, Kind> = self
             .before
             .iter()
             .map(|(p, (k, _))| (p.clone(), *k))
             .collect();
-        let found = protect::discover(&self.workspace);
+        let found = protect::discover_all(&self.workspace, protect::exit_budget());
+        let notes = found.walk_notices(&self.workspace);
+        let outside = found.outside.clone();
         for (p, k) in targets(&self.home, &self.workspace, found) {
             all.entry(p).or_insert(k);
         }
@@ -68,41 +82,86 @@ impl Watch {
             let old = match prev {
                 Some(t) => t,
                 None => {
-                    found_now = untouched_before(&now, since);
+                    found_now = first_seen(&p, &now, since);
                     &found_now
                 }
             };
             let change = compare(&p, k, old, &now);
             out.extend(change.map(|c| created_only(c, &p, &now, since, prev.is_some())));
         }
-        out
+        for o in outside {
+            if !self.named_at_launch(&o, since) {
+                note_outside(&mut out, o);
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        (out, notes)
+    }
+
+    /// Whether pointer `o` was there, leading to the same place, before the
+    /// session: the launch named it (or its walk did not reach it, and it
+    /// has not changed since).
+    fn named_at_launch(&self, o: &protect::Outside, since: SystemTime) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.outside.contains(o)
+            || o.pointer.symlink_metadata().is_ok_and(|m| {
+                !self.outside.iter().any(|b| b.pointer == o.pointer)
+                    && (m.ctime(), m.ctime_nsec()) < stamp(since)
+            })
     }
 
     /// At the end of a session that ran: record the changes, then print
-    /// them in one block on stderr. An unchanged session prints and
+    /// them in one block on stderr, then say where the walk ran out of time
+    /// or what it could not list, if so. An unchanged session prints and
     /// writes nothing.
     pub(crate) fn finish(self) {
-        let changes = self.changes();
-        if changes.is_empty() {
-            return;
+        let (changes, notes) = self.survey();
+        let mut text = String::new();
+        if !changes.is_empty() {
+            let session = Session {
+                version: VERSION,
+                started: stamp(self.started).0,
+                ended: stamp(SystemTime::now()).0,
+                workspace: self.workspace.clone(),
+                changes,
+            };
+            text = block(&session.changes);
+            if let Err(e) = record(&self.home, &session) {
+                text.push_str(&format!(
+                    "claude-sandbox: these changes could not be recorded in {} ({e}): `review --revert` cannot undo them\n",
+                    log_dir(&self.home).display()
+                ));
+            }
         }
-        let session = Session {
-            version: VERSION,
-            started: stamp(self.started).0,
-            ended: stamp(SystemTime::now()).0,
-            workspace: self.workspace.clone(),
-            changes,
-        };
-        let mut text = block(&session.changes);
-        if let Err(e) = record(&self.home, &session) {
-            text.push_str(&format!(
-                "claude-sandbox: these changes could not be recorded in {} ({e}): `review --revert` cannot undo them\n",
-                log_dir(&self.home).display()
-            ));
+        for line in notes {
+            text.push_str(&line);
+            text.push('\n');
         }
         // A closed terminal must not make this panic: the log is written.
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
+}
+
+/// What a path first found at exit held before the session: what its
+/// inode times show predates it ([`untouched_before`]). When the path
+/// itself is new but its directory is older (an existing repository the
+/// launch's walk did not reach, its config replaced by `git config`'s
+/// rename), what it replaced is unknown, never "absent": a revert must not
+/// delete a file that may have been the user's.
+fn first_seen(path: &Path, now: &Tree, since: SystemTime) -> Tree {
+    let mut before = untouched_before(now, since);
+    let root = PathBuf::new();
+    if now.contains_key(&root) && !before.contains_key(&root) {
+        let parent_older = path
+            .parent()
+            .and_then(|d| d.symlink_metadata().ok())
+            // Without a birth time, the directory's age is unknown: assume older.
+            .is_some_and(|m| m.created().map_or(true, |b| b < since));
+        if parent_older {
+            before.insert(root, super::scan::Entry::Unknown);
+        }
+    }
+    before
 }
 
 /// A revert removes only what the session created: an item recorded as
@@ -137,6 +196,25 @@ fn created_only(
         }
     }
     c
+}
+
+/// A pointer out of the workspace made during the session: added to its
+/// own change (the pointer file is watched), or a change of its own.
+fn note_outside(out: &mut Vec<Change>, o: protect::Outside) {
+    let note = format!(
+        "points outside the workspace ({}): not followed",
+        shown(&o.target.to_string_lossy())
+    );
+    match out.iter_mut().find(|c| c.path == o.pointer) {
+        Some(c) if c.what == "(new)" => c.what = format!("(new)  {note}"),
+        Some(c) => c.what = format!("{}; {note}", c.what),
+        None => out.push(Change {
+            path: o.pointer,
+            mark: Mark::Changed,
+            what: note,
+            items: Vec::new(),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -198,27 +276,73 @@ mod tests {
     }
 
     #[test]
-    fn a_linked_worktree_made_inside_is_not_a_planted_commondir() {
-        let (base, home, ws) = world("worktree");
+    fn repositories_out_of_the_launchs_walk_and_pointers_out_are_reported() {
+        let (base, home, ws) = world("reach");
+        // There before the session, beyond the launch's walk: not a change.
+        write(
+            &ws.join("a/b/c/d/old/.git/config"),
+            &format!("{CFG}\tfsmonitor = legit\n"),
+        );
+        let outside = base.join("home/.kube");
+        write(&outside.join("config"), "secret");
+        std::thread::sleep(SLACK + Duration::from_millis(50));
         let w = Watch::start(&home, &ws, protect::discover(&ws));
-        // What `git worktree add wt` writes.
-        let admin = ws.join(".git/worktrees/wt");
-        write(&admin.join("HEAD"), "ref: refs/heads/wt\n");
-        write(&admin.join("commondir"), "../..\n");
+        assert_eq!(w.survey(), (Vec::new(), Vec::new()));
+        let armed = format!("{CFG}\tfsmonitor = touch MARK\n");
+        for d in ["a/b/c/d/e/deep", ".tools/t", "node_modules/x"] {
+            write(&ws.join(d).join(".git/config"), &armed);
+        }
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(ws.join("src").join(d)).unwrap();
+        }
+        write(&ws.join("src/HEAD"), "ref: refs/heads/main\n");
+        write(&ws.join("src/config"), &armed);
         write(
-            &admin.join("gitdir"),
-            &format!("{}\n", ws.join("wt/.git").display()),
+            &ws.join("k/.git"),
+            &format!("gitdir: {}\n", outside.display()),
         );
         write(
-            &ws.join("wt/.git"),
-            &format!("gitdir: {}\n", admin.display()),
+            &ws.join(".git/commondir"),
+            &format!("{}\n", outside.display()),
         );
-        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
-        assert_eq!(got, vec![ws.join("wt/.git")], "only the new pointer");
-        // Control: in the repository's own git directory it is reported.
-        write(&ws.join(".git/commondir"), "../c\n");
-        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
-        assert!(got.contains(&ws.join(".git/commondir")), "{got:?}");
+        // The existing repository's config replaced as `git config` does.
+        let old_cfg = ws.join("a/b/c/d/old/.git/config");
+        write(&old_cfg.with_extension("lock"), &armed);
+        std::fs::rename(old_cfg.with_extension("lock"), &old_cfg).unwrap();
+        let (changes, notes) = w.survey();
+        let old_change = changes
+            .iter()
+            .find(|c| c.path == old_cfg)
+            .expect("the existing repository's config");
+        assert_eq!(old_change.mark, Mark::Changed);
+        assert_eq!(old_change.items[0].old, super::super::compare::Old::Unknown);
+        assert_eq!(old_change.what, "core.fsmonitor = touch MARK");
+        let changes: Vec<Change> = changes.into_iter().filter(|c| c.path != old_cfg).collect();
+        assert_eq!(notes, Vec::<String>::new());
+        let got: Vec<(String, String)> = changes
+            .into_iter()
+            .map(|c| {
+                let rel = c.path.strip_prefix(&ws).unwrap().display().to_string();
+                (rel, c.what)
+            })
+            .collect();
+        let fsm = "(new)  core.fsmonitor = touch MARK";
+        let out = format!(
+            "(new)  points outside the workspace ({}): not followed",
+            outside.display()
+        );
+        let want: Vec<(String, String)> = [
+            (".git/commondir", out.as_str()),
+            (".tools/t/.git/config", fsm),
+            ("a/b/c/d/e/deep/.git/config", fsm),
+            ("k/.git", out.as_str()),
+            ("node_modules/x/.git/config", fsm),
+            ("src/config", fsm),
+        ]
+        .iter()
+        .map(|(p, w)| (p.to_string(), w.to_string()))
+        .collect();
+        assert_eq!(got, want);
         std::fs::remove_dir_all(&base).unwrap();
     }
 
@@ -279,6 +403,31 @@ mod tests {
                 t.elapsed()
             );
         }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_linked_worktree_made_inside_is_not_a_planted_commondir() {
+        let (base, home, ws) = world("worktree");
+        let w = Watch::start(&home, &ws, protect::discover(&ws));
+        // What `git worktree add wt` writes.
+        let admin = ws.join(".git/worktrees/wt");
+        write(&admin.join("HEAD"), "ref: refs/heads/wt\n");
+        write(&admin.join("commondir"), "../..\n");
+        write(
+            &admin.join("gitdir"),
+            &format!("{}\n", ws.join("wt/.git").display()),
+        );
+        write(
+            &ws.join("wt/.git"),
+            &format!("gitdir: {}\n", admin.display()),
+        );
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert_eq!(got, vec![ws.join("wt/.git")], "only the new pointer");
+        // Control: in the repository's own git directory it is reported.
+        write(&ws.join(".git/commondir"), "../c\n");
+        let got: Vec<PathBuf> = w.changes().into_iter().map(|c| c.path).collect();
+        assert!(got.contains(&ws.join(".git/commondir")), "{got:?}");
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
