@@ -341,7 +341,7 @@ fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
         assert!(o.status.success(), "{who:?}: {}", stderr(&o));
         let o = w.run(
             who,
-            RULE_OFF,
+            GUARD_OFF,
             &[
                 "claude",
                 "shell",
@@ -374,6 +374,10 @@ fn a_commondir_planted_in_the_workspace_repository_is_reverted() {
         );
     }
 }
+
+/// The creation guard off altogether (the test mutation `unguarded`): a
+/// planted `.git/commondir` is refused by the guard's table too.
+const GUARD_OFF: &[(&str, &str)] = &[("CLAUDE_SANDBOX_TEST_MUTATION", "unguarded")];
 
 /// A world whose binary has the test mutations, the probe as the real
 /// binary, jail off.
