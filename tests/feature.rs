@@ -532,6 +532,19 @@ fn fresh_container(s: &Scenario) {
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(body, s.expect_conf, "the config does not match the options");
+    // Host git in the image ignores a bare-style directory planted in the
+    // workspace: install.sh's install set it in the system git config.
+    let o = Command::new("git")
+        .args(["config", "--file"])
+        .arg(at(Path::new("/etc/gitconfig")))
+        .args(["--get", "safe.bareRepository"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&o),
+        "explicit\n",
+        "the image's /etc/gitconfig does not set safe.bareRepository = explicit:\n{log}"
+    );
     assert!(
         bin_dir.join("claude").symlink_metadata().is_err(),
         "~/.local/bin/claude is still there"

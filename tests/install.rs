@@ -1631,3 +1631,262 @@ fn doctor_and_launch_name_apparmors_user_namespace_restriction() {
     );
     assert!(!out.contains("AppArmor"), "{out}");
 }
+
+/// The gits on this machine that install hardens, each with the system
+/// config it reads (as `git var GIT_CONFIG_SYSTEM` says; Debian's 2.39
+/// lacks it and reads /etc/gitconfig).
+fn host_gits() -> Vec<(PathBuf, PathBuf)> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for g in ["/usr/local/bin/git", "/usr/bin/git", "/bin/git"].map(PathBuf::from) {
+        let Ok(real) = g.canonicalize() else { continue };
+        if seen.contains(&real) {
+            continue;
+        }
+        seen.push(real);
+        let o = Command::new(&g)
+            .args(["var", "GIT_CONFIG_SYSTEM"])
+            .env_remove("GIT_CONFIG_SYSTEM")
+            .output()
+            .unwrap();
+        let config = if o.status.success() {
+            PathBuf::from(stdout(&o).trim())
+        } else {
+            PathBuf::from("/etc/gitconfig")
+        };
+        out.push((g, config));
+    }
+    out
+}
+
+/// `git config --file FILE --get-all safe.bareRepository`, as git reads it.
+fn bare_repository_values(file: &Path) -> String {
+    let o = Command::new("git")
+        .args(["config", "--file"])
+        .arg(file)
+        .args(["--get-all", "safe.bareRepository"])
+        .output()
+        .unwrap();
+    stdout(&o)
+}
+
+#[test]
+fn install_hardens_host_git_once_and_uninstall_takes_out_only_that() {
+    if !require("host_git_staging") {
+        return;
+    }
+    let s = Scratch::new("hostgit");
+    let root = s.dir("stage");
+    let real = s.file("in/claude", WRAPPER_CAPABLE_CLAUDE, 0o755);
+    // The admin's own system config: no final newline, an unusual mode.
+    let admin = b"[user]\n\tname = Admin\n[credential]\n\thelper = cache";
+    let etc_gitconfig = s.file("stage/etc/gitconfig", admin, 0o640);
+    let before = snapshot(&root);
+    let o = install_into(&root, &real, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Every git's own system config (under the staging root) sets it.
+    let mut configs = vec![PathBuf::from("/etc/gitconfig")];
+    configs.extend(host_gits().into_iter().map(|(_, c)| c));
+    for c in &configs {
+        let f = install_rebase(&root, c);
+        assert_eq!(bare_repository_values(&f), "explicit\n", "{}", f.display());
+    }
+    // The admin's lines and mode are untouched.
+    let text = std::fs::read(&etc_gitconfig).unwrap();
+    assert!(
+        text.starts_with(admin),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    let o = Command::new("git")
+        .args(["config", "--file"])
+        .arg(&etc_gitconfig)
+        .args(["--get", "credential.helper"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&o),
+        "cache\n",
+        "the admin's last line was joined to ours"
+    );
+    assert_eq!(
+        etc_gitconfig.metadata().unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    // A second install leaves one copy, byte for byte.
+    let installed = snapshot(&root);
+    let o = install_into(&root, &real, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same(
+        &snapshot(&root),
+        &installed,
+        "a second install changed the git config",
+    );
+    assert_eq!(bare_repository_values(&etc_gitconfig), "explicit\n");
+    // Uninstall takes out exactly what install added.
+    let o = uninstall_from(&root);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&etc_gitconfig).unwrap(), admin);
+    // (The admin's file was rewritten twice: its bytes, mode and owner count.)
+    assert_same(
+        &ignoring_mtimes(&snapshot(&root)),
+        &ignoring_mtimes(&before),
+        "uninstall left the staging root different",
+    );
+
+    // An admin who chose another value keeps it: install warns (naming the
+    // file, the value and the fix) and changes nothing there.
+    let root2 = s.dir("stage2");
+    let chosen = b"[safe]\n\tbareRepository = all\n";
+    let f2 = s.file("stage2/etc/gitconfig", chosen, 0o644);
+    let o = install_into(&root2, &real, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .lines()
+            .any(|l| l.contains(&f2.display().to_string())
+                && l.contains("safe.bareRepository = all")
+                && l.contains("safe.bareRepository explicit")),
+        "no warning naming {} and the fix: {}",
+        f2.display(),
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&f2).unwrap(), chosen);
+    assert!(uninstall_from(&root2).status.success());
+    assert_eq!(std::fs::read(&f2).unwrap(), chosen);
+}
+
+/// A bare-style git directory as a session would plant it in a workspace:
+/// `HEAD`, `objects/`, `refs/` and a `config` whose `core.fsmonitor` touches
+/// `marker` (with a work tree, so `git status` runs it).
+fn plant_bare_style(dir: &Path, marker: &Path, uid: u32) {
+    std::fs::create_dir_all(dir.join("objects")).unwrap();
+    std::fs::create_dir_all(dir.join("refs/heads")).unwrap();
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let script = dir.join("fsmonitor.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = {}\n\tfsmonitor = {}\n",
+            dir.display(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+}
+
+#[test]
+fn installed_host_git_ignores_a_planted_bare_repository_and_doctor_checks_it() {
+    if !require("host_git_world") {
+        return;
+    }
+    let w = World::new("hostgit");
+    let fake = w.root.join("bin/fake-claude");
+    std::fs::write(&fake, WRAPPER_CAPABLE_CLAUDE).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let install = format!(
+        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {f}",
+        r = w.root.display(),
+        f = fake.display()
+    );
+    let o = w.run_root_raw(&install);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gits = host_gits();
+    assert!(!gits.is_empty(), "no git on this machine");
+    for who in BOTH {
+        let uid = if who == Who::User { TEST_UID } else { 0 };
+        let planted = w.workspace(who).join("src");
+        let marker = w.workspace(who).join("fsmonitor-ran");
+        plant_bare_style(&planted, &marker, uid);
+        for (git, _) in &gits {
+            let g = git.to_str().unwrap();
+            // Positive control: without the system config, host git in the
+            // planted directory runs its fsmonitor.
+            let o = w
+                .command_in(
+                    who,
+                    &planted,
+                    &[("GIT_CONFIG_SYSTEM", "/dev/null")],
+                    &[g, "status"],
+                )
+                .output()
+                .unwrap();
+            assert!(
+                marker.exists(),
+                "{who:?} {g}: control: the planted fsmonitor did not run without the setting: {}",
+                stderr(&o)
+            );
+            std::fs::remove_file(&marker).unwrap();
+            // As installed: git refuses the directory and runs nothing.
+            let o = w
+                .command_in(who, &planted, &[], &[g, "status"])
+                .output()
+                .unwrap();
+            assert!(
+                !marker.exists(),
+                "{who:?} {g}: host git ran the planted fsmonitor after install"
+            );
+            assert!(
+                stderr(&o).contains("cannot use bare repository"),
+                "{who:?} {g}: {}",
+                stderr(&o)
+            );
+        }
+    }
+    let host_git_line = |who: Who| {
+        let (_, _, out) = doctor(&w, who);
+        out.lines()
+            .find(|l| l.contains(" host git: "))
+            .unwrap_or_else(|| panic!("{who:?}: no host git line: {out}"))
+            .to_string()
+    };
+    for who in BOTH {
+        let l = host_git_line(who);
+        assert!(l.starts_with("ok"), "{who:?}: {l}");
+    }
+    // Taken out of every git's system config: doctor fails, naming the git,
+    // the file and the exact fix.
+    for (git, _) in &gits {
+        // (Exit 5 when an earlier git shared the file: nothing left to unset.)
+        w.run_root_raw(&format!(
+            "{} config --system --unset-all safe.bareRepository",
+            git.display()
+        ));
+        for who in BOTH {
+            let l = host_git_line(who);
+            assert!(l.starts_with("FAIL"), "{who:?}: {l}");
+        }
+    }
+    let (git, config) = &gits[0];
+    for who in BOTH {
+        let l = host_git_line(who);
+        let fix = format!(
+            "sudo {} config --system safe.bareRepository explicit",
+            git.display()
+        );
+        assert!(
+            l.contains(&config.display().to_string()) && l.contains(&fix),
+            "{who:?}: the line does not name {} and `{fix}`: {l}",
+            config.display()
+        );
+    }
+    // Install again puts it back; a user's global `all` overrides it for
+    // that user only, and doctor says where it came from.
+    let o = w.run_root_raw(&install);
+    assert!(o.status.success(), "{}", stderr(&o));
+    w.put(Who::User, ".gitconfig", "[safe]\n\tbareRepository = all\n");
+    let l = host_git_line(Who::User);
+    assert!(
+        l.starts_with("FAIL") && l.contains(".gitconfig") && l.contains("= all"),
+        "{l}"
+    );
+    assert!(host_git_line(Who::Root).starts_with("ok"));
+}

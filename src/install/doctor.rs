@@ -131,6 +131,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     }
     check_guard_hooks(&mut r);
     check_lockdown(&mut r);
+    check_host_git(&mut r);
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
         Ok(1)
@@ -405,6 +406,16 @@ fn check_lockdown(r: &mut Report) {
                 paths::MANAGED_SETTINGS
             ),
         ),
+    }
+}
+
+/// Host git must ignore bare repositories it discovers (issue #22), or a
+/// bare-style directory a session planted in the workspace runs its config's
+/// commands when an IDE or the user runs `git status` there.
+fn check_host_git(r: &mut Report) {
+    match super::host_git::check() {
+        Ok(detail) => r.line(true, "host git", detail),
+        Err(why) => r.line(false, "host git", why),
     }
 }
 

@@ -29,6 +29,10 @@ pub(super) struct Manifest {
     pub(super) settings: managed_settings::Added,
     /// Whether install created the managed settings file.
     pub(super) settings_created: bool,
+    /// The system git configs install appended `safe.bareRepository` to
+    /// (uninstall takes out that text only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) git_hardened: Vec<super::host_git::Appended>,
 }
 
 pub(super) struct Ctx {

@@ -5,7 +5,10 @@
 //! byte-stable, validate everything before the first write, and reverse
 //! exactly what a manifest recorded; the real binary is pinned at install
 //! (§5, `crate::launch::integrity`); the guard hooks (§6, decision 0005)
-//! fail closed outside the sandbox; `promote` (§9) edits a devcontainer
+//! fail closed outside the sandbox; every host git's system config gets
+//! `safe.bareRepository = explicit` (issue #22: a bare-style directory
+//! planted in a workspace is not used by host git), appended as one block
+//! that uninstall takes out again; `promote` (§9) edits a devcontainer
 //! file changing only the inserted text; `doctor` reports one line per
 //! fact and exits 0 only when all is in place.
 //!
@@ -22,6 +25,7 @@
 
 pub(crate) mod doctor;
 pub(crate) mod hooks;
+mod host_git;
 mod manifest;
 pub(crate) mod promote;
 mod real_claude;

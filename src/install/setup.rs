@@ -94,6 +94,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     write_pin_and_record(&mut ctx, &installed_real)?;
     place_entries(&mut ctx)?;
     write_config_files(&mut ctx, checked.conf_text.as_deref())?;
+    super::host_git::harden(&mut ctx)?;
     write_managed_settings(&mut ctx, checked.settings_text, &installed_real)?;
     set_allow_unwrapped(&mut ctx, args.allow_unwrapped)?;
     seed_user_files(&mut ctx, &checked.home, &checked.user)?;

@@ -33,6 +33,7 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
     let m = load_manifest(&root);
     restore_real_origin(&root, &m)?;
     unmerge_settings(&root, &m)?;
+    super::host_git::unharden(&m.git_hardened)?;
     remove_created(&root, &m)?;
     let flag = rebase(&root, Path::new(paths::ALLOW_UNWRAPPED));
     if flag.exists() && m.created.contains(&flag) {

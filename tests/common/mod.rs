@@ -2,7 +2,8 @@
 //! its real paths (/usr/local/bin/claude, /usr/libexec/claude-sandbox, /etc)
 //! without changing this machine. Every command runs in a private mount
 //! namespace (`unshare -m`) with overlays over exactly /etc, /usr/libexec and
-//! /usr/local/bin whose upper layers live in the world's directory, so state
+//! /usr/local (the shadow's /usr/local/bin, and /usr/local/etc where a git
+//! built from source keeps the system config install hardens) whose upper layers live in the world's directory, so state
 //! persists across the world's runs and vanishes with it. An installation
 //! already on this machine (`scripts/setup.sh` ran here) is whited out in
 //! those upper layers, so a world starts without it either way. An
@@ -193,7 +194,7 @@ fn hide_machine_install(root: &Path) -> String {
     let r = root.display();
     format!(
         "set -e\n\
-         for d in /etc /usr/libexec /usr/local/bin; do\n\
+         for d in /etc /usr/libexec /usr/local; do\n\
            awk -v d=$d '$5 == d' /proc/self/mountinfo | tail -n 1 | grep -q 'upperdir={r}/ov/up/' \\\n\
              || {{ echo \"$d is not the world's overlay\" >&2; exit 1; }}\n\
          done\n\
@@ -301,7 +302,7 @@ impl World {
         p
     }
 
-    /// The shell prelude: private overlays over /etc, /usr/libexec, /usr/local/bin.
+    /// The shell prelude: private overlays over /etc, /usr/libexec, /usr/local.
     fn prelude(&self) -> String {
         let r = self.root.display();
         let mut s = String::from("set -e\n");
@@ -309,7 +310,7 @@ impl World {
         // mount: overlayfs empties its work directory when mounting, so two
         // commands of one world started together would pull it from under
         // each other ("special device overlay does not exist").
-        for d in ["etc", "usr/libexec", "usr/local/bin"] {
+        for d in ["etc", "usr/libexec", "usr/local"] {
             let key = d.replace('/', "_");
             s.push_str(&format!(
                 "mkdir -p {r}/ov/up/{key} {r}/ov/wk/{key}.$$\n\

@@ -22,6 +22,7 @@ check "config matches the options" '[ -z "${EXPECT_CONF:-}" ] || diff <(grep -v 
 check "guard hooks in managed settings" 'grep -q "hook prompt-gate" /etc/claude-code/managed-settings.json'
 check "the battery is off PATH (only its absolute path runs it)" '! command -v claude-sandbox >/dev/null'
 check "the VS Code extension's wrapper is in place" '[ -x /usr/libexec/claude-sandbox/vscode-wrapper ]'
+check "host git ignores discovered bare repositories" '[ "$(git config --get safe.bareRepository)" = explicit ]'
 check "doctor is happy" '/usr/libexec/claude-sandbox/claude-sandbox doctor'
 check "claude --version through the shadow" '(cd "$ws" && claude --version) | grep -q "(Claude Code)"'
 exit $fail
