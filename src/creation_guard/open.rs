@@ -11,7 +11,7 @@ use nix::libc;
 
 use super::gitrule::{How, Verdict};
 use super::proc::{read_path, Caller, ProcOwner};
-use super::resolve::{locate_from, openat, Errno, Loc};
+use super::resolve::{locate_from, openat, set_umask, Errno, Loc};
 use super::serve::{respond, Reply, Supervisor};
 
 /// The `open` flags that write (or truncate): such an open is the
@@ -56,7 +56,11 @@ impl Supervisor {
     fn open_step(&self, c: &Caller, loc: Loc, flags: i32, mode: u32) -> Result<Step, Errno> {
         let dir = loc.dir.fd.as_raw_fd();
         let cname = loc.cname();
-        if loc.dir.on_procfs() {
+        let on_proc = match (loc.dir.key, self.proc_dev) {
+            (Some((dev, _)), Some(proc_dev)) => dev == proc_dev,
+            _ => loc.dir.on_procfs(),
+        };
+        if on_proc {
             return self.open_in_proc(c, &loc, &cname, flags, mode);
         }
         if self.table.protects(&loc.dir, &loc.name) {
@@ -83,10 +87,30 @@ impl Supervisor {
         if loc.name == b"tty" && loc.dir.key.is_some() && loc.dir.key == self.dev_key {
             return open_ctty(c, flags, mode).map(Step::Opened);
         }
-        if let Some(later) = open_fifo_apart(c, dir, &loc.name, &cname, f, mode, cloexec) {
-            return Ok(Step::Answered(later));
-        }
-        match open_or_create(c, dir, &cname, f, mode) {
+        // One look at the name decides the way: a symlink to follow by
+        // hand, a FIFO to wait on apart, an existing file to open as it is,
+        // a missing one to create (the only way that needs the umask).
+        let st = nix::sys::stat::fstatat(
+            Some(dir),
+            OsStr::from_bytes(&loc.name),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map(|st| st.st_mode & libc::S_IFMT)
+        .map_err(|e| e as Errno);
+        let creates = flags & libc::O_CREAT != 0;
+        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        let opened = match st {
+            Ok(libc::S_IFLNK) if follow => return follow_link(c, loc).map(Step::Follow),
+            Ok(libc::S_IFIFO) => {
+                let fifo = open_fifo_apart(c, dir, &cname, f, mode, cloexec);
+                return Ok(Step::Answered(fifo));
+            }
+            Ok(_) if creates && flags & libc::O_EXCL != 0 => Err(libc::EEXIST),
+            Ok(_) if !tmpfile => openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode),
+            Err(libc::ENOENT) if !creates => Err(libc::ENOENT),
+            _ => create(c, dir, &cname, f, mode),
+        };
+        match opened {
             Err(libc::ELOOP) if follow => follow_link(c, loc).map(Step::Follow),
             other => other.map(Step::Opened),
         }
@@ -214,34 +238,13 @@ fn follow_link(c: &Caller, loc: Loc) -> Result<Loc, Errno> {
     locate_from(start, &target)
 }
 
-/// `openat(dir, name, flags)` for the caller. Most of these name a file
-/// that exists (a shell's `>` onto it): tried without `O_CREAT` first, it
-/// needs no read of the caller's umask.
-fn open_or_create(
-    c: &Caller,
-    dir: RawFd,
-    name: &CString,
-    flags: i32,
-    mode: u32,
-) -> Result<OwnedFd, Errno> {
-    if flags & libc::O_CREAT == 0 && flags & libc::O_TMPFILE != libc::O_TMPFILE {
-        return openat(dir, name.as_bytes(), flags, mode);
-    }
-    let existing = if flags & (libc::O_EXCL | libc::O_DIRECTORY) == 0 {
-        openat(dir, name.as_bytes(), flags & !libc::O_CREAT, mode)
-    } else {
-        Err(libc::ENOENT)
-    };
-    match existing {
-        Err(libc::ENOENT) => {
-            let umask = c.umask();
-            c.still_valid()?;
-            // SAFETY: umask only sets this thread's (unshared) mask.
-            unsafe { libc::umask(umask) };
-            openat(dir, name.as_bytes(), flags, mode)
-        }
-        other => other,
-    }
+/// `openat(dir, name, flags)` for the caller, creating: under the
+/// caller's umask, read once the call is known to create.
+fn create(c: &Caller, dir: RawFd, name: &CString, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    let umask = c.umask();
+    c.still_valid()?;
+    set_umask(umask);
+    openat(dir, name.as_bytes(), flags, mode)
 }
 
 /// An existing FIFO's `open` waits for the other end, as long as it takes:
@@ -252,25 +255,15 @@ fn open_or_create(
 fn open_fifo_apart(
     c: &Caller,
     dir: RawFd,
-    name: &[u8],
     cname: &CString,
     flags: i32,
     mode: u32,
     cloexec: bool,
-) -> Option<Reply> {
-    let st = nix::sys::stat::fstatat(
-        Some(dir),
-        OsStr::from_bytes(name),
-        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-    )
-    .ok()?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
-        return None;
-    }
+) -> Reply {
     // SAFETY: dup of a descriptor this process holds.
     let own = unsafe { libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0) };
     if own < 0 {
-        return None;
+        return Reply::Err(super::resolve::last_errno());
     }
     // SAFETY: the kernel just returned this descriptor.
     let own = unsafe { OwnedFd::from_raw_fd(own) };
@@ -285,6 +278,5 @@ fn open_fifo_apart(
             };
             respond(listener, id, reply);
         })
-        .ok()
-        .map(|_| Reply::Later)
+        .map_or(Reply::Err(libc::EAGAIN), |_| Reply::Later)
 }

@@ -134,6 +134,10 @@ impl Caller {
     /// `path` with the caller's self-references spelled out: `/proc/self`,
     /// `/dev/fd` and `/dev/stdout` mean the caller, not the supervisor.
     pub(super) fn translate(&self, path: &[u8]) -> Vec<u8> {
+        // Most paths name neither: no string is built for them.
+        if !(path.starts_with(b"/proc/") || path.starts_with(b"/dev/")) {
+            return path.to_vec();
+        }
         let me = format!("/proc/{}", self.proc_pid);
         let rules: [(&[u8], String); 6] = [
             (b"/proc/self", me.clone()),
@@ -177,7 +181,11 @@ impl Caller {
     pub(super) fn locate(&self, dirfd: i32, path: &[u8]) -> Result<Loc, Errno> {
         let path = self.translate(path);
         let start = self.start(dirfd, &path)?;
-        self.still_valid()?;
+        // Read through the caller's /proc entries (its cwd, its fd, its
+        // self-references): only then can a reused pid have misled us.
+        if start.is_some() || path.starts_with(b"/proc/") {
+            self.still_valid()?;
+        }
         locate_from(start, &path)
     }
 
@@ -224,14 +232,36 @@ impl Caller {
 
     /// The caller's umask, which a creation on its behalf must honour.
     pub(super) fn umask(&self) -> libc::mode_t {
-        std::fs::read_to_string(format!("/proc/{}/status", self.proc_pid))
-            .ok()
-            .and_then(|s| {
-                crate::sys::inside::status_field(&s, "Umask")
-                    .and_then(|v| libc::mode_t::from_str_radix(v, 8).ok())
-            })
-            .unwrap_or(0o022)
+        // One open and one read into a buffer on the stack (the file is
+        // about 1.5 KiB): this is on every creation's path.
+        let mut path = [0u8; 32];
+        let mut w = &mut path[..];
+        let _ = std::io::Write::write_fmt(&mut w, format_args!("/proc/{}/status\0", self.proc_pid));
+        let mut buf = [0u8; 4096];
+        // SAFETY: path is NUL-terminated; buf is ours for the read.
+        let n = unsafe {
+            let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return 0o022;
+            }
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            libc::close(fd);
+            n
+        };
+        let text = &buf[..usize::try_from(n).unwrap_or(0)];
+        umask_in(text).unwrap_or(0o022)
     }
+}
+
+/// The `Umask:` field of a `/proc/PID/status` text.
+fn umask_in(status: &[u8]) -> Option<libc::mode_t> {
+    let at = status.windows(7).position(|w| w == b"Umask:\t")? + 7;
+    let digits = status[at..].iter().take_while(|b| b.is_ascii_digit());
+    let mut v: libc::mode_t = 0;
+    for d in digits {
+        v = v.checked_mul(8)? + libc::mode_t::from(d - b'0');
+    }
+    Some(v)
 }
 
 /// Whose entries a procfs directory holds ([`Caller::proc_owner`]).

@@ -94,6 +94,19 @@ pub(super) fn openat(dir: RawFd, path: &[u8], flags: i32, mode: u32) -> Result<O
     }
 }
 
+/// Set this thread's umask to `mask` (each serving thread has its own
+/// `fs_struct`): a syscall only when it changes.
+pub(super) fn set_umask(mask: libc::mode_t) {
+    thread_local!(static CURRENT: std::cell::Cell<Option<libc::mode_t>> = const { std::cell::Cell::new(None) });
+    CURRENT.with(|c| {
+        if c.get() != Some(mask) {
+            // SAFETY: umask only sets this thread's (unshared) mask.
+            unsafe { libc::umask(mask) };
+            c.set(Some(mask));
+        }
+    });
+}
+
 pub(super) fn check(r: libc::c_int) -> Result<i64, Errno> {
     if r < 0 {
         Err(last_errno())

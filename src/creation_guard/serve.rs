@@ -13,7 +13,7 @@ use super::calls::{decode, Call};
 use super::filter::{create_syscall, AT_REMOVEDIR};
 use super::gitrule::{GitRule, How, Verdict};
 use super::proc::{read_path, Caller, ProcView};
-use super::resolve::{check, cstr, last_errno, openat, Errno, Loc};
+use super::resolve::{check, cstr, last_errno, openat, set_umask, Errno, Loc};
 use super::table::Table;
 
 /// What the caller gets back.
@@ -35,6 +35,9 @@ pub(super) struct Supervisor {
     pub(super) git: GitRule,
     /// `/dev` (its device and inode), where `tty` is the caller's own.
     pub(super) dev_key: Option<(u64, u64)>,
+    /// The device of `/proc` (the sandbox has one procfs): a directory on
+    /// it is known by its device, without a `statfs` per call.
+    pub(super) proc_dev: Option<u64>,
     proc_view: ProcView,
     /// Protected paths a call tried to create, for the line at exit.
     refused: Mutex<Vec<String>>,
@@ -47,6 +50,10 @@ impl Supervisor {
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
                 .map(|s| (s.st_dev, s.st_ino)),
+            proc_dev: nix::sys::statfs::statfs("/proc")
+                .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+                .then(|| nix::sys::stat::stat("/proc").ok().map(|s| s.st_dev))
+                .flatten(),
             table,
             proc_view: ProcView::here(),
             refused: Mutex::new(Vec::new()),
@@ -188,7 +195,6 @@ impl Supervisor {
         op: impl FnOnce(&Loc) -> Result<i64, Errno>,
     ) -> Result<i64, Reply> {
         let path = read_path(c.pid, path).map_err(Reply::Err)?;
-        let umask = c.umask();
         let loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
         if self.table.protects(&loc.dir, &loc.name) {
             return Err(self.refuse(&loc));
@@ -197,8 +203,9 @@ impl Supervisor {
             Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&loc)),
             held => held,
         };
-        // SAFETY: umask only sets this thread's (unshared) mask.
-        unsafe { libc::umask(umask) };
+        let umask = c.umask();
+        c.still_valid().map_err(Reply::Err)?;
+        set_umask(umask);
         op(&loc).map_err(Reply::Err)
     }
 
