@@ -61,6 +61,8 @@ t bare-head 'echo "ref: refs/heads/main" > bare/HEAD'
 mkdir -p bare2/objects bare2/refs && echo "ref: refs/heads/main" > bare2/HEAD
 t bare2-config 'fsm bare2 > bare2/config'
 t bare2-config-mv 'fsm bare2-mv > c2 && mv c2 bare2/config'
+mkdir -p bare3/refs bare3-alt/info && echo /tmp > bare3-alt/info/alternates
+t bare3-objects-symlink 'ln -s ../bare3-alt bare3/objects'
 mkdir -p hooked/hooks && hook hooked > hooked/hooks/post-checkout && chmod +x hooked/hooks/post-checkout
 t hooked-head 'git init -q --bare hooked'
 mkdir -p evil/objects evil/refs
@@ -137,7 +139,7 @@ fn planted_git_commands_never_run_on_the_host() {
             ["PLANTED old-hook-sample-write"],
             "{who:?}: planted:\n{out}"
         );
-        assert_eq!(out.matches("refused ").count(), 29, "{who:?}:\n{out}");
+        assert_eq!(out.matches("refused ").count(), 30, "{who:?}:\n{out}");
         assert!(
             ran(&during).is_empty(),
             "{who:?}: ran during the session: {during}"

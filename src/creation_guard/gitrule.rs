@@ -179,6 +179,11 @@ impl GitRule {
         if gitlike || !self.completes(fd, name) {
             return Verdict::Held(hold);
         }
+        // The completion checks what is there before the call: an
+        // `objects` or `refs` that completes it must be made empty, here.
+        if matches!(name, b"objects" | b"refs") && how != How::Mkdir {
+            return Verdict::Refused;
+        }
         // This call makes `dir` a git directory: check it alone.
         drop(hold);
         let hold = self.write();
@@ -577,6 +582,13 @@ mod tests {
         let r = rule(&ws);
         // HEAD, or refs beside objects, would make it git-like: refused.
         assert!(!allowed(r.judge(&dir(&bad), b"HEAD", How::File)));
+        // The completing objects or refs must be made by mkdir, empty (a
+        // symlink or a directory moved in would bring alternates unseen).
+        let clean = ws.join("clean");
+        fs::create_dir_all(clean.join("objects")).unwrap();
+        assert!(!allowed(r.judge(&dir(&clean), b"refs", How::Symlink)));
+        assert!(!allowed(r.judge(&dir(&clean), b"refs", How::Rename)));
+        assert!(allowed(r.judge(&dir(&clean), b"refs", How::Mkdir)));
         assert!(!allowed(r.judge(&dir(&bad), b"refs", How::Mkdir)));
         assert!(!allowed(r.judge(&dir(&bad), b"commondir", How::File)));
         // A planted hook makes the completion a refusal too.
