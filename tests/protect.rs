@@ -228,6 +228,8 @@ raise SystemExit(1)"'
 echo one > plain.txt && mkdir -p newdir/a && echo two > newdir/a/b && ln -s plain.txt lnk \
   && cat lnk >/dev/null && mv plain.txt renamed.txt && rm newdir/a/b && rmdir newdir/a newdir \
   && (umask 077 && touch private && test "$(stat -c %a private)" = 600) \
+  && (echo a > open1 && umask 077 && echo b > private2 && umask 022 && echo c > open2 \
+      && test "$(stat -c %a open1 private2 open2 | tr '\n' ' ')" = "644 600 644 ") \
   && echo x > /tmp/scratch && (echo to-stdout > /dev/stdout) | cat && echo WORK-OK
 "##;
 

@@ -108,7 +108,7 @@ impl Supervisor {
             Ok(_) if creates && flags & libc::O_EXCL != 0 => Err(libc::EEXIST),
             Ok(_) if !tmpfile => openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode),
             Err(libc::ENOENT) if !creates => Err(libc::ENOENT),
-            _ => create(c, dir, &cname, f, mode),
+            _ => create(self, c, dir, &cname, f, mode),
         };
         match opened {
             Err(libc::ELOOP) if follow => follow_link(c, loc).map(Step::Follow),
@@ -240,8 +240,15 @@ fn follow_link(c: &Caller, loc: Loc) -> Result<Loc, Errno> {
 
 /// `openat(dir, name, flags)` for the caller, creating: under the
 /// caller's umask, read once the call is known to create.
-fn create(c: &Caller, dir: RawFd, name: &CString, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
-    let umask = c.umask();
+fn create(
+    sup: &Supervisor,
+    c: &Caller,
+    dir: RawFd,
+    name: &CString,
+    flags: i32,
+    mode: u32,
+) -> Result<OwnedFd, Errno> {
+    let umask = c.umask(&sup.status_fds);
     c.still_valid()?;
     set_umask(umask);
     openat(dir, name.as_bytes(), flags, mode)

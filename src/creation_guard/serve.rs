@@ -12,7 +12,7 @@ use nix::libc;
 use super::calls::{decode, Call};
 use super::filter::{create_syscall, AT_REMOVEDIR};
 use super::gitrule::{GitRule, How, Verdict};
-use super::proc::{read_path, Caller, ProcView};
+use super::proc::{read_path, Caller, ProcView, StatusFds};
 use super::resolve::{check, cstr, last_errno, openat, set_umask, Errno, Loc};
 use super::table::Table;
 
@@ -35,6 +35,8 @@ pub(super) struct Supervisor {
     pub(super) git: GitRule,
     /// `/dev` (its device and inode), where `tty` is the caller's own.
     pub(super) dev_key: Option<(u64, u64)>,
+    /// Callers' `/proc/TID/status`, kept open (their umask).
+    pub(super) status_fds: StatusFds,
     /// The device of `/proc` (the sandbox has one procfs): a directory on
     /// it is known by its device, without a `statfs` per call.
     pub(super) proc_dev: Option<u64>,
@@ -47,6 +49,7 @@ impl Supervisor {
     pub(crate) fn new(table: Table) -> Supervisor {
         Supervisor {
             git: GitRule::new(table.workspace.clone()),
+            status_fds: StatusFds::default(),
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
                 .map(|s| (s.st_dev, s.st_ino)),
@@ -203,7 +206,7 @@ impl Supervisor {
             Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&loc)),
             held => held,
         };
-        let umask = c.umask();
+        let umask = c.umask(&self.status_fds);
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         op(&loc).map_err(Reply::Err)
