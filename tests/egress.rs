@@ -173,7 +173,11 @@ fn session(n: &Net, who: Who, script: &str) -> Session {
     };
     let id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&log).unwrap();
-    let (lines, raw) = parse_log(&text, &id);
+    let (mut lines, raw) = parse_log(&text, &id);
+    // A line is written when its connection closes; `time` is when it
+    // opened. The tests name lines in the order the session made them (a
+    // tunnel can close after later requests did on a busy machine).
+    lines.sort_by(|a, b| a.time.cmp(&b.time));
     Session {
         out,
         id,
