@@ -19,13 +19,15 @@
 #   cargo     `cargo build --offline` (debug) of a crate with 14 vendored
 #             dependencies, CARGO_HOME and the target directory fresh
 # The inputs are made once (bench/workloads-inputs.py, git, `npm cache add`,
-# `cargo vendor`), outside every timing, into a workspace on the disk (the
-# file system under /var/tmp) and copied into a workspace on a tmpfs. All
-# three environments run the same script (WORK/wl-round.sh) with the
-# workspace as the current directory; it times each workload from inside
-# (`date +%s%N` before and after), so no launch is counted, and removes its
-# outputs afterwards. Five runs, the environments and file systems taken in
-# turn within each run. WORK/workloads-raw gets "FS ENV WORKLOAD NS" lines.
+# `cargo vendor`), outside every timing, into a workspace on a tmpfs and
+# copied into one on the disk (the file system under /var/tmp). All three
+# environments run the same script (WORK/wl-round.sh) with the workspace as
+# the current directory; it times each workload from inside (`date +%s%N`
+# before and after), so no launch is counted, and removes its outputs
+# afterwards (each run in a new directory). Five runs, the file systems
+# and the environments taken in turn within each run, the environments'
+# order turning with the run. WORK/workloads-raw gets "FS ENV WORKLOAD NS"
+# lines.
 #
 #     workloads.sh WORK SYSROOT CARGO_HOME
 #
@@ -48,6 +50,19 @@ trap cleanup EXIT
 mkdir -p "$wl/tmpfs" "$wl/disk/ws" "$tc/bin" "$tc/lib/rustlib/x86_64-unknown-linux-gnu"
 mount -t tmpfs -o mode=0755 tmpfs "$wl/tmpfs"
 mkdir "$wl/tmpfs/ws"
+# This VM's ext4 (no journal, `discard`) has two costs that have nothing to
+# do with a sandbox and would swamp the disk rows: without a journal, ext4
+# skips inodes deleted in the last minute (five while their table block is
+# dirty) when it allocates (recently_deleted(), fs/ext4/ialloc.c), so a
+# round right after another one's `rm -rf` scans past all of them on each
+# creation (untar 0.6-1 s becomes 8-13 s); and a file whose blocks are
+# already allocated is freed with a synchronous discard (~1.5 ms each).
+# So each round writes into a new directory that the Orlov allocator
+# places in a block group of its own (+T: "top of a directory hierarchy"),
+# nothing forces writeback (no sync: delayed allocation has not yet given
+# the files blocks when the round removes them), and the round removes its
+# outputs at once.
+chattr +T "$wl/disk/ws" 2>/dev/null || true
 
 # The toolchain, where the sandbox can see it.
 link() { cp -al "$@" 2>/dev/null || cp -a "$@"; }
@@ -56,8 +71,9 @@ link "$sysroot"/lib/lib* "$tc/lib/"
 link "$sysroot"/lib/rustlib/x86_64-unknown-linux-gnu/lib "$sysroot"/lib/rustlib/x86_64-unknown-linux-gnu/bin \
     "$tc/lib/rustlib/x86_64-unknown-linux-gnu/"
 
-# The inputs, in the disk workspace.
-in=$wl/disk/ws/in
+# The inputs, made in the tmpfs workspace (what the making deletes is not
+# deleted on the disk: see above) and copied to the disk.
+in=$wl/tmpfs/ws/in
 python3 "$here/workloads-inputs.py" "$in"
 tar -cf "$in/untar.tar" -C "$in/untar" . && rm -rf "$in/untar"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@invalid \
@@ -72,6 +88,8 @@ python3 "$here/workloads-inputs.py" --branch "$in/repo"
 git -C "$in/repo" add -A && git -C "$in/repo" -c gc.auto=0 commit -q -m second
 git -C "$in/repo" checkout -q main
 git -C "$in/repo" gc -q
+# The source of the clone needs no work tree (8,500 files fewer to remove).
+git clone -q --bare --no-hardlinks "$in/repo" "$in/repo.git" && rm -rf "$in/repo"
 unset GIT_CONFIG_NOSYSTEM GIT_CONFIG_GLOBAL GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL \
     GIT_AUTHOR_DATE GIT_COMMITTER_DATE
 (cd "$in/npm-pkgs" && npm cache add --cache "$in/npm-cache" --logs-max=0 ./*.tgz >/dev/null)
@@ -129,7 +147,7 @@ EOF
     echo "bench: cargo vendor of the workload crate failed: its crates are this project's dependencies; run cargo fetch (cargo home $cargo_home)" >&2
     exit 1
 }
-cp -a "$in" "$wl/tmpfs/ws/in"
+cp -a "$in" "$wl/disk/ws/in"
 
 # One run of every workload, in whatever environment runs it.
 cat > "$work/wl-round.sh" <<'ROUND'
@@ -145,7 +163,7 @@ rm -rf "$out"; mkdir "$out" "$out/untar" "$out/app"
 cp "$in/npm-app/package.json" "$in/npm-app/package-lock.json" "$out/app/"
 t untar tar -xf "$in/untar.tar" -C "$out/untar"
 t cp cp -r "$in/tree" "$out/tree"
-t clone git clone -q --no-hardlinks "$in/repo" "$out/clone"
+t clone git clone -q --no-hardlinks "$in/repo.git" "$out/clone"
 t checkout checkout
 t npm npmci
 t cargo cargob
@@ -154,8 +172,6 @@ ROUND
 
 raw=$work/workloads-raw
 : > "$raw"
-# Each disk run starts with the previous one's writes on the disk.
-settle() { [ "$fs" = tmpfs ] || sync -f "$ws"; }
 # Host and bare bwrap get an environment as small as the shadow's own
 # (--clearenv: PATH, HOME, USER, TERM, LANG and its git config variables),
 # so that no inherited variable (NODE_EXTRA_CA_CERTS makes every node start
@@ -174,13 +190,11 @@ orders=("host bwrap shadow" "bwrap shadow host" "shadow host bwrap")
 for run in 0 1 2 3 4; do
     for fs in tmpfs disk; do
         ws=$wl/$fs/ws
-        args="$work/wl-round.sh $ws/in $ws/out $tc"
         cd "$ws"
         for env in ${orders[run % 3]}; do
-            settle
+            args="$work/wl-round.sh $ws/in $ws/out-$run-$env $tc"
             in_env "$env" | sed "s/^/$fs $env /" >> "$raw"
         done
-        rm -rf "$ws/out"
     done
 done
 cd "$work"
