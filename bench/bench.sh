@@ -117,8 +117,11 @@ hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
 bash $repo/bench/leftovers-and-rss.sh $work
 bash $repo/bench/egress-throughput.sh $work $work/probe
-bash $repo/bench/creation.sh $work
+# The workloads before creation.sh: on this VM's journal-less ext4 the
+# files creation.sh deletes slow every creation near them for minutes
+# (bench/workloads.sh says why).
 bash $repo/bench/workloads.sh $work $sysroot $cargo_home
+bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
