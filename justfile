@@ -17,7 +17,9 @@ feature:
 promote DIR:
     cargo run --quiet --release -- promote {{DIR}}
 
-# Whole-process launch timings (hyperfine).
+# Whole-process launch timings (hyperfine), the creation guard per created
+# file and everyday workloads (untar, cp, git, npm ci, cargo build) on the
+# host, under bare bubblewrap and through the shadow (~10 minutes).
 bench:
     bash bench/bench.sh
 

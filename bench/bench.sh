@@ -8,7 +8,10 @@
 #   floor    a minimal hand-written equivalent: holder namespace (unshare -rn)
 #            + pasta attach + `bwrap … /bin/true`
 # and a 200 MB download through the open jail and through the allowlist
-# proxy (bench/egress-throughput.sh).
+# proxy (bench/egress-throughput.sh), the creation guard's cost per created
+# file (bench/creation.sh) and everyday workloads (untar, cp -r, git clone,
+# git checkout, npm ci, cargo build) on the host, under bare bubblewrap and
+# through the shadow, on a tmpfs and on the disk (bench/workloads.sh).
 # Budget (issue #3): the shadow's added latency with the jail on
 # (jail on − direct) is at most 1.5× the floor.
 #
@@ -46,6 +49,10 @@ servers+=($!)
 chmod 755 "$work"; mkdir -p "$work/home" "$work/ws" "$work/ov"
 cp target/release/claude-sandbox "$work/claude-sandbox"
 cp target/release/examples/probe "$work/probe"
+# The workloads' cargo build (bench/workloads.sh) runs this toolchain and
+# vendors from this cargo home's registry cache.
+sysroot=$(rustc --print sysroot)
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
 # A repository workspace (this project's own history, an editor and a
 # devcontainer folder, a nested repository): what the protected-path walk,
 # its read-only binds and the tripwire cost on a real project.
@@ -110,11 +117,15 @@ hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
 bash $repo/bench/leftovers-and-rss.sh $work
 bash $repo/bench/egress-throughput.sh $work $work/probe
+# The workloads before creation.sh: on this VM's journal-less ext4 the
+# files creation.sh deletes slow every creation near them for minutes
+# (bench/workloads.sh says why).
+bash $repo/bench/workloads.sh $work $sysroot $cargo_home
 bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" <<'PY'
 import json, sys, platform, os
 r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
@@ -154,4 +165,41 @@ c = [float(x) for x in open(sys.argv[9]).read().split()]
 for where, (hf, sf, hd, sd_) in (("the workspace's disk", c[0:4]), ("a tmpfs", c[4:8])):
     print(f"creation guard, {where}: a file made with O_CREAT {hf:.1f} µs on the host, {sf:.1f} µs inside ({sf - hf:+.1f} µs); mkdir {hd:.1f} µs host, {sd_:.1f} µs inside ({sd_ - hd:+.1f} µs)")
 print(f"200 MB download (median of 5): open jail {tp['open']:.3f} s ({200 / tp['open']:.0f} MB/s), allowlist proxy {tp['allowlist']:.3f} s ({200 / tp['allowlist']:.0f} MB/s): {tp['allowlist'] / tp['open']:.2f}x; target 1.50x: {'OK' if tp['allowlist'] <= 1.5 * tp['open'] else 'OVER'}")
+# Issue #23 item 1: the latency one open(O_CREAT) gains, shadow against bare
+# bubblewrap, on a tmpfs, seen from inside (bench/creat-lat.c).
+lat = {}
+for line in open(sys.argv[10]):
+    procs, env, m, p99 = line.split()
+    lat.setdefault((int(procs), env), []).append((int(m) / 1000, int(p99) / 1000))
+lm = lambda procs, env, i: statistics.median(x[i] for x in lat[(procs, env)])
+one, one99 = lm(1, "shadow", 0) - lm(1, "bwrap", 0), lm(1, "shadow", 1) - lm(1, "bwrap", 1)
+par, par99 = lm(4, "shadow", 0) - lm(4, "bwrap", 0), lm(4, "shadow", 1) - lm(4, "bwrap", 1)
+ok = lambda good: "OK" if good else "OVER"
+print(f"per-creation: {one:.1f} µs median (p99 {one99:.1f} µs), several processes creating at once: {par:.1f} µs median (p99 {par99:.1f} µs)   "
+      f"(open(O_CREAT) on a tmpfs, shadow − bare bwrap, 1 process x 5000 files, then 4 x 5000 at once; target ≤ 8 µs median, ≤ 15 µs p99 at once: {ok(par <= 8 and par99 <= 15)})")
+print(f"  open(O_CREAT) alone, median (p99), 1 / 4 processes: host {lm(1, 'host', 0):.1f} ({lm(1, 'host', 1):.1f}) / {lm(4, 'host', 0):.1f} ({lm(4, 'host', 1):.1f}) µs, "
+      f"bare bwrap {lm(1, 'bwrap', 0):.1f} ({lm(1, 'bwrap', 1):.1f}) / {lm(4, 'bwrap', 0):.1f} ({lm(4, 'bwrap', 1):.1f}) µs, "
+      f"shadow {lm(1, 'shadow', 0):.1f} ({lm(1, 'shadow', 1):.1f}) / {lm(4, 'shadow', 0):.1f} ({lm(4, 'shadow', 1):.1f}) µs")
+# Issue #23 item 2: everyday workloads, medians of 5 runs, timed inside.
+wl = {}
+for line in open(sys.argv[11]):
+    fs, env, name, ns = line.split()
+    wl.setdefault((fs, env, name), []).append(int(ns) / 1e9)
+rows = [
+    ("untar", "untar 20,000 files of 1 KB", 2.2),
+    ("cp", "`cp -r` of an 8,500-file source tree", 1.5),
+    ("clone", "`git clone --no-hardlinks` of that tree", 1.25),
+    ("checkout", "`git checkout` to a second branch and back", 1.25),
+    ("npm", "`npm ci` of 40 packages from a local cache", 1.25),
+    ("cargo", "`cargo build` of a crate with 14 vendored dependencies", 1.25),
+]
+for fs, title in (("tmpfs", "workspace on a tmpfs"), ("disk", "workspace on the disk (/var/tmp)")):
+    print()
+    print(f"workloads, {title}, medians of 5 runs, timed inside; shadow: jail on, creation guard on" + ("; targets of issue #23" if fs == "tmpfs" else ""))
+    print("| workload | host | bare bwrap | shadow | shadow / bwrap |")
+    print("|---|---|---|---|---|")
+    for key, name, target in rows:
+        h, b, s = (statistics.median(wl[(fs, env, key)]) for env in ("host", "bwrap", "shadow"))
+        verdict = f" (≤ {target}×: {ok(s / b <= target)})" if fs == "tmpfs" else ""
+        print(f"| {name} | {h:.3f} s | {b:.3f} s | {s:.3f} s | {s / b:.2f}×{verdict} |")
 PY

@@ -36,3 +36,26 @@ for line in open(sys.argv[1]):
     v.setdefault((fs, where, kind), []).append(int(ns) / 1000)
 print(" ".join(f"{statistics.median(v[(f, w, k)]):.1f}" for f in ("disk", "tmpfs") for k in ("file", "dir") for w in ("host", "sandbox")))
 PY
+
+# Issue #23 item 1's measure: the latency of one open(O_CREAT) seen from
+# inside the process making it (bench/creat-lat.c), one process making 5000
+# files and four making 5000 each at once, on the host, under bare
+# bubblewrap (`bwrap --dev-bind / / --unshare-pid --unshare-user`) and
+# through the shadow (jail on: the default), all in the same tmpfs (the
+# shadow's workspace), three runs each. WORK/creation-lat gets lines
+# "PROCS ENV MEDIAN-NS P99-NS".
+cc -O2 -o "$work/creat-lat" "$(dirname "$0")/creat-lat.c"
+lat_tmpfs=$(mktemp -d /var/tmp/csb-bench-lat.XXXXXX)
+mount -t tmpfs -o mode=0755 tmpfs "$lat_tmpfs"
+trap 'cd /; umount "$lat_tmpfs" 2>/dev/null; rmdir "$lat_tmpfs"' EXIT
+mkdir "$lat_tmpfs/ws" && cd "$lat_tmpfs/ws"
+for run in 1 2 3; do
+    for procs in 1 4; do
+        d=$lat_tmpfs/ws/r
+        lat="mkdir $d && $work/creat-lat $d $procs 5000 && rm -rf $d"
+        sh -c "$lat" | sed "s/^/$procs host /"
+        bwrap --dev-bind / / --unshare-pid --unshare-user sh -c "$lat" | sed "s/^/$procs bwrap /"
+        CLAUDE_SANDBOX_EGRESS=open /usr/local/bin/claude shell "$lat" | sed "s/^/$procs shadow /"
+    done
+done > "$work/creation-lat"
+cd /
