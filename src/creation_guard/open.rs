@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::libc;
 
-use super::gitrule::{How, Verdict};
+use super::gitrule::How;
 use super::proc::{read_path, Caller, ProcOwner};
 use super::resolve::{locate_from, openat, set_umask, Errno, Loc};
 use super::serve::{respond, Reply, Supervisor};
@@ -73,9 +73,9 @@ impl Supervisor {
         };
         // Held until the call is done (a FIFO's wait is in its own thread,
         // without it).
-        let _held = match self.git.judge(&loc.dir, &loc.name, how) {
-            Verdict::Refused | Verdict::Config(_) => return Ok(Step::Answered(self.refuse(&loc))),
-            held => held,
+        let _held = match self.admit(&loc, how) {
+            Ok(held) => held,
+            Err(refused) => return Ok(Step::Answered(refused)),
         };
         let follow = flags & (libc::O_EXCL | libc::O_NOFOLLOW) == 0;
         let f = if follow {

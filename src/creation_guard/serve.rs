@@ -73,6 +73,16 @@ impl Supervisor {
         Reply::Err(libc::EPERM)
     }
 
+    /// The git rule's verdict on making `loc` by `how`, for every call but
+    /// a rename (which alone may put a `config` in place): the lock to hold
+    /// while the call is performed, or the refusal to answer with.
+    pub(super) fn admit(&self, loc: &Loc, how: How) -> Result<Verdict<'_>, Reply> {
+        match self.git.judge(&loc.dir, &loc.name, how) {
+            Verdict::Refused | Verdict::Config(_) => Err(self.refuse(loc)),
+            held => Ok(held),
+        }
+    }
+
     /// The paths refused so far.
     pub(super) fn refused(&self) -> Vec<String> {
         self.refused.lock().map(|r| r.clone()).unwrap_or_default()
@@ -202,10 +212,7 @@ impl Supervisor {
         if self.table.protects(&loc.dir, &loc.name) {
             return Err(self.refuse(&loc));
         }
-        let _held = match self.git.judge(&loc.dir, &loc.name, how) {
-            Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&loc)),
-            held => held,
-        };
+        let _held = self.admit(&loc, how)?;
         let umask = c.umask(&self.status_fds);
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
@@ -227,10 +234,7 @@ impl Supervisor {
         if self.table.protects(&to.dir, &to.name) {
             return Err(self.refuse(&to));
         }
-        let _held = match self.git.judge(&to.dir, &to.name, How::File) {
-            Verdict::Refused | Verdict::Config(_) => return Err(self.refuse(&to)),
-            held => held,
-        };
+        let _held = self.admit(&to, How::File)?;
         // The source names an existing object; the kernel resolves it for
         // us, from the caller's directory.
         let (from_dir, from, flags) = if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
