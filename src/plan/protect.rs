@@ -93,8 +93,8 @@ impl Outside {
             .unwrap_or(&self.pointer);
         format!(
             "claude-sandbox: {} points outside the workspace ({}): not followed",
-            printable(&rel.to_string_lossy()),
-            printable(&self.target.to_string_lossy())
+            printable(&rel.to_string_lossy(), 200),
+            printable(&self.target.to_string_lossy(), 200)
         )
     }
 }
@@ -119,7 +119,7 @@ impl Stopped {
             .take(SHOWN)
             .map(|p| {
                 let rel = p.strip_prefix(workspace).unwrap_or(p);
-                printable(&rel.to_string_lossy())
+                printable(&rel.to_string_lossy(), 200)
             })
             .collect();
         if self.not_checked.len() > SHOWN {
@@ -162,7 +162,12 @@ impl Protected {
                 .unreadable
                 .iter()
                 .take(5)
-                .map(|p| printable(&p.strip_prefix(workspace).unwrap_or(p).to_string_lossy()))
+                .map(|p| {
+                    printable(
+                        &p.strip_prefix(workspace).unwrap_or(p).to_string_lossy(),
+                        200,
+                    )
+                })
                 .collect();
             let more = match self.unreadable.len() {
                 n if n > 5 => format!(" and {} more", n - 5),
@@ -490,12 +495,13 @@ fn lexical(p: &Path) -> PathBuf {
     out
 }
 
-/// Safe to print on a terminal: control and bidirectional-override
-/// characters escaped, at most 200 characters.
-fn printable(s: &str) -> String {
+/// `s` safe to print on a terminal: control and bidirectional-override
+/// characters escaped, at most `max` characters (the launch's lines and
+/// the tripwire's report both print workspace names with it).
+pub(crate) fn printable(s: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i == 200 {
+        if i == max {
             out.push('…');
             break;
         }

@@ -335,24 +335,10 @@ fn git_config_details(old: Option<&Entry>, new: Option<&Entry>) -> Option<String
     (!out.is_empty()).then(|| out.join("; "))
 }
 
-/// Safe to print on a terminal: control and bidirectional-override
-/// characters escaped, at most 120 characters.
+/// Safe to print on a terminal ([`crate::plan::protect::printable`]), at
+/// most 120 characters.
 pub(super) fn shown(s: &str) -> String {
-    const MAX: usize = 120;
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i == MAX {
-            out.push('…');
-            break;
-        }
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-        if c.is_control() || bidi {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::plan::protect::printable(s, 120)
 }
 
 #[cfg(test)]
