@@ -93,21 +93,25 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Res
     tmp_name.push(name);
     tmp_name.push(format!(".csb-{}.tmp", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    let result = write_new(&tmp, bytes, mode).and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A new file at `path` (nothing may be there) holding `bytes`, with
+/// exactly `mode` (the umask does not narrow it), on the disk when this
+/// returns.
+pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 /// Serde for paths and bytes: text when UTF-8, hex otherwise.

@@ -10,7 +10,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -129,16 +128,7 @@ impl Place {
     /// checked it), else only where nothing is.
     pub(super) fn put_file(&self, content: &[u8], mode: u32, replace: bool) -> Result<(), String> {
         let tmp = self.tmp();
-        let made = (|| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .open(&tmp)?;
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-            f.write_all(content)?;
-            f.sync_all()
-        })();
+        let made = super::log::write_new(&tmp, content, mode);
         self.settle(made, &tmp, replace)
     }
 
