@@ -387,7 +387,9 @@ impl Walk<'_> {
             }
             // A linked worktree's administrative directory
             // (`<common>/worktrees/<name>`) holds the `commondir` git
-            // itself wrote there: not a planted one.
+            // itself wrote there: not a planted one. Everywhere else a
+            // planted `commondir` sends git to another config and hooks:
+            // protected, and watched by the tripwire so a revert can take it.
             let linked = g.parent().and_then(|p| p.file_name()) == Some("worktrees".as_ref());
             for n in GITDIR_NAMES {
                 if !(linked && *n == "commondir") {

@@ -256,16 +256,6 @@ pub(super) fn targets(
         };
         out.insert(p, kind);
     }
-    // A planted `commondir` sends git to another config and hooks: watched
-    // in every git directory so that a revert can remove it, except a
-    // linked worktree's (`<common>/worktrees/<name>`), where git writes it;
-    // the config and hooks it names are watched as a git directory's.
-    for g in &gitdirs {
-        let linked = g.parent().and_then(|p| p.file_name()) == Some("worktrees".as_ref());
-        if !linked {
-            out.entry(g.join("commondir")).or_insert(Kind::Other);
-        }
-    }
     for rel in HOME_SETTINGS {
         let projects = *rel == ".claude.json";
         out.insert(home.join(rel), Kind::Settings { projects });
