@@ -31,14 +31,14 @@
 //! and its call. Calls on other names take no lock.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use nix::fcntl::AtFlags;
 use nix::libc;
 
-use super::resolve::{cstr, join, last_errno, openat, Dir, Errno};
+use super::resolve::{cstr, fd_path, join, last_errno, openat, Dir, Errno};
 
 /// How a call gives its name to something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,11 +262,9 @@ impl GitRule {
         let Some(ws) = &self.workspace else {
             return false;
         };
-        let here = Dir::new(match dup(dir) {
-            Some(fd) => fd,
-            None => return false,
-        })
-        .path();
+        let Some(here) = fd_path(dir) else {
+            return false;
+        };
         let values = crate::plan::gitconfig::values(bytes, "core.worktree");
         !values.is_empty()
             && values
@@ -434,13 +432,6 @@ fn replace_config(dir: RawFd, bytes: &[u8], mode: u32) -> Result<(), Errno> {
         return Err(e);
     }
     Ok(())
-}
-
-fn dup(fd: RawFd) -> Option<OwnedFd> {
-    // SAFETY: dup of a descriptor this process holds.
-    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    // SAFETY: the kernel just returned this descriptor.
-    (d >= 0).then(|| unsafe { OwnedFd::from_raw_fd(d) })
 }
 
 /// `value` read from directory `base` (absolute, or relative to it), with

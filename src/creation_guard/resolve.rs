@@ -35,15 +35,20 @@ impl Dir {
     /// Its path as this process sees it (asked only when needed: a
     /// readlink per call is measurable).
     pub(super) fn path(&self) -> Vec<u8> {
-        std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
-            .map(|p| p.into_os_string().into_vec())
-            .unwrap_or_default()
+        fd_path(self.fd.as_raw_fd()).unwrap_or_default()
     }
 
     pub(super) fn on_procfs(&self) -> bool {
         nix::sys::statfs::fstatfs(&self.fd)
             .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
     }
+}
+
+/// The path of what descriptor `fd` holds, as this process sees it.
+pub(super) fn fd_path(fd: RawFd) -> Option<Vec<u8>> {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .ok()
+        .map(|p| p.into_os_string().into_vec())
 }
 
 /// Where a call's last path component lands: the directory, resolved, and
