@@ -348,21 +348,25 @@ fn is_named(dir: &Dir, name: &[u8]) -> bool {
 /// `objects/info/`.
 fn info_of_gitdir(dir: &Dir) -> bool {
     let fd = dir.fd.as_raw_fd();
-    if gitlike_at(fd, b"..") {
-        return true;
-    }
-    let parent = nix::sys::stat::fstatat(Some(fd), "..", AtFlags::empty());
-    let objects = nix::sys::stat::fstatat(Some(fd), "../../objects", AtFlags::AT_SYMLINK_NOFOLLOW);
-    matches!((parent, objects), (Ok(p), Ok(o)) if (p.st_dev, p.st_ino) == (o.st_dev, o.st_ino))
-        && gitlike_at(fd, b"../..")
+    gitlike_at(fd, b"..") || parent_is_gitdirs(fd, "objects")
 }
 
 /// Whether the directory `fd` is a linked worktree's administrative
 /// directory: `GITDIR/worktrees/ID`.
 fn worktree_admin(fd: RawFd) -> bool {
+    parent_is_gitdirs(fd, "worktrees")
+}
+
+/// Whether the parent of directory `fd` is the entry `name` of a git-like
+/// directory (`fd` is `GITDIR/name/…`).
+fn parent_is_gitdirs(fd: RawFd, name: &str) -> bool {
     let parent = nix::sys::stat::fstatat(Some(fd), "..", AtFlags::empty());
-    let named = nix::sys::stat::fstatat(Some(fd), "../../worktrees", AtFlags::AT_SYMLINK_NOFOLLOW);
-    matches!((parent, named), (Ok(p), Ok(w)) if (p.st_dev, p.st_ino) == (w.st_dev, w.st_ino))
+    let named = nix::sys::stat::fstatat(
+        Some(fd),
+        format!("../../{name}").as_str(),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    );
+    matches!((parent, named), (Ok(p), Ok(n)) if (p.st_dev, p.st_ino) == (n.st_dev, n.st_ino))
         && gitlike_at(fd, b"../..")
 }
 
