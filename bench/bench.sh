@@ -180,6 +180,13 @@ print(f"per-creation: {one:.1f} µs median (p99 {one99:.1f} µs), several proces
 print(f"  open(O_CREAT) alone, median (p99), 1 / 4 processes: host {lm(1, 'host', 0):.1f} ({lm(1, 'host', 1):.1f}) / {lm(4, 'host', 0):.1f} ({lm(4, 'host', 1):.1f}) µs, "
       f"bare bwrap {lm(1, 'bwrap', 0):.1f} ({lm(1, 'bwrap', 1):.1f}) / {lm(4, 'bwrap', 0):.1f} ({lm(4, 'bwrap', 1):.1f}) µs, "
       f"shadow {lm(1, 'shadow', 0):.1f} ({lm(1, 'shadow', 1):.1f}) / {lm(4, 'shadow', 0):.1f} ({lm(4, 'shadow', 1):.1f}) µs")
+fl = {}
+for line in open(os.path.join(os.path.dirname(sys.argv[10]), "notif-floor")):
+    mode, m, p99 = line.split()
+    fl.setdefault(mode, []).append((int(m) / 1000, int(p99) / 1000))
+fm = lambda mode, i: statistics.median(x[i] for x in fl[mode])
+print(f"  the floor, a supervisor doing no work (bench/notif-floor.c), median (p99): answered with NOTIF_SEND {fm('send', 0):.1f} ({fm('send', 1):.1f}) µs, "
+      f"with NOTIF_ADDFD {fm('addfd', 0):.1f} ({fm('addfd', 1):.1f}) µs, ADDFD with a warm CPU {fm('warm', 0):.1f} ({fm('warm', 1):.1f}) µs")
 # Issue #23 item 2: everyday workloads, medians of 5 runs, timed inside.
 wl = {}
 for line in open(sys.argv[11]):

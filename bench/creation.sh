@@ -59,3 +59,12 @@ for run in 1 2 3; do
     done
 done > "$work/creation-lat"
 cd /
+
+# The floor under those numbers (bench/notif-floor.c): a round trip through
+# a supervisor that does no work, answered with NOTIF_SEND and with
+# NOTIF_ADDFD, and ADDFD with warm.rs's spinner; three runs each.
+# WORK/notif-floor gets lines "MODE MEDIAN-NS P99-NS".
+cc -O2 -o "$work/notif-floor" "$(dirname "$0")/notif-floor.c" -lpthread
+for run in 1 2 3; do
+    for mode in send addfd warm; do "$work/notif-floor" $mode; done
+done > "$work/notif-floor"
