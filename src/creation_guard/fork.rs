@@ -148,6 +148,8 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
     // here; 3.8–6.2 µs with 2–4 waiters). What may wait long (a FIFO's
     // open) is handed to a thread of its own.
     std::thread::spawn(move || sup.serve(raw));
+    // And one keeps another CPU awake while creations come (`warm.rs`).
+    std::thread::spawn(move || sup.warm.spin());
     sup
 }
 

@@ -49,7 +49,7 @@
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
-//! (git directories by rule).
+//! (git directories by rule), `warm.rs` (a CPU kept awake during bursts).
 
 mod calls;
 mod filter;
@@ -60,5 +60,6 @@ mod proc;
 mod resolve;
 mod serve;
 mod table;
+mod warm;
 
 pub(crate) use fork::guarded;

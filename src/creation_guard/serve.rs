@@ -15,6 +15,7 @@ use super::gitrule::{GitRule, How, Verdict};
 use super::proc::{read_path, Caller, ProcView, StatusFds};
 use super::resolve::{check, cstr, last_errno, openat, set_umask, Errno, Loc};
 use super::table::Table;
+use super::warm::{serving_policy, Warm};
 
 /// What the caller gets back.
 pub(super) enum Reply {
@@ -41,6 +42,8 @@ pub(super) struct Supervisor {
     /// it is known by its device, without a `statfs` per call.
     pub(super) proc_dev: Option<u64>,
     proc_view: ProcView,
+    /// The spinner that keeps a CPU awake during bursts (`warm.rs`).
+    pub(super) warm: Warm,
     /// Protected paths a call tried to create, for the line at exit.
     refused: Mutex<Vec<String>>,
 }
@@ -59,6 +62,7 @@ impl Supervisor {
                 .flatten(),
             table,
             proc_view: ProcView::here(),
+            warm: Warm::default(),
             refused: Mutex::new(Vec::new()),
         }
     }
@@ -93,6 +97,7 @@ impl Supervisor {
         // Each thread its own umask (set per call from the caller's).
         // SAFETY: unshare(CLONE_FS) only detaches this thread's fs_struct.
         unsafe { libc::unshare(libc::CLONE_FS) };
+        serving_policy();
         loop {
             // SAFETY: the kernel wants a zeroed struct; it fills it.
             let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
@@ -104,6 +109,7 @@ impl Supervisor {
                     _ => return,
                 }
             }
+            self.warm.touch();
             let reply = self.handle(listener, &req);
             respond(listener, req.id, reply);
         }
