@@ -105,7 +105,21 @@ hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
 # The same launch from a repository (issue #12: protected paths, tripwire).
 cd $work/repo
 hyperfine -N --warmup 5 --runs 40 --export-json $work/result-repo.json \\
-    -n "jail on, in a repository" "/usr/local/bin/claude --version"
+    -n "jail on, in a repository" "/usr/local/bin/claude --version" \\
+    -n "jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version"
+# The same launches as an unprivileged user (issue #23 item 3), in a
+# repository of its own: the user exists only in this namespace's /etc
+# overlay, and pasta reaches a private /dev/net/tun (as in a container).
+useradd -l -u 4747 -U -M -d $work/uhome -s /bin/sh csbbench
+mkdir -p $work/uhome $work/uresult
+git clone -q --no-hardlinks $work/repo $work/urepo
+chown -R csbbench:csbbench $work/uhome $work/urepo $work/uresult
+mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200
+(cd $work/urepo && runuser -u csbbench -- env HOME=$work/uhome PATH=\$PATH \\
+    hyperfine -N --warmup 5 --runs 40 --export-json $work/uresult/result-user.json \\
+    -n "user: direct" "/usr/libexec/claude-sandbox/claude --version" \\
+    -n "user: jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
+    -n "user: jail on, in a repository" "/usr/local/bin/claude --version")
 cd $work/ws
 # The pin check's worst case: a changed ctime (touch) makes the stored
 # fingerprint stale, so every launch hashes the whole binary (and passes:
@@ -125,9 +139,9 @@ bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" "$work/uresult/result-user.json" <<'PY'
 import json, sys, platform, os
-r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] for x in json.load(open(f))["results"]}
+r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] + sys.argv[12:13] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
 left = open(sys.argv[4]).read().strip()
 rss_shadow, rss_pasta, pasta_name = open(sys.argv[5]).read().split()
@@ -150,6 +164,13 @@ print(f"pin check, full re-hash:  {ms('jail on, pin re-hashed') - on:8.1f} ms mo
 d_off, d_on = med("jail off") - med("direct"), med("jail on") - med("direct")
 print(f"median added, jail off:   {d_off:8.1f} ms")
 print(f"median added, jail on:    {d_on:8.1f} ms   ({d_on / d_off:.2f}x jail off; target 2.00x: {'OK' if d_on <= 2 * d_off else 'OVER'})")
+# Issue #23 item 3: added latency in a repository workspace, as root and as
+# an unprivileged user, medians; targets 15 ms jail off, 35 ms jail on.
+for who, direct_k, pre in (("root", "direct", ""), ("user", "user: direct", "user: ")):
+    a_off = med(f"{pre}jail off, in a repository") - med(direct_k)
+    a_on = med(f"{pre}jail on, in a repository") - med(direct_k)
+    print(f"added in a repository, {who}: jail off {a_off:5.1f} ms (target 15: {'OK' if a_off <= 15 else 'OVER'}), "
+          f"jail on {a_on:5.1f} ms (target 35: {'OK' if a_on <= 35 else 'OVER'})")
 rehash = med("jail on, pin re-hashed") - med("jail on")
 fastest = min(med("sha256sum"), med("openssl sha256"))
 print(f"pin re-hash (median):     {rehash:8.1f} ms   (sha256sum {med('sha256sum'):.1f} ms, openssl {med('openssl sha256'):.1f} ms: {rehash / fastest:.2f}x the fastest; target 1.20x: {'OK' if rehash <= 1.2 * fastest else 'OVER'})")
