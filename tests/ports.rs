@@ -389,3 +389,47 @@ fn kill_9_of_the_shadow_frees_the_published_port() {
         }
     }
 }
+
+/// `verify` inside a session names the published ports, and which of them
+/// a server listens on.
+#[test]
+fn verify_reports_the_published_ports() {
+    if !require("ports_verify") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = jail_world("portsverify", "publish-port = 3000, 8888\n");
+    let script = format!(
+        "{LISTENING}python3 -m http.server 3000 >/dev/null 2>&1 & a=$!\n\
+         i=0; until listening 3000 || [ $i -ge 200 ]; do sleep 0.05; i=$((i+1)); done\n\
+         /usr/libexec/claude-sandbox/claude-sandbox verify --json; kill $a"
+    );
+    for who in BOTH {
+        let o = in_netns(
+            &lan.host,
+            &w.command(who, &[], &["claude", "shell", &script]),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+        let checks: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+            panic!(
+                "{who:?}: verify --json ({e}):\n{}{}",
+                stdout(&o),
+                stderr(&o)
+            )
+        });
+        let c = checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "published-ports")
+            .unwrap_or_else(|| panic!("no published-ports check: {checks}"));
+        assert_eq!(c["status"], "PASS", "{who:?}: {c}");
+        let d = c["detail"].as_str().unwrap();
+        assert!(
+            d.contains("3000 (a server listens here), 8888 (nothing listens here yet)"),
+            "{who:?}: {d}"
+        );
+    }
+}
