@@ -16,7 +16,9 @@
 //!    keeper's PID from outside, under **pasta's keeper**
 //!    (`claude-sandbox __pasta-keeper`), attached to that tap (`-I`), with
 //!    `--config-net` to configure it and every forwarding of host loopback turned off
-//!    (`-T none -U none`, `--no-map-gw`), IPv4 only. pasta's foreground
+//!    (`-T none -U none`, `--no-map-gw`), IPv4 only; inward only the
+//!    `publish-port` ports, from the host's 127.0.0.1 (`-t 127.0.0.1/PORT`,
+//!    else `-t none`). pasta's foreground
 //!    process exits once attached; then the shadow writes "go".
 //! 3. The route keeper locks the routes (one `ip -batch` run, started while
 //!    pasta attaches and fed the batch on "go") and opens the
