@@ -10,6 +10,9 @@
 //! allowlist (and only to addresses the jail would route), and logs every
 //! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
 //! Any failed step refuses the launch; there is no unjailed fallback.
+//! Inward, in either mode, only the `publish-port` ports are reachable, and
+//! only from the host's 127.0.0.1 (decision 0011); a port taken on the host
+//! stops the launch before anything starts.
 //!
 //! Two halves. [`policy`] is the pure half (the mode, rules, presets, the
 //! proxy's decisions, the log's format, the jail's route plan); it is
@@ -20,13 +23,15 @@
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
 //! (the proxy the shadow serves), `request.rs` (reading a request head),
 //! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
-//! printing) and `tally.rs` (its sums and risk score).
+//! printing) and `tally.rs` (its sums and risk score); `publish.rs`
+//! (`publish-port`: the host-side check, and in allowlist mode the shadow's
+//! relay and the holder's connector).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
 //! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
-//! [`host_facts`], [`Proxy`]; the hidden subcommands [`holder_main`]
+//! [`host_facts`], [`Proxy`], [`Published`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
@@ -38,6 +43,7 @@ mod jail_holder;
 mod pasta_keeper;
 pub(crate) mod policy;
 mod proxy;
+mod publish;
 mod relay;
 mod report;
 mod request;
@@ -48,6 +54,7 @@ pub(crate) use jail::{host_facts, Ends, Jail};
 pub(crate) use jail_holder::holder_main;
 pub(crate) use pasta_keeper::keeper_main;
 pub(crate) use proxy::Proxy;
+pub(crate) use publish::Published;
 pub(crate) use report::report_main;
 pub(crate) use request::parse_request;
 pub(crate) use tally::Tally;

@@ -155,6 +155,7 @@ impl Proxy {
             .arg(nix::unistd::getuid().as_raw().to_string())
             .arg(nix::unistd::getgid().as_raw().to_string())
             .arg(num.to_string())
+            .args(&rendered.inward_args)
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
@@ -581,6 +582,7 @@ mod tests {
             policy: Policy::new(&rules, &[], Default::default(), allow_ip, Vec::new()),
             session: "s".into(),
             log: log.clone(),
+            publish: Vec::new(),
         };
         let mut proxy = Proxy::prepare(&net).unwrap();
         let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());

@@ -119,11 +119,14 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
             eprintln!("{}", o.notice(ws));
         }
     }
+    // publish-port: each port free on the host's loopback, or nothing starts.
+    let mut published = egress::Published::open(&first.network)?;
     let watch = first
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
     let mut net = None;
-    let result = attempts(cfg, args, first, &bwrap, &mut net, &git);
+    let result = attempts(cfg, args, first, &bwrap, &mut net, &git, &mut published);
+    published.finish();
     match net {
         // Ends pasta (its keeper waits until it is gone).
         Some(Net::Jail(j)) => drop(j),
@@ -147,6 +150,7 @@ fn attempts(
     bwrap: &Path,
     net: &mut Option<Net>,
     git: &host::GitIdentity,
+    published: &mut egress::Published,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
@@ -167,7 +171,7 @@ fn attempts(
             (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
             (Network::Host, _) => {}
         }
-        match execute(bwrap, &sb, net.as_mut(), git)? {
+        match execute(bwrap, &sb, net.as_mut(), git, published)? {
             Outcome::Exited(code) => return Ok(code),
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails

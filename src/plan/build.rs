@@ -159,6 +159,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         allow_env_overrides: cfg.allow_env_overrides,
         root_view: facts.uid == 0,
         weakened_by_env: cfg.weakened_by_env.clone(),
+        publish_port: network.published().to_vec(),
     }
 }
 

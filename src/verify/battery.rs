@@ -13,6 +13,7 @@ use super::check_files::{
 use super::check_home::{check_home, check_private_state};
 use super::check_net::{
     check_egress_allowlist, check_internal, check_ipv6, check_jail_routes, check_loopback,
+    check_published,
 };
 use super::check_process::{
     check_caps, check_inside, check_ipc_uts, check_keyring, check_nnp, check_pid1, check_pid_ns,
@@ -100,6 +101,7 @@ pub(super) const BATTERY: &[Def] = &[
     def("protected-creation", "a protected path that does not exist cannot be created either: the creation guard refuses it (§4.8)", check_protected_creation),
     def("pid1-sealed", "the sandbox's PID 1 (bubblewrap's init, outside the seccomp filter) cannot be traced or have its memory written from inside (§4.4)", check_pid1),
     def("git-rule", "a repository made inside cannot be given a config key or hook that host git runs: the creation guard's git rule (issue #22)", check_git_rule),
+    def("published-ports", "only the ports publish-port names are reachable inward, from the host's loopback (§4.7, issue #26)", check_published),
 ];
 
 /// Evaluate every check against `o`.

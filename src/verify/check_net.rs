@@ -210,6 +210,55 @@ pub(super) fn check_egress_allowlist(o: &Observed) -> Outcome {
     }
 }
 
+/// `publish-port` (§4.7, decision 0011): what the launch forwards in is
+/// what the configuration names, each port's listener inside named.
+pub(super) fn check_published(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    if !rec.egress.jailed() {
+        return Ok(format!(
+            "{JAIL_OFF}: the sandbox shares the host's network, so any port a server opens here is open there"
+        ));
+    }
+    let list = |p: &[u16]| {
+        if p.is_empty() {
+            "none".to_string()
+        } else {
+            p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let ports = &rec.publish_port;
+    match &o.publish_configured {
+        Ok(conf) if conf == ports => {}
+        Ok(conf) => {
+            return Err(format!(
+                "the launch forwarded in {} but {} names {}",
+                list(ports),
+                crate::sys::paths::CONFIG_FILE,
+                list(conf)
+            ))
+        }
+        Err(e) => return Err(format!("cannot read publish-port: {e}")),
+    }
+    if ports.is_empty() {
+        return Ok("none: nothing inside is reachable from the host".into());
+    }
+    let each: Vec<String> = ports
+        .iter()
+        .map(|p| {
+            let state = if o.listening.contains(p) {
+                "a server listens here"
+            } else {
+                "nothing listens here yet"
+            };
+            format!("{p} ({state})")
+        })
+        .collect();
+    Ok(format!(
+        "the host's 127.0.0.1:PORT reaches 127.0.0.1:PORT here for {}, and nothing else comes in",
+        each.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::battery::{evaluate, Status};
@@ -340,5 +389,47 @@ mod tests {
         let c = evaluate(&off);
         let d = &c.iter().find(|x| x.name == "egress-allowlist").unwrap();
         assert!(d.status == Status::Pass && d.detail.contains("not in allowlist mode"));
+    }
+
+    #[test]
+    fn published_ports_are_the_configured_ones_each_named() {
+        let detail = |o: &Observed| {
+            let c = evaluate(o);
+            let c = c.iter().find(|c| c.name == "published-ports").unwrap();
+            (c.status, c.detail.clone())
+        };
+        let mut o = healthy();
+        o.publish_configured = Ok(Vec::new());
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass, "{d}");
+        assert!(d.starts_with("none"), "{d}");
+        if let Ok(r) = o.record.as_mut() {
+            r.publish_port = vec![3000, 8888];
+        }
+        o.publish_configured = Ok(vec![3000, 8888]);
+        o.listening = vec![3000];
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass, "{d}");
+        assert!(
+            d.contains("3000 (a server listens here), 8888 (nothing listens here yet)"),
+            "{d}"
+        );
+        // A port the configuration does not name, or a file that does not parse.
+        o.publish_configured = Ok(vec![3000]);
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Fail);
+        assert!(
+            d.contains("forwarded in 3000, 8888") && d.contains("names 3000"),
+            "{d}"
+        );
+        o.publish_configured = Err("/etc/claude-sandbox.conf:2: publish-port: `x`".into());
+        assert_eq!(detail(&o).0, Status::Fail);
+        // The host's network: nothing to forward, said so.
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Off;
+        }
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass);
+        assert!(d.contains("deliberately off"), "{d}");
     }
 }

@@ -124,6 +124,9 @@ pub(super) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
         }
         sandbox::Network::Host => {}
     }
+    if !sb.network.published().is_empty() {
+        v.push(("published ports".into(), Some("published-ports")));
+    }
     v.extend(
         sb.mounts
             .iter()
@@ -155,6 +158,7 @@ fn full_sandbox() -> (Sandbox, LaunchRecord) {
     f.managed_settings = Some(lockdown_settings());
     let cfg = crate::config::Config {
         allow_write: vec![extra],
+        publish_port: vec![3000],
         ..Default::default()
     };
     let sb = plan::build(&cfg, &f, &[]).unwrap();

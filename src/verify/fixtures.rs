@@ -85,6 +85,7 @@ pub(super) fn healthy() -> Observed {
         gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
         pin: Ok(()),
         managed_settings: Ok(crate::plan::managed_settings::inside_managed(&lockdown_settings())),
+        publish_configured: Ok(Vec::new()),
         ..Default::default()
     };
     o.mounts.pop();

@@ -18,6 +18,7 @@
 //! mechanism behind it (a unit test keeps the two in step).
 //!
 //! May import: `plan`, `sandbox` (the launch record), `egress::policy`,
+//! `config` (`publish-port` as the file inside names it),
 //! `launch` (the pin check, the host's sockets and listeners, the root
 //! view's walk), `install` (in tests: the slash command), `sys`. It is off
 //! the launch path: only `cli` uses it.

@@ -85,6 +85,12 @@ pub(super) struct Observed {
     /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
     /// planted in it was not refused, or why none could be made.
     pub(super) git_rule: Result<Vec<String>, String>,
+    /// `publish-port` as `/etc/claude-sandbox.conf` names it inside, or why
+    /// it could not be read.
+    pub(super) publish_configured: Result<Vec<u16>, String>,
+    /// TCP ports with a listener on this namespace's loopback (or every
+    /// address).
+    pub(super) listening: Vec<u16>,
 }
 
 impl Default for Observed {
@@ -124,6 +130,8 @@ impl Default for Observed {
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
+            publish_configured: Err("not observed".into()),
+            listening: Vec::new(),
         }
     }
 }
@@ -186,6 +194,10 @@ impl Observed {
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             git_rule: git_rule_probe(),
+            publish_configured: crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
+                .map(|a| a.config.publish_port)
+                .map_err(|e| e.to_string()),
+            listening: crate::launch::loopback_listeners(),
             env,
         }
     }
