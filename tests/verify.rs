@@ -93,7 +93,7 @@ fn lan_with_loopback_service() -> Lan {
         &h,
         &["serve", LOOPBACK_SERVICE, "HOST-LOOPBACK-SECRET", "120"],
     );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&h, &[LOOPBACK_SERVICE], &[]);
     lan
 }
 
