@@ -12,7 +12,7 @@
 
 mod common;
 use common::lan::*;
-use common::site::{blob, Site, BLOB_LEN, INDEX, INTERNAL_INDEX, README};
+use common::site::{blob, Site, BLOB_LEN, ECHO_PORT, INDEX, INTERNAL_INDEX, README};
 use common::*;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,10 +87,19 @@ struct Net {
 }
 
 fn net(name: &str) -> Net {
+    net_with(name, CONF, false)
+}
+
+/// [`net`] with configuration `conf`, and the echo peer on the internet
+/// host's [`ECHO_PORT`] when `echo`.
+fn net_with(name: &str, conf: &str, echo: bool) -> Net {
     let mut lan = Lan::up();
     let site = Site::new(name);
     site.start(&mut lan);
-    let w = jail_world(name, CONF);
+    if echo {
+        site.start_echo(&mut lan);
+    }
+    let w = jail_world(name, conf);
     for who in BOTH {
         site.ca_into(&w, who);
     }
@@ -828,5 +837,200 @@ fn egress_report_json_matches_the_log() {
         assert_eq!(listed, refused, "{who:?}: {r:#}");
         assert!(r["risk"]["score"].is_number(), "{who:?}: {r:#}");
         assert!(r["risk"]["reasons"].is_array(), "{who:?}: {r:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Issue #24, item 5: the allowlist's leftovers. Each test failed before the
+// change it names.
+
+/// [`CONF`] with a name whose rule names a port: `echo.test` on the echo
+/// peer's port.
+fn conf_ports() -> String {
+    format!("{CONF}allow-domain = echo.test:{ECHO_PORT}\n")
+}
+
+/// A Python client for the proxy, for what curl will not send: `Conn`
+/// talks to 127.0.0.1:3128 and reads responses one at a time (by
+/// `Content-Length`; the 200 of a CONNECT has no body). `case` prints one
+/// JSON line: a case's name and its responses (status line, body).
+const CLIENT: &str = r#"
+import json, socket
+class Conn:
+    def __init__(self):
+        self.s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+        self.buf = b""
+    def send(self, data):
+        self.s.sendall(data)
+    def done(self):
+        self.s.shutdown(socket.SHUT_WR)
+    def fill(self):
+        try:
+            d = self.s.recv(65536)
+        except OSError:
+            d = b""
+        self.buf += d
+        return bool(d)
+    def response(self):
+        while b"\r\n\r\n" not in self.buf:
+            if not self.fill():
+                return None
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        while len(self.buf) < n and self.fill():
+            pass
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return [head.split(b"\r\n")[0].decode(), body.decode(errors="replace")]
+    def rest(self):
+        out = []
+        while (r := self.response()) is not None:
+            out.append(r)
+        if self.buf:
+            out.append(["TRAILING", self.buf.decode(errors="replace")])
+        return out
+def case(name, responses):
+    print(json.dumps({"case": name, "responses": responses}), flush=True)
+"#;
+
+/// One case of a [`CLIENT`] script: its name and responses (status line, body).
+#[derive(Debug, Deserialize)]
+struct Case {
+    case: String,
+    responses: Vec<(String, String)>,
+}
+
+/// The cases a [`CLIENT`] session printed, by name.
+fn cases(s: &Session, who: Who) -> BTreeMap<String, Vec<(String, String)>> {
+    s.stdout()
+        .lines()
+        .map(|l| {
+            let c: Case = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{who:?}: not a case ({e}): {l}\n{}", s.shown()));
+            (c.case, c.responses)
+        })
+        .collect()
+}
+
+/// Run the Python `script` (after [`CLIENT`]) inside as `who`.
+fn client_session(n: &Net, who: Who, script: &str) -> Session {
+    let file = n.w.workspace(who).join("client.py");
+    std::fs::write(&file, format!("{CLIENT}{script}")).unwrap();
+    if who == Who::User {
+        std::os::unix::fs::chown(&file, Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    session(n, who, "python3 client.py")
+}
+
+/// Tunnels to odd spellings of allowed.test's port 80 (served over plain
+/// http, as the last case shows), to the echo peer's port by a name whose
+/// rule names it and by one whose rule does not, and to 443. Inside each
+/// tunnel, a plain GET.
+const TUNNELS: &str = r#"
+INNER = b"GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+for target in ["allowed.test:80", "allowed.test:0080", "ALLOWED.TEST.:80", "allowed.test:+80",
+               "[allowed.test]:80", "allowed.test:80.x", "[::ffff:203.0.113.10]:80",
+               "allowed.test:8080", "echo.test:8080", "allowed.test:443"]:
+    c = Conn()
+    c.send(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+           + (b"" if target.endswith(":443") else INNER))
+    c.done()
+    case(target, c.rest())
+c = Conn()
+c.send(b"GET http://allowed.test/ HTTP/1.1\r\nConnection: close\r\n\r\n")
+case("plain", c.rest())
+"#;
+
+#[test]
+fn a_tunnel_reaches_port_443_only_unless_the_rule_names_its_port() {
+    if !require("egress_tunnel_ports") {
+        return;
+    }
+    let n = net_with("egports", &conf_ports(), true);
+    for who in BOTH {
+        let s = client_session(&n, who, TUNNELS);
+        let got = cases(&s, who);
+        let status = |c: &str| got[c].first().map(|r| r.0.clone()).unwrap_or_default();
+        // Port 80 answers (plain http), and the echo peer answers on 8080
+        // through a rule that names the port: the wall is the rule.
+        assert_eq!(got["plain"].len(), 1, "{who:?}: {}", s.shown());
+        assert!(got["plain"][0].1 == INDEX, "{who:?}: {}", s.shown());
+        assert_eq!(
+            status("echo.test:8080"),
+            "HTTP/1.1 200 Connection established",
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            got["echo.test:8080"]
+                .get(1)
+                .is_some_and(|r| r.1.contains("\nGET / HTTP/1.1\r\n")),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(
+            status("allowed.test:443"),
+            "HTTP/1.1 200 Connection established",
+            "{who:?}"
+        );
+        // A tunnel to a port the rule does not name: refused, the 403
+        // naming the line; nothing of the server came back.
+        for (target, fix) in [
+            ("allowed.test:80", "allow-domain = allowed.test:80"),
+            ("allowed.test:0080", "allow-domain = allowed.test:80"),
+            ("ALLOWED.TEST.:80", "allow-domain = allowed.test:80"),
+            ("allowed.test:8080", "allow-domain = allowed.test:8080"),
+        ] {
+            let r = &got[target];
+            assert_eq!(r.len(), 1, "{who:?} {target}: {r:?}\n{}", s.shown());
+            assert_eq!(r[0].0, "HTTP/1.1 403 Forbidden", "{who:?} {target}: {r:?}");
+            assert!(r[0].1.contains(fix), "{who:?} {target}: {r:?}");
+        }
+        assert_eq!(
+            status("[::ffff:203.0.113.10]:80"),
+            "HTTP/1.1 403 Forbidden",
+            "{who:?}"
+        );
+        // Odd spellings of a port are no ports: 400, never widened.
+        for target in ["allowed.test:+80", "[allowed.test]:80", "allowed.test:80.x"] {
+            assert_eq!(got[target].len(), 1, "{who:?} {target}: {:?}", got[target]);
+            assert_eq!(
+                status(target),
+                "HTTP/1.1 400 Bad Request",
+                "{who:?} {target}"
+            );
+        }
+        // allowed.test's page came back over plain http only, never through a tunnel.
+        for (c, r) in &got {
+            if c != "plain" {
+                assert!(r.iter().all(|r| !r.1.contains(INDEX)), "{who:?} {c}: {r:?}");
+            }
+        }
+        // The log: what was allowed, and every refusal with no byte moved.
+        let allowed: Vec<(&str, u16)> = s
+            .lines
+            .iter()
+            .filter(|l| l.decision == "allowed")
+            .map(|l| (l.host.as_str(), l.port))
+            .collect();
+        assert_eq!(
+            allowed.iter().collect::<BTreeSet<_>>(),
+            [
+                ("allowed.test", 80),
+                ("allowed.test", 443),
+                ("echo.test", ECHO_PORT)
+            ]
+            .iter()
+            .collect::<BTreeSet<_>>(),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(s.lines.len(), 11, "{who:?}: {}", s.shown());
+        for l in s.lines.iter().filter(|l| l.decision == "refused") {
+            assert_eq!((l.bytes_up, l.bytes_down), (0, 0), "{who:?}: {l:?}");
+        }
     }
 }

@@ -447,11 +447,13 @@ fn proxy_request_parser_never_panics_and_forwards_one_clean_head() {
                     && !l.ends_with('-')
                     && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
             });
-        let web = port == 443 || port == 80;
+        // Without a port, a rule opens tunnels to 443 and plain http to 80.
+        let connect = method == "CONNECT";
+        let web = port == if connect { 443 } else { 80 };
         let model = dns
             && ((web && (h == "allowed.test" || under("allowed.test") || under("wild.test")))
                 || ((h == "git.test" || under("git.test")) && port == 8443));
-        let got = verdict(RULES, &host, port);
+        let got = verdict(RULES, &host, port, connect);
         prop_assert_eq!(got.is_ok(), model, "{}:{} -> {:?}", host, port, got);
         Ok(true)
     });

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::relay::relay;
 use super::request::{parse_request, read_head, Request};
-use crate::egress::policy::{Decision, LogLine, NameVerdict, Policy};
+use crate::egress::policy::{Decision, LogLine, NameVerdict, Policy, Via};
 use crate::error::setup;
 use crate::sandbox::{FdContent, ProxyNet, Rendered};
 
@@ -489,7 +489,12 @@ fn decide(
     req: &Request,
     line: &mut LogLine,
 ) -> Result<Result<TcpStream, String>, String> {
-    let candidates: Vec<SocketAddr> = match shared.policy.check_name(&req.host, req.port) {
+    let via = if req.forward_head.is_some() {
+        Via::Http
+    } else {
+        Via::Connect
+    };
+    let candidates: Vec<SocketAddr> = match shared.policy.check_name(&req.host, req.port, via) {
         NameVerdict::Refused { reason, fix } => {
             line.reason = reason;
             return Err(fix);

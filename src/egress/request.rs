@@ -55,18 +55,26 @@ fn find_head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
-/// `host[:port]` or `[v6]:port`: the host (brackets kept off) and the port.
+/// `host[:port]` or `[v6][:port]`: the host (brackets off) and the port.
+/// A port is 1-5 ASCII digits (no sign, no space); brackets hold an IPv6
+/// address only.
 fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
+    let port = |p: &str| {
+        (!p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<u16>().ok())
+            .flatten()
+    };
     if let Some(rest) = a.strip_prefix('[') {
         let (h, tail) = rest.split_once(']')?;
-        let port = match tail {
+        h.parse::<std::net::Ipv6Addr>().ok()?;
+        let p = match tail {
             "" => None,
-            t => Some(t.strip_prefix(':')?.parse().ok()?),
+            t => Some(port(t.strip_prefix(':')?)?),
         };
-        return Some((h.to_string(), port));
+        return Some((h.to_string(), p));
     }
     match a.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => Some((h.to_string(), Some(p.parse().ok()?))),
+        Some((h, p)) if !h.contains(':') => Some((h.to_string(), Some(port(p)?))),
         Some(_) => None,
         None => Some((a.to_string(), None)),
     }
@@ -181,6 +189,9 @@ mod tests {
         );
         let r = parse_request(b"CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 443));
+        // Leading zeros are the same port, decided and connected alike.
+        let r = parse_request(b"CONNECT ALLOWED.test.:0443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("ALLOWED.test.", 443));
     }
 
     #[test]
@@ -220,6 +231,13 @@ mod tests {
             (b"CONNECT a.test HTTP/1.1\r\n\r\n", "host:port"),
             (b"CONNECT a.test:0 HTTP/1.1\r\n\r\n", "port 0"),
             (b"CONNECT a.test:99999 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT a.test:+443 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT a.test:443.x HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT a.test:000443 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT a.test: HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT [a.test]:443 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"CONNECT [::1]443 HTTP/1.1\r\n\r\n", "host:port"),
+            (b"GET http://a.test:+80/ HTTP/1.1\r\n\r\n", "bad host"),
             (b"\x00\x01garbage\r\n\r\n", "malformed"),
             (b"GET http://[::1 HTTP/1.1\r\n\r\n", "bad host"),
         ] {
