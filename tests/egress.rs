@@ -47,6 +47,10 @@ struct LogLine {
     bytes_down: u64,
     #[allow(dead_code)]
     duration_ms: u64,
+    /// Only on a line whose request was still open (none after a session
+    /// that ended normally).
+    #[serde(default)]
+    open: bool,
 }
 
 /// A finished session and the log it created.
@@ -134,6 +138,8 @@ fn parse_log(text: &str, session: &str) -> (Vec<LogLine>, Vec<Value>) {
         let line: LogLine = serde_json::from_str(l)
             .unwrap_or_else(|e| panic!("not a log line ({e}): {l:?}\nwhole log:\n{text}"));
         assert_eq!(line.session, session, "{l}");
+        // The session ended: every request's line was completed.
+        assert!(!line.open, "a line still open after the session: {l}");
         assert!(
             line.time.ends_with('Z') && line.time.len() == "2026-11-23T18:45:01.123Z".len(),
             "time {:?}",
@@ -183,9 +189,9 @@ fn session(n: &Net, who: Who, script: &str) -> Session {
     let id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&log).unwrap();
     let (mut lines, raw) = parse_log(&text, &id);
-    // A line is written when its connection closes; `time` is when it
-    // opened. The tests name lines in the order the session made them (a
-    // tunnel can close after later requests did on a busy machine).
+    // A line is written when its request opens (a refusal's once it is
+    // answered) and completed when it closes; `time` is when it arrived.
+    // The tests name lines in the order the session made them.
     lines.sort_by(|a, b| a.time.cmp(&b.time));
     Session {
         out,
@@ -844,10 +850,10 @@ fn egress_report_json_matches_the_log() {
 // Issue #24, item 5: the allowlist's leftovers. Each test failed before the
 // change it names.
 
-/// [`CONF`] with a name whose rule names a port: `echo.test` on the echo
-/// peer's port.
+/// [`CONF`] with names whose rules name a port: `echo.test` and
+/// `other.test` on the echo peer's port.
 fn conf_ports() -> String {
-    format!("{CONF}allow-domain = echo.test:{ECHO_PORT}\n")
+    format!("{CONF}allow-domain = echo.test:{ECHO_PORT}\nallow-domain = other.test:{ECHO_PORT}\n")
 }
 
 /// A Python client for the proxy, for what curl will not send: `Conn`
@@ -1032,5 +1038,129 @@ fn a_tunnel_reaches_port_443_only_unless_the_rule_names_its_port() {
         for l in s.lines.iter().filter(|l| l.decision == "refused") {
             assert_eq!((l.bytes_up, l.bytes_down), (0, 0), "{who:?}: {l:?}");
         }
+    }
+}
+
+/// What [`PIPELINES`] sends, one case per connection.
+const PIPELINES: &str = r#"
+E = "http://echo.test:8080"
+c = Conn()
+c.send(f"GET {E}/one HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       "GET http://other.test:8080/two HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       "GET http://denied.test:8080/three HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       f"GET {E}/four HTTP/1.1\r\n\r\n".encode())
+c.done()
+case("pipelined", c.rest())
+c = Conn()
+c.send(f"GET {E}/a HTTP/1.1\r\n\r\n".encode())
+first = c.response()
+c.send(f"GET {E}/b HTTP/1.1\r\nProxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\r\n".encode())
+second = c.response()
+c.done()
+case("keep-alive", [first, second] + c.rest())
+smuggled = f"GET http://denied.test:8080/smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n"
+for name, framing, body in [
+    ("cl+te", "Content-Length: 60\r\nTransfer-Encoding: chunked", "0\r\n\r\n" + smuggled),
+    ("te+cl", "Transfer-Encoding: chunked\r\nContent-Length: 5", "0\r\n\r\n" + smuggled),
+    ("te-gzip", "Transfer-Encoding: gzip, chunked", "0\r\n\r\n" + smuggled),
+    ("cl-twice", "Content-Length: 0\r\nContent-Length: 60", smuggled),
+    ("chunk-sign", "Transfer-Encoding: chunked", "+5\r\nhello\r\n0\r\n\r\n" + smuggled),
+    ("chunk-lf", "Transfer-Encoding: chunked", "5\nhello\r\n0\r\n\r\n" + smuggled),
+]:
+    c = Conn()
+    c.send(f"POST {E}/{name} HTTP/1.1\r\n{framing}\r\n\r\n{body}".encode())
+    c.done()
+    case(name, c.rest())
+"#;
+
+#[test]
+fn each_request_on_a_connection_reaches_only_the_server_decided_for_it() {
+    if !require("egress_pipelined") {
+        return;
+    }
+    let n = net_with("egpipe", &conf_ports(), true);
+    for who in BOTH {
+        let s = client_session(&n, who, PIPELINES);
+        let got = cases(&s, who);
+        let shown = || format!("{who:?}: {got:#?}\n{}", s.shown());
+        // Nothing the proxy refused (or never read as a request) reached a server.
+        for (status, body) in got.values().flatten() {
+            if status.starts_with("HTTP/1.1 200") {
+                assert!(
+                    !body.contains("denied") && !body.contains("smuggled"),
+                    "{}",
+                    shown()
+                );
+                assert!(!body.contains("Proxy-"), "{}", shown());
+            }
+        }
+        // Pipelined: the same host and port on one upstream; another host
+        // on a connection of its own, with its own Host; a name not on the
+        // list refused, and nothing read after it.
+        let p = &got["pipelined"];
+        assert_eq!(p.len(), 3, "{}", shown());
+        let conn = |body: &str| body.lines().next().unwrap_or_default().to_string();
+        assert!(
+            p[0].1
+                .contains("\nGET /one HTTP/1.1\r\nHost: echo.test:8080\r\n"),
+            "{}",
+            shown()
+        );
+        assert!(
+            p[1].1
+                .contains("\nGET /two HTTP/1.1\r\nHost: other.test:8080\r\n"),
+            "{}",
+            shown()
+        );
+        assert_ne!(conn(&p[0].1), conn(&p[1].1), "{}", shown());
+        assert_eq!(p[2].0, "HTTP/1.1 403 Forbidden", "{}", shown());
+        assert!(p[2].1.contains("denied.test:8080 refused"), "{}", shown());
+        // Keep-alive to the same host: both answered, over one upstream, in
+        // origin form, the proxy's own headers not passed on.
+        let k = &got["keep-alive"];
+        assert_eq!(k.len(), 2, "{}", shown());
+        assert!(k[0].1.contains("\nGET /a HTTP/1.1\r\n"), "{}", shown());
+        assert!(k[1].1.contains("\nGET /b HTTP/1.1\r\n"), "{}", shown());
+        assert_eq!(conn(&k[0].1), conn(&k[1].1), "{}", shown());
+        // Framing two readers could read differently: 400, nothing sent on.
+        for name in [
+            "cl+te",
+            "te+cl",
+            "te-gzip",
+            "cl-twice",
+            "chunk-sign",
+            "chunk-lf",
+        ] {
+            let r = &got[name];
+            assert_eq!(r.len(), 1, "{name}: {}", shown());
+            assert_eq!(r[0].0, "HTTP/1.1 400 Bad Request", "{name}: {}", shown());
+        }
+        // One line per request read, each with its own decision.
+        let lines: Vec<(&str, &str, u16, &str)> = s
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    l.method.as_str(),
+                    l.host.as_str(),
+                    l.port,
+                    l.decision.as_str(),
+                )
+            })
+            .collect();
+        let p = ECHO_PORT;
+        assert_eq!(
+            &lines[..5],
+            [
+                ("GET", "echo.test", p, "allowed"),
+                ("GET", "other.test", p, "allowed"),
+                ("GET", "denied.test", p, "refused"),
+                ("GET", "echo.test", p, "allowed"),
+                ("GET", "echo.test", p, "allowed"),
+            ],
+            "{}",
+            shown()
+        );
+        assert_eq!(lines.len(), 11, "{}", shown());
     }
 }

@@ -366,6 +366,11 @@ fn request_head() -> impl Strategy<Value = Vec<u8>> {
         Just("Proxy-Connection: keep-alive".to_string()),
         Just("Proxy-Authorization: Basic eDp5".to_string()),
         Just("Connection: Upgrade".to_string()),
+        Just("Connection: close".to_string()),
+        Just("Content-Length: 5".to_string()),
+        Just("Content-Length: +5".to_string()),
+        Just("Transfer-Encoding: chunked".to_string()),
+        Just("Transfer-Encoding: gzip, chunked".to_string()),
         "[A-Za-z-]{1,10}: [ -~]{0,20}",
     ];
     (
@@ -432,7 +437,29 @@ fn proxy_request_parser_never_panics_and_forwards_one_clean_head() {
                 "{:?}",
                 f
             );
-            prop_assert!(lines.iter().any(|l| l == "connection: close"), "{:?}", f);
+            // One framing at most, written by the proxy: never both, never twice.
+            let te = lines
+                .iter()
+                .filter(|l| l.starts_with("transfer-encoding:"))
+                .count();
+            let cl = lines
+                .iter()
+                .filter(|l| l.starts_with("content-length:"))
+                .count();
+            prop_assert!(te + cl <= 1, "{:?}", f);
+            prop_assert!(
+                te == 0 || lines.iter().any(|l| l == "transfer-encoding: chunked"),
+                "{:?}",
+                f
+            );
+            prop_assert!(
+                lines
+                    .iter()
+                    .filter(|l| l.starts_with("connection:"))
+                    .all(|l| l == "connection: close"),
+                "{:?}",
+                f
+            );
         }
         // The verdict, against a plain model of the rules.
         let h = host.to_ascii_lowercase();

@@ -18,9 +18,12 @@
 //! for the open jail `jail.rs` (the shadow's side), `jail_holder.rs` (the
 //! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
-//! (the proxy the shadow serves), `request.rs` (reading a request head),
-//! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
-//! printing) and `tally.rs` (its sums and risk score).
+//! (the proxy the shadow serves), `connection.rs` (one client connection's
+//! requests, each decided), `request.rs` (parsing a request head),
+//! `http.rs` (plain-HTTP framing and exchanges), `relay.rs` (carrying a
+//! tunnel), `logfile.rs` (the log, written as requests open and close);
+//! `report.rs` (the report over the log: reading, printing) and `tally.rs`
+//! (its sums and risk score).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
@@ -33,8 +36,11 @@
 //! [`Tally`].
 
 mod allowlist_holder;
+mod connection;
+mod http;
 mod jail;
 mod jail_holder;
+mod logfile;
 mod pasta_keeper;
 pub(crate) mod policy;
 mod proxy;

@@ -427,6 +427,7 @@ pub(super) mod tests {
             bytes_up: up,
             bytes_down: down,
             duration_ms: 12,
+            open: false,
         };
         serde_json::to_string(&l).unwrap()
     }
