@@ -851,9 +851,13 @@ fn egress_report_json_matches_the_log() {
 // change it names.
 
 /// [`CONF`] with names whose rules name a port: `echo.test` and
-/// `other.test` on the echo peer's port.
+/// `other.test` on the echo peer's port, `allowed.test` on 8081 (where
+/// nothing listens).
 fn conf_ports() -> String {
-    format!("{CONF}allow-domain = echo.test:{ECHO_PORT}\nallow-domain = other.test:{ECHO_PORT}\n")
+    format!(
+        "{CONF}allow-domain = echo.test:{ECHO_PORT}\nallow-domain = other.test:{ECHO_PORT}\n\
+         allow-domain = allowed.test:8081\n"
+    )
 }
 
 /// A Python client for the proxy, for what curl will not send: `Conn`
@@ -1162,5 +1166,90 @@ fn each_request_on_a_connection_reaches_only_the_server_decided_for_it() {
             shown()
         );
         assert_eq!(lines.len(), 11, "{}", shown());
+    }
+}
+
+/// `egress report SESSION` as text, as `who`.
+fn report_text(n: &Net, who: Who, id: &str) -> String {
+    let o = n.w.run(
+        who,
+        &[],
+        &[
+            "/usr/libexec/claude-sandbox/claude-sandbox",
+            "egress",
+            "report",
+            id,
+        ],
+    );
+    assert!(o.status.success(), "{who:?}: egress report: {}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn the_report_tells_an_allowed_request_whose_server_failed_from_an_allowed_one() {
+    if !require("egress_failed") {
+        return;
+    }
+    let n = net_with("egfailed", &conf_ports(), false);
+    for who in BOTH {
+        // Allowed by `allow-domain = allowed.test:8081`; nothing listens there.
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "{CURL} https://allowed.test:8081/ 2>&1; echo \"rc=$?\"; \
+                 {CURL} -o /dev/null https://allowed.test/; echo \"rc=$?\""
+            ),
+        );
+        assert!(
+            s.stdout().contains("CONNECT tunnel failed, response 502")
+                && s.stdout().ends_with("rc=56\nrc=0\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
+        let failed = &s.lines[0];
+        assert_eq!(
+            (failed.port, failed.decision.as_str()),
+            (8081, "allowed"),
+            "{who:?}: {failed:?}"
+        );
+        assert!(
+            failed
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("cannot connect to 203.0.113.10:8081")),
+            "{who:?}: {failed:?}"
+        );
+        let r = report_json(&n, who, &s.id);
+        let num = |k: &str| {
+            r[k].as_u64()
+                .unwrap_or_else(|| panic!("{who:?}: no `{k}`: {r:#}"))
+        };
+        assert_eq!(
+            (
+                num("requests"),
+                num("allowed"),
+                num("failed"),
+                num("refused")
+            ),
+            (2, 1, 1, 0),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["domains"][0]["failed"], 1, "{who:?}: {r:#}");
+        assert_eq!(r["domains"][0]["allowed"], 1, "{who:?}: {r:#}");
+        assert_eq!(
+            r["failures"].as_array().map(Vec::len),
+            Some(1),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["failures"][0], s.raw[0], "{who:?}: {r:#}");
+        let text = report_text(&n, who, &s.id);
+        assert!(
+            text.contains("2 requests, 1 allowed, 1 failed upstream, 0 refused")
+                && text.contains("\nallowed, upstream failed:\n")
+                && text.contains("CONNECT allowed.test:8081  cannot connect to 203.0.113.10:8081"),
+            "{who:?}: {text}"
+        );
     }
 }

@@ -497,15 +497,25 @@ fn egress_report_never_panics_on_any_log() {
             0u64..u64::MAX,
             0u32..100_000,
             "2026-11-2[0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}Z|garbage",
+            (any::<bool>(), any::<bool>()),
         )
-            .prop_map(|(host, port, decision, bytes, ms, time)| {
-                serde_json::json!({
+            .prop_map(|(host, port, decision, bytes, ms, time, (error, open))| {
+                let mut v = serde_json::json!({
                     "time": time, "session": "s", "method": "CONNECT", "host": host,
                     "port": port, "address": null, "decision": decision, "reason": "r",
                     "bytes_up": bytes, "bytes_down": bytes, "duration_ms": ms
-                })
-                .to_string()
-                .into_bytes()
+                });
+                if error {
+                    v["error"] = "cannot connect".into();
+                }
+                if open {
+                    v["open"] = true.into();
+                }
+                let mut line = v.to_string();
+                if open {
+                    line.push_str("    ");
+                }
+                line.into_bytes()
             }),
         1 => prop::collection::vec(any::<u8>(), 0..120),
     ];
@@ -513,7 +523,12 @@ fn egress_report_never_panics_on_any_log() {
     run_for("egress-report", strategy, |lines| {
         let out: serde_json::Value = serde_json::from_str(&report_json(&lines)).unwrap();
         let n = |k: &str| out[k].as_u64().unwrap();
-        prop_assert_eq!(n("requests"), n("allowed") + n("refused"));
+        prop_assert_eq!(n("requests"), n("allowed") + n("failed") + n("refused"));
+        prop_assert!(n("open") <= n("requests"));
+        prop_assert_eq!(
+            out["failures"].as_array().unwrap().len() as u64,
+            n("failed")
+        );
         prop_assert_eq!(n("requests") + n("unreadable_lines"), lines.len() as u64);
         prop_assert_eq!(
             out["refusals"].as_array().unwrap().len() as u64,

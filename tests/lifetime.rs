@@ -560,6 +560,32 @@ fn allowlist_sessions_leave_no_proxy_behind() {
             if end == ProxyEnd::ShadowKill9 {
                 assert_eq!(l["open"], true, "{what}: {l}");
                 assert_eq!(l["bytes_down"], 0, "{what}: {l}");
+                // The report reads it: one request, allowed, open.
+                let id = l["session"].as_str().unwrap();
+                let o = w.run(
+                    who,
+                    &[],
+                    &[
+                        "/usr/libexec/claude-sandbox/claude-sandbox",
+                        "egress",
+                        "report",
+                        id,
+                        "--json",
+                    ],
+                );
+                let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+                    panic!("{what}: report ({e}): {}{}", stdout(&o), stderr(&o))
+                });
+                assert_eq!(
+                    (
+                        &r["requests"],
+                        &r["allowed"],
+                        &r["open"],
+                        &r["unreadable_lines"]
+                    ),
+                    (&1.into(), &1.into(), &1.into(), &0.into()),
+                    "{what}: {r:#}"
+                );
             } else {
                 assert!(l.get("open").is_none(), "{what}: {l}");
                 assert!(l["bytes_down"].as_u64().unwrap() > 0, "{what}: {l}");
