@@ -604,6 +604,33 @@ mod tests {
     }
 
     #[test]
+    fn a_long_body_is_moved_by_the_kernel_and_never_past_its_end() {
+        let (port, seen) = http_server();
+        let s = served(&[&format!("localhost:{port}")], &[Ipv4Addr::LOCALHOST]);
+        let body = "x".repeat(300_000);
+        let out = ask(
+            s.addr,
+            &format!(
+                "POST http://localhost:{port}/big HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}\
+                 GET http://localhost:{port}/after HTTP/1.1\r\nConnection: close\r\n\r\n",
+                body.len()
+            ),
+            b"",
+        );
+        let got = responses(&out);
+        assert_eq!(got.len(), 2, "{}", &out[..out.len().min(500)]);
+        assert_eq!(got[1].1, "1 GET /after HTTP/1.1");
+        let seen = seen.lock().unwrap();
+        assert!(seen[0].ends_with(&body) && seen[0].len() < body.len() + 200);
+        let l = finish(s);
+        assert!(
+            l[0].bytes_up > 300_000 && l[0].error.is_none(),
+            "{:?}",
+            l[0]
+        );
+    }
+
+    #[test]
     fn a_tunnel_goes_to_443_unless_the_rule_names_its_port() {
         let (port, _) = http_server();
         let s = served(
