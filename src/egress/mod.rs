@@ -7,8 +7,11 @@
 //! routes (SPEC §4.7; docs/decisions/0002, 0004). With `egress = allowlist`
 //! the sandbox has no route at all: its one way out is a proxy on its
 //! loopback, served from the shadow, that lets through only names on the
-//! allowlist (and only to addresses the jail would route), and logs every
-//! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
+//! allowlist, on the ports their rules allow (and only to addresses the
+//! jail would route), decides each plain-http request on its own and
+//! sends it only where it was decided, and logs every request as it opens
+//! and as it closes for `claude-sandbox egress report` (SPEC §4.9;
+//! decision 0008).
 //! Any failed step refuses the launch; there is no unjailed fallback.
 //!
 //! Two halves. [`policy`] is the pure half (the mode, rules, presets, the
