@@ -73,10 +73,17 @@ pub mod fuzz_targets {
             crate::egress::parse_request(head).map(|r| (r.method, r.host, r.port, r.forward_head))
         }
 
-        /// The allowlist's verdict on a request for `host:port` with these
-        /// `allow-domain` rules (invalid ones skipped): `Ok(reason)` when
-        /// allowed by name or address, `Err(fix)` when refused.
-        pub fn verdict(rules: &[&str], host: &str, port: u16) -> Result<String, String> {
+        /// The allowlist's verdict on a request for `host:port` (a tunnel
+        /// when `connect`, else plain HTTP) with these `allow-domain` rules
+        /// (invalid ones skipped): `Ok(reason)` when allowed by name or
+        /// address, `Err(fix)` when refused.
+        pub fn verdict(
+            rules: &[&str],
+            host: &str,
+            port: u16,
+            connect: bool,
+        ) -> Result<String, String> {
+            use crate::egress::policy::Via;
             let rules: Vec<_> = rules
                 .iter()
                 .filter_map(|r| crate::egress::policy::DomainRule::parse(r).ok())
@@ -88,7 +95,8 @@ pub mod fuzz_targets {
                 &[],
                 Vec::new(),
             );
-            match p.check_name(host, port) {
+            let via = if connect { Via::Connect } else { Via::Http };
+            match p.check_name(host, port, via) {
                 crate::egress::policy::NameVerdict::Name(origin) => Ok(origin),
                 crate::egress::policy::NameVerdict::AllowedIp(ip) => Ok(ip.to_string()),
                 crate::egress::policy::NameVerdict::Refused { fix, .. } => Err(fix),

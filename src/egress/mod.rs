@@ -7,8 +7,11 @@
 //! routes (SPEC §4.7; docs/decisions/0002, 0004). With `egress = allowlist`
 //! the sandbox has no route at all: its one way out is a proxy on its
 //! loopback, served from the shadow, that lets through only names on the
-//! allowlist (and only to addresses the jail would route), and logs every
-//! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
+//! allowlist, on the ports their rules allow (and only to addresses the
+//! jail would route), decides each plain-http request on its own and
+//! sends it only where it was decided, and logs every request as it opens
+//! and as it closes for `claude-sandbox egress report` (SPEC §4.9;
+//! decision 0008).
 //! Any failed step refuses the launch; there is no unjailed fallback.
 //! Inward, in either mode, only the `publish-port` ports are reachable, and
 //! only from the host's 127.0.0.1 (decision 0011); a port taken on the host
@@ -21,9 +24,12 @@
 //! for the open jail `jail.rs` (the shadow's side), `jail_holder.rs` (the
 //! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
-//! (the proxy the shadow serves), `request.rs` (reading a request head),
-//! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
-//! printing) and `tally.rs` (its sums and risk score); `publish.rs`
+//! (the proxy the shadow serves), `connection.rs` (one client connection's
+//! requests, each decided), `request.rs` (parsing a request head),
+//! `http.rs` (plain-HTTP framing and exchanges), `relay.rs` (carrying a
+//! tunnel), `logfile.rs` (the log, written as requests open and close);
+//! `report.rs` (the report over the log: reading, printing) and `tally.rs`
+//! (its sums and risk score); `publish.rs`
 //! (`publish-port`: the host-side check, and in allowlist mode the shadow's
 //! relay and the holder's connector).
 //!
@@ -38,8 +44,11 @@
 //! [`Tally`].
 
 mod allowlist_holder;
+mod connection;
+mod http;
 mod jail;
 mod jail_holder;
+mod logfile;
 mod pasta_keeper;
 pub(crate) mod policy;
 mod proxy;

@@ -23,6 +23,14 @@
                                                answers 200 and then one byte every 0.1 s until the
                                                client goes (a download that stays open); stop
                                                after SECONDS (default 30)
+  netprobe.py echo ADDR:PORT [SECONDS]         an HTTP/1.1 peer that shows what reached it: each
+                                               request it reads (its head, then a chunked or
+                                               Content-Length body, chunked first) is answered
+                                               200 with the body "connection N" (its connections
+                                               counted from 1), a newline and the request exactly
+                                               as received; it answers every request it reads,
+                                               whatever `Connection` says, until the client
+                                               closes; stop after SECONDS (default 30)
 
 IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
 10 s of silence on a web connection, and a listener's lifetime is at most 600 s.
@@ -360,6 +368,80 @@ def resolve(name):
         print(f"NORESOLVE {e}")
 
 
+def echo_request(conn, buf):
+    """The next whole request on `conn` (buf: bytes already read), and what
+    follows it; None when the client closed or went quiet."""
+    def more():
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise EOFError
+        return chunk
+
+    try:
+        while b"\r\n\r\n" not in buf:
+            buf += more()
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        head += b"\r\n\r\n"
+        fields = [line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line]
+        te = [v.strip().lower() for k, v in fields if k.strip().lower() == b"transfer-encoding"]
+        cl = [v.strip() for k, v in fields if k.strip().lower() == b"content-length"]
+        if te and te[-1].endswith(b"chunked"):
+            body = b""
+            while True:
+                while b"\r\n" not in rest:
+                    rest += more()
+                line, _, rest = rest.partition(b"\r\n")
+                size = int(line.split(b";")[0], 16)
+                while len(rest) < size + 2:
+                    rest += more()
+                body += line + b"\r\n" + rest[: size + 2]
+                rest = rest[size + 2 :]
+                if size == 0:
+                    return head + body, rest
+        n = int(cl[0]) if cl else 0
+        while len(rest) < n:
+            rest += more()
+        return head + rest[:n], rest[n:]
+    except (EOFError, OSError, ValueError):
+        return None
+
+
+def echo(target, seconds):
+    """HTTP/1.1 that answers each request with what reached it (see above)."""
+    import threading
+
+    ip, port = parse_endpoint(target, wildcard_ok=False)
+    deadline = time.monotonic() + seconds
+    count = [0]
+
+    def serve_one(conn, n):
+        with conn:
+            conn.settimeout(WEB_IDLE)
+            buf = b""
+            while until(deadline) is not None:
+                got = echo_request(conn, buf)
+                if got is None:
+                    return
+                request, buf = got
+                body = f"connection {n}\n".encode() + request
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+                try:
+                    conn.sendall(head.encode() + body)
+                except OSError:
+                    return
+
+    with bound_socket(ip, port, socket.SOCK_STREAM) as srv:
+        srv.listen(16)
+        while (left := until(deadline)) is not None:
+            srv.settimeout(left)
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                break
+            count[0] += 1
+            threading.Thread(target=serve_one, args=(conn, count[0]), daemon=True).start()
+
+
 def main(args):
     cmd = args[0] if args else ""
     if cmd == "serve" and len(args) in (3, 4):
@@ -383,6 +465,8 @@ def main(args):
         if len(rest) > 1:
             sys.exit(__doc__)
         web(args[1], args[2], lifetime(args[:3] + rest, 3), tls)
+    elif cmd == "echo" and len(args) in (2, 3):
+        echo(args[1], lifetime(args, 2))
     else:
         sys.exit(__doc__)
 

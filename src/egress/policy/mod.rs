@@ -34,7 +34,7 @@ pub(crate) use routes::{
     blocked_ranges, parse_resolv, parse_routes, parse_routes_any, plan_jail, JailFacts, BLACKHOLES,
     UNREACHABLE,
 };
-pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, PRESETS};
+pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, Via, PRESETS};
 
 // Named only by the host facts that unit tests build (plan::fixtures).
 #[cfg(test)]
