@@ -485,3 +485,93 @@ fn the_dns_forwarder_passes_dns_only() {
         );
     }
 }
+
+/// The forwarder's address, which the site network routes (tests/testnet/lan.sh).
+const FORWARDER: &str = "169.254.0.53";
+
+/// Listeners at the forwarder's address in the site network, as a
+/// link-local service a real host can route to: TCP 80, 8080 and 53, each
+/// sending its name, and an impostor resolver there that answers
+/// `example.test` with the LAN host. The host's own resolver (the gateway)
+/// answers 203.0.113.10. Checked from the host's namespace, where pasta
+/// runs: every listener answers there.
+fn link_local_services(lan: &mut Lan) {
+    let l = lan.lan.clone();
+    for port in [80, 8080, 53] {
+        let token = format!("LINKLOCAL-{port}");
+        lan.listen(
+            &l,
+            &["serve", &format!("{FORWARDER}:{port}"), &token, "120"],
+        );
+    }
+    lan.listen(&l, &["dns", "10.77.0.1", "120"]);
+    lan.listen(&l, &["dns", FORWARDER, "120", "example.test=10.77.0.9"]);
+    let tcp: Vec<String> = [80, 8080, 53]
+        .iter()
+        .map(|p| format!("{FORWARDER}:{p}"))
+        .collect();
+    let tcp: Vec<&str> = tcp.iter().map(String::as_str).collect();
+    let udp = format!("{FORWARDER}:53");
+    lan.wait_listening(&l, &tcp, &["10.77.0.1:53", &udp]);
+    let host = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &lan.host, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .output()
+            .unwrap();
+        stdout(&o)
+    };
+    let mut args = vec!["connect"];
+    args.extend(&tcp);
+    let out = host(&args);
+    for port in [80, 8080, 53] {
+        assert!(
+            out.contains(&format!("{FORWARDER}:{port} REACHED LINKLOCAL-{port}")),
+            "control: the site does not route {FORWARDER}:{port} from the host: {out}"
+        );
+    }
+    assert_eq!(
+        host(&["query", FORWARDER, "example.test"]),
+        "10.77.0.9\n",
+        "control: the impostor resolver at {FORWARDER} answers from the host"
+    );
+}
+
+/// Issue #24 item 1: where the site routes the forwarder's address to a
+/// host that listens there, nothing but DNS passes to it from inside: TCP
+/// 80, 8080 and 53 (pasta relays TCP to the address itself, not to the
+/// resolver) do not answer, while DNS through the forwarder still reaches
+/// the host's resolver (the gateway), never the impostor at the address.
+#[test]
+fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
+    if !require("jail_forwarder_routed") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let l = lan.lan.clone();
+    lan.listen(&l, &["serve", INTERNET, "INTERNET", "120"]);
+    link_local_services(&mut lan);
+    let w = jail_world("jailfwdrouted", "");
+    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    for who in BOTH {
+        let script = format!(
+            "grep ^nameserver /etc/resolv.conf; {np} resolve example.test; \
+             {np} query {FORWARDER} example.test; \
+             {np} connect {FORWARDER}:80 {FORWARDER}:8080 {FORWARDER}:53 {INTERNET}"
+        );
+        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let out = stdout(&o);
+        assert!(
+            out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n203.0.113.10\n"),
+            "{who:?}: DNS did not go through the forwarder to the host's resolver: {out}{}",
+            stderr(&o)
+        );
+        for port in [80, 8080, 53] {
+            assert_blocked(&out, &format!("{FORWARDER}:{port}"), who);
+        }
+        assert!(!out.contains("LINKLOCAL"), "{who:?}: {out}");
+        // The internet still answers: the jail is up, only the forwarder is narrow.
+        assert!(reached(&out, INTERNET), "{who:?}: {out}");
+    }
+}

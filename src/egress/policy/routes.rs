@@ -5,11 +5,17 @@
 
 use std::net::Ipv4Addr;
 
-/// Where DNS queries go inside the jail when the host only lists loopback
-/// resolvers: a link-local address (never routed on any network), punched
-/// through the 169.254/16 block, which pasta answers by forwarding the query
-/// to the host's resolver.
-const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+/// Where DNS queries go inside the jail when the host's resolvers are
+/// loopback stubs or internal: a link-local address, which pasta answers by
+/// forwarding UDP port 53 to the host's first resolver. Everything else
+/// sent there pasta relays to this same address *from the host*, where a
+/// link-local service may answer: so only UDP port 53 is routed to it, by a
+/// rule ([`FORWARDER_TABLE`]); the 169.254/16 block covers the rest.
+pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+
+/// The routing table holding the forwarder's one route, consulted (by a
+/// rule) only for UDP to port 53 of [`DNS_FORWARDER`].
+const FORWARDER_TABLE: u32 = 53;
 
 /// Internal ranges that are always blackholed.
 pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
@@ -133,8 +139,8 @@ fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
 pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
     // Loopback stubs and internal resolvers (the gateway, a metadata server
     // that also answers DNS, a VPC resolver) are reached only through pasta's
-    // forwarder, which passes UDP port 53 and nothing else: punching them as
-    // /32s would open every port of those hosts. Public resolvers stay as
+    // forwarder, to which only UDP port 53 is routed: punching them as /32s
+    // would open every port of those hosts. Public resolvers stay as
     // they are (punched, which for them changes nothing).
     let (public, via_forwarder): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = resolv
         .nameservers
@@ -178,13 +184,16 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
         "route replace default via {gw} dev {ifc} onlink\n"
     ));
     let mut punched: Vec<Ipv4Addr> = Vec::new();
-    for ip in public.iter().chain(allow_ip).chain(dns_forward.iter()) {
+    for ip in public.iter().chain(allow_ip) {
         if !punched.contains(ip) {
             punched.push(*ip);
             b.push_str(&format!(
                 "route replace {ip}/32 via {gw} dev {ifc} onlink\n"
             ));
         }
+    }
+    if let Some(fwd) = dns_forward {
+        b.push_str(&forwarder_rules(fwd, gw, ifc));
     }
     // No IPv6 at all (pasta runs IPv4-only; addresses the kernel made go too).
     b.push_str(&format!(
@@ -195,6 +204,18 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
         dns_forward,
         resolv_conf,
     }
+}
+
+/// The forwarder's route, in a table of its own that only UDP to its port
+/// 53 looks up (a rule's `ipproto`/`dport` selector, Linux 4.17): TCP, other
+/// ports and ICMP to the forwarder meet the 169.254/16 block and never reach
+/// pasta. (pasta forwards TCP port 53 to the address itself, not to the
+/// resolver, so TCP is not DNS there and is refused too.)
+fn forwarder_rules(fwd: Ipv4Addr, gw: Ipv4Addr, ifc: &str) -> String {
+    format!(
+        "route replace {fwd}/32 via {gw} dev {ifc} onlink table {FORWARDER_TABLE}\n\
+         rule add pref 100 to {fwd}/32 ipproto udp dport 53 lookup {FORWARDER_TABLE}\n"
+    )
 }
 
 /// The host's network facts the egress jail is planned from.
@@ -313,14 +334,37 @@ mod tests {
             "{rc}"
         );
         assert!(rc.contains("options edns0 trust-ad\n") && rc.contains("search corp.example\n"));
+        // The forwarder is routed in a table of its own, which only UDP to
+        // its port 53 looks up; the main table keeps it in the link-local
+        // block, so TCP and every other port meet the block.
+        let b = &p.route_batch;
+        assert!(
+            b.contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink table 53\n"),
+            "{b}"
+        );
+        assert!(
+            b.contains("rule add pref 100 to 169.254.0.53/32 ipproto udp dport 53 lookup 53\n"),
+            "{b}"
+        );
+        assert!(
+            !b.contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink\n"),
+            "the forwarder is not punched in the main table: {b}"
+        );
+        assert_eq!(b.matches("lookup 53").count(), 1, "{b}");
+        assert_eq!(b.matches("table 53").count(), 1, "{b}");
+    }
+
+    #[test]
+    fn allow_ip_naming_the_forwarder_opens_it_as_it_says() {
+        // An explicit `allow-ip` is the operator's word, even for this address.
+        let p = plan_jail(
+            &lan(),
+            &parse_resolv("nameserver 127.0.0.53\n"),
+            &[DNS_FORWARDER],
+        );
         assert!(p
             .route_batch
             .contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink\n"));
-        // The forwarder is punched after the link-local block is set.
-        assert!(
-            p.route_batch.find("unreachable 169.254.0.0/16").unwrap()
-                < p.route_batch.find("169.254.0.53/32").unwrap()
-        );
     }
 
     #[test]
