@@ -575,3 +575,106 @@ fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
         assert!(reached(&out, INTERNET), "{who:?}: {out}");
     }
 }
+
+/// A session that names the jail's interface to its socket, as any
+/// unprivileged process may (`SO_BINDTODEVICE`, `SO_BINDTOIFINDEX`,
+/// `IP_UNICAST_IF`, an `IP_PKTINFO` message): the kernel then skips a
+/// blackhole or unreachable route and sends "on link", to pasta. None of
+/// the internal destinations answers that way either, TCP or UDP, while
+/// the internet, a public resolver and DNS through the forwarder still do
+/// (so each refusal is the jail's, not a socket that cannot send at all).
+#[test]
+fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
+    if !require("jail_bound_sockets") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let l = lan.lan.clone();
+    for ns in ["10.77.0.1", "10.77.0.9", "169.254.169.254", "203.0.113.10"] {
+        lan.listen(&l, &["dns", ns, "120"]);
+    }
+    lan.wait_listening(
+        &l,
+        &[],
+        &[
+            "10.77.0.1:53",
+            "10.77.0.9:53",
+            "169.254.169.254:53",
+            "203.0.113.10:53",
+        ],
+    );
+    let internal = [
+        "10.77.0.1:8080",
+        "10.77.0.9:8080",
+        "172.16.5.9:8080",
+        "192.168.5.9:8080",
+        "100.64.5.9:8080",
+        "169.254.169.254:8080",
+        "169.254.0.53:8080",
+        "198.18.0.1:8080",
+        "240.0.0.1:8080",
+        "192.0.0.8:8080",
+    ];
+    // Control: from the host's namespace every one answers, TCP and UDP.
+    let np_host = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &lan.host, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .output()
+            .unwrap();
+        stdout(&o)
+    };
+    let mut args = vec!["connect"];
+    args.extend(internal);
+    let out = np_host(&args);
+    for t in internal {
+        assert!(reached(&out, t), "control: {t}: {out}");
+    }
+    for ns in ["10.77.0.9", "169.254.169.254"] {
+        assert_eq!(
+            np_host(&["query", ns, "x.test"]),
+            "203.0.113.10\n",
+            "control: {ns}"
+        );
+    }
+    let w = jail_world("jailbound", "");
+    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    let mut script = String::new();
+    for via in ["device", "ifindex"] {
+        script.push_str(&format!(
+            "echo VIA {via}; {np} connect --via {via} {} {INTERNET}\n",
+            internal.join(" ")
+        ));
+    }
+    for via in ["device", "ifindex", "unicast-if", "pktinfo"] {
+        for ns in ["10.77.0.9", "169.254.169.254", "203.0.113.10", FORWARDER] {
+            script.push_str(&format!(
+                "echo \"UDP {via} {ns} $({np} query --via {via} {ns} x.test)\"\n"
+            ));
+        }
+    }
+    for who in BOTH {
+        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let out = stdout(&o);
+        for part in out.split("VIA ").skip(1) {
+            let part = part.split("UDP ").next().unwrap();
+            for t in internal {
+                assert_blocked(part, t, who);
+            }
+            assert!(reached(part, INTERNET), "{who:?}: {part}{}", stderr(&o));
+        }
+        assert_eq!(out.matches("VIA ").count(), 2, "{who:?}: {out}");
+        for via in ["device", "ifindex", "unicast-if", "pktinfo"] {
+            for ns in ["10.77.0.9", "169.254.169.254"] {
+                let line = format!("UDP {via} {ns} NOANSWER");
+                assert!(out.contains(&line), "{who:?}: no {line:?} in {out}");
+            }
+            for ns in ["203.0.113.10", FORWARDER] {
+                let line = format!("UDP {via} {ns} 203.0.113.10\n");
+                assert!(out.contains(&line), "{who:?}: no {line:?} in {out}");
+            }
+        }
+    }
+}

@@ -17,6 +17,16 @@ pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
 /// rule) only for UDP to port 53 of [`DNS_FORWARDER`].
 const FORWARDER_TABLE: u32 = 53;
 
+/// The routing table that lookups naming the jail's interface as output
+/// interface consult first: sockets bound to it (`SO_BINDTODEVICE`,
+/// `SO_BINDTOIFINDEX`, `IP_UNICAST_IF`, an `IP_PKTINFO` message; none needs
+/// a privilege). For those the kernel takes a failed lookup — a blackhole or
+/// unreachable route — as "the destination is on link" and sends there,
+/// to pasta. In this table every blocked range is a `local` route instead:
+/// the lookup succeeds and the packet stays inside the jail. The punched
+/// hosts are routed via the gateway as in the main table.
+const BOUND_TABLE: u32 = 54;
+
 /// Internal ranges that are always blackholed.
 pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
     (Ipv4Addr::new(10, 0, 0, 0), 8),
@@ -195,6 +205,7 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
     if let Some(fwd) = dns_forward {
         b.push_str(&forwarder_rules(fwd, gw, ifc));
     }
+    b.push_str(&bound_socket_rules(routes, &punched, gw, ifc));
     // No IPv6 at all (pasta runs IPv4-only; addresses the kernel made go too).
     b.push_str(&format!(
         "address flush dev {ifc} to ::/0\naddress flush dev lo to ::/0\n"
@@ -216,6 +227,36 @@ fn forwarder_rules(fwd: Ipv4Addr, gw: Ipv4Addr, ifc: &str) -> String {
         "route replace {fwd}/32 via {gw} dev {ifc} onlink table {FORWARDER_TABLE}\n\
          rule add pref 100 to {fwd}/32 ipproto udp dport 53 lookup {FORWARDER_TABLE}\n"
     )
+}
+
+/// [`BOUND_TABLE`] and the rule that sends lookups with the jail's interface
+/// as output interface to it (after the forwarder's rule, so DNS through
+/// the forwarder works from a bound socket too).
+fn bound_socket_rules(
+    routes: &HostRoutes,
+    punched: &[Ipv4Addr],
+    gw: Ipv4Addr,
+    ifc: &str,
+) -> String {
+    let mut b = String::new();
+    let ranges = BLACKHOLES
+        .iter()
+        .chain(std::iter::once(&UNREACHABLE))
+        .chain(&routes.connected);
+    for (net, len) in ranges {
+        b.push_str(&format!(
+            "route replace local {net}/{len} dev {ifc} table {BOUND_TABLE}\n"
+        ));
+    }
+    for ip in punched {
+        b.push_str(&format!(
+            "route replace {ip}/32 via {gw} dev {ifc} onlink table {BOUND_TABLE}\n"
+        ));
+    }
+    b.push_str(&format!(
+        "rule add pref 200 oif {ifc} lookup {BOUND_TABLE}\n"
+    ));
+    b
 }
 
 /// The host's network facts the egress jail is planned from.
@@ -300,7 +341,11 @@ mod tests {
             b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink\n"),
             "allow-ip punched"
         );
-        assert_eq!(b.matches("/32 via").count(), 2, "nothing else punched: {b}");
+        let main_punches = b
+            .lines()
+            .filter(|l| l.contains("/32 via") && !l.contains(" table "))
+            .count();
+        assert_eq!(main_punches, 2, "nothing else punched: {b}");
         assert!(
             b.contains("address flush dev csb-h0 to ::/0\n")
                 && b.contains("address flush dev lo to ::/0\n")
@@ -352,6 +397,42 @@ mod tests {
         );
         assert_eq!(b.matches("lookup 53").count(), 1, "{b}");
         assert_eq!(b.matches("table 53").count(), 1, "{b}");
+    }
+
+    #[test]
+    fn sockets_bound_to_the_interface_meet_local_routes_for_every_blocked_range() {
+        let allow = Ipv4Addr::new(10, 77, 0, 9);
+        let p = plan_jail(&lan(), &parse_resolv("nameserver 127.0.0.53\n"), &[allow]);
+        let b = &p.route_batch;
+        let mut ranges: Vec<(Ipv4Addr, u8)> = BLACKHOLES.to_vec();
+        ranges.push(UNREACHABLE);
+        ranges.extend(lan().connected);
+        for (net, len) in &ranges {
+            assert!(
+                b.contains(&format!(
+                    "route replace local {net}/{len} dev csb-h0 table 54\n"
+                )),
+                "{net}/{len}: {b}"
+            );
+        }
+        assert_eq!(
+            b.matches("route replace local").count(),
+            ranges.len(),
+            "{b}"
+        );
+        // allow-ip stays open to bound sockets too; nothing else is routed there.
+        assert!(
+            b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink table 54\n"),
+            "{b}"
+        );
+        assert_eq!(b.matches("table 54\n").count(), ranges.len() + 1, "{b}");
+        // Consulted only with the jail's interface as output interface, and
+        // after the forwarder's rule (DNS from a bound socket still works).
+        assert!(
+            b.contains("rule add pref 200 oif csb-h0 lookup 54\n"),
+            "{b}"
+        );
+        assert!(b.find("rule add pref 100").unwrap() < b.find("rule add pref 200").unwrap());
     }
 
     #[test]
