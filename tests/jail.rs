@@ -574,6 +574,26 @@ fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
         // The internet still answers: the jail is up, only the forwarder is narrow.
         assert!(reached(&out, INTERNET), "{who:?}: {out}");
     }
+    // And through the jail itself, with the forwarder routed on every port
+    // as before issue #24 (the test mutation), the same listeners answer:
+    // what keeps them out above is that route and nothing else.
+    let m = jail_world("jailfwdopen", "");
+    m.use_mutation_binary();
+    m.install_by_hand(&m.root.join("bin/probe"), "");
+    let np = format!("python3 {}/bin/netprobe.py", m.root.display());
+    for who in BOTH {
+        let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "forwarder-all-ports")];
+        let script = format!("{np} connect {FORWARDER}:80 {FORWARDER}:8080");
+        let o = shell_in_lan(&m, &lan, who, "", &env, &script);
+        let out = stdout(&o);
+        for port in [80, 8080] {
+            assert!(
+                out.contains(&format!("{FORWARDER}:{port} REACHED LINKLOCAL-{port}")),
+                "{who:?}: mutation control: {out}{}",
+                stderr(&o)
+            );
+        }
+    }
 }
 
 /// A session that names the jail's interface to its socket, as any

@@ -13,6 +13,7 @@ use super::probe_files::{
     config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
 };
+use super::probe_forwarder::{jail_lookups, ForwarderLookup};
 use super::probe_net::{probe_host_loopback, probe_proxy, route_lookups};
 use super::probe_process::{
     keyctl_errno, ns_inodes, pid1_mem_writable, pid1_samples, syscall_samples, tiocsti_errno,
@@ -85,6 +86,9 @@ pub(super) struct Observed {
     /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
     /// planted in it was not refused, or why none could be made.
     pub(super) git_rule: Result<Vec<String>, String>,
+    /// Route lookups to the jail's DNS forwarder address by protocol, port
+    /// and output interface (open jail only; empty otherwise).
+    pub(super) forwarder: Vec<ForwarderLookup>,
 }
 
 impl Default for Observed {
@@ -124,6 +128,7 @@ impl Default for Observed {
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
+            forwarder: Vec::new(),
         }
     }
 }
@@ -139,6 +144,7 @@ impl Observed {
         let run_sockets = run_sockets(&rec);
         let routes = parse_routes(&read("/proc/net/route"));
         let lookups = route_lookups(&rec);
+        let forwarder = jail_lookups(&rec, &routes);
         let loopback = probe_host_loopback(&rec);
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
@@ -186,6 +192,7 @@ impl Observed {
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             git_rule: git_rule_probe(),
+            forwarder,
             env,
         }
     }

@@ -32,7 +32,7 @@ pub(crate) use log::{
 };
 pub(crate) use routes::{
     blocked_ranges, parse_resolv, parse_routes, parse_routes_any, plan_jail, JailFacts, BLACKHOLES,
-    UNREACHABLE,
+    DNS_FORWARDER, UNREACHABLE,
 };
 pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, PRESETS};
 
