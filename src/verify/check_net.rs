@@ -177,7 +177,10 @@ pub(super) fn check_forwarder(o: &Observed) -> Outcome {
             "the routes to {fwd} were not looked up as a socket bound to the jail's interface (no default route)"
         ));
     }
-    let dns = |l: &&ForwarderLookup| l.proto == "udp" && l.port == 53;
+    // With no forwarder in use (public resolvers), UDP port 53 must not
+    // leave either: pasta would relay it to the address itself.
+    let in_use = o.resolvers.contains(&fwd);
+    let dns = |l: &&ForwarderLookup| in_use && l.proto == "udp" && l.port == 53;
     let open: Vec<String> = o
         .forwarder
         .iter()
@@ -196,7 +199,7 @@ pub(super) fn check_forwarder(o: &Observed) -> Outcome {
         .map(u16::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    if !o.resolvers.contains(&fwd) {
+    if !in_use {
         return Ok(format!(
             "no forwarder in this jail (public resolvers); {fwd} unrouted on TCP and UDP 53, {others}, bound or not"
         ));
@@ -348,9 +351,13 @@ mod tests {
             l.result = Err(nix::libc::EHOSTUNREACH);
         }
         assert!(detail(&o).unwrap_err().contains("UDP port 53 has no route"));
-        // Public resolvers: no forwarder in use, the address closed all the same.
+        // Public resolvers: no forwarder in use, the address closed all the
+        // same, UDP port 53 included.
         o.resolvers = vec![Ipv4Addr::new(9, 9, 9, 9)];
         assert!(detail(&o).unwrap().contains("no forwarder in this jail"));
+        let mut o = healthy();
+        o.resolvers = vec![Ipv4Addr::new(9, 9, 9, 9)];
+        assert!(detail(&o).unwrap_err().contains("udp/53"));
         // Nothing looked up as a bound socket: not proven.
         let mut o = healthy();
         o.forwarder.retain(|l| !l.bound);
