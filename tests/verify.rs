@@ -18,7 +18,16 @@ fn verify_world(name: &str) -> World {
     let w = World::new(name);
     w.install_by_hand(&w.root.join("bin/probe"), "");
     install_managed_settings(&w);
+    gateway_resolver(&w);
     w
+}
+
+/// The LAN's gateway as the world's resolver: internal, so the jail's DNS
+/// goes through pasta's forwarder, which `dns-forwarder-only` then checks.
+fn gateway_resolver(w: &World) {
+    let o =
+        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// The managed settings as install writes them, lockdown included, in `w`.
@@ -37,6 +46,7 @@ fn mutated_verify_world(name: &str) -> World {
     let w = World::new(name);
     w.use_mutation_binary();
     w.install_by_hand(&w.root.join("bin/probe"), "");
+    gateway_resolver(&w);
     w
 }
 
@@ -144,6 +154,18 @@ fn inside_a_jailed_sandbox_every_check_passes_for_root_and_user() {
         assert!(
             !jr["detail"].as_str().unwrap().contains("deliberately off"),
             "{who:?}: the jail was on: {jr}"
+        );
+        // The forwarder was in use, and its ports were looked up.
+        let fw = c
+            .iter()
+            .find(|x| x["name"] == "dns-forwarder-only")
+            .unwrap();
+        assert!(
+            fw["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("169.254.0.53: UDP port 53 routed"),
+            "{who:?}: {fw}"
         );
     }
     // The table a person reads ends with the summary.
@@ -344,6 +366,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("tmp-not-tmpfs", &["tmp-tmpfs"]),
         ("keep-caps", &["capabilities-dropped"]),
         ("jail-no-172", &["jail-routes"]),
+        // The forwarder routed on every port (before issue #24).
+        ("forwarder-all-ports", &["dns-forwarder-only"]),
         // Masks the plan takes from its tables; verify reads the same tables.
         // (/etc/shadow is root-only too, so a root launch masks it twice.)
         (

@@ -118,7 +118,15 @@ pub(super) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
     }
     v.push(("environment".into(), Some("token-env-absent")));
     match &sb.network {
-        sandbox::Network::Jail(_) => v.push(("network jail".into(), Some("jail-routes"))),
+        sandbox::Network::Jail(j) => {
+            v.push(("network jail".into(), Some("jail-routes")));
+            if j.dns_forward.is_some() {
+                v.push((
+                    "the jail's DNS forwarder".into(),
+                    Some("dns-forwarder-only"),
+                ));
+            }
+        }
         sandbox::Network::Allowlist(_) => {
             v.push(("allowlist proxy".into(), Some("egress-allowlist")))
         }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use super::battery::{evaluate, Status};
 use super::mountinfo::parse_mountinfo;
 use super::observe::Observed;
+use super::probe_forwarder::{ForwarderLookup, FORWARDER_PORTS, RTN_UNICAST};
 use super::probe_net::{required_rejects, subnet_samples, METADATA, PUBLIC_SAMPLE};
 use super::probe_process::SyscallSample;
 use crate::sandbox::{LaunchRecord, RECORD_VERSION};
@@ -101,6 +102,8 @@ pub(super) fn healthy() -> Observed {
     o.lookups
         .insert(IpAddr::V4(METADATA), Err("No route to host".into()));
     o.lookups.insert(IpAddr::V4(PUBLIC_SAMPLE), Ok(()));
+    o.resolvers = vec![crate::egress::policy::DNS_FORWARDER];
+    o.forwarder = forwarder_healthy();
     let mut r = rec();
     for k in NS_KINDS {
         r.launcher_ns.insert(k.to_string(), 1);
@@ -108,6 +111,30 @@ pub(super) fn healthy() -> Observed {
     }
     o.record = Ok(r);
     o
+}
+
+/// The forwarder's lookups in a sound jail: UDP port 53 routed, every other
+/// lookup refused unbound and local for a socket bound to the interface.
+pub(super) fn forwarder_healthy() -> Vec<ForwarderLookup> {
+    let mut v = Vec::new();
+    for proto in ["udp", "tcp"] {
+        for &port in FORWARDER_PORTS {
+            for bound in [false, true] {
+                let result = match (proto, port, bound) {
+                    ("udp", 53, _) => Ok(RTN_UNICAST),
+                    (_, _, false) => Err(nix::libc::EHOSTUNREACH),
+                    (_, _, true) => Ok(2), // RTN_LOCAL
+                };
+                v.push(ForwarderLookup {
+                    proto,
+                    port,
+                    bound,
+                    result,
+                });
+            }
+        }
+    }
+    v
 }
 
 /// What the filter answers to the samples.

@@ -26,7 +26,8 @@
 //! Exports: [`Args`] and [`main`] (`claude-sandbox verify [--json]`).
 //!
 //! Files: `observe` gathers what the `probe_*` files sample (`mountinfo`
-//! parses the mount table); the `check_*` files judge it by area;
+//! parses the mount table; `probe_forwarder` asks the kernel for routes to
+//! the jail's DNS forwarder by protocol, port and interface); the `check_*` files judge it by area;
 //! `battery` lists the checks in order and prints the result; `coverage`
 //! (test code) ties the list to the plan and to docs/verify.md.
 
@@ -43,6 +44,7 @@ mod fixtures;
 mod mountinfo;
 mod observe;
 mod probe_files;
+mod probe_forwarder;
 mod probe_net;
 mod probe_process;
 
