@@ -32,6 +32,7 @@ pub(crate) mod fixtures;
 pub(crate) mod gitconfig;
 #[cfg(test)]
 mod golden;
+mod lockdown;
 pub(crate) mod managed_settings;
 mod mounts;
 mod network;
