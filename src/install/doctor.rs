@@ -132,6 +132,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     check_guard_hooks(&mut r);
     check_lockdown(&mut r);
     check_host_git(&mut r);
+    check_claude_alias(&mut r);
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
         Ok(1)
@@ -416,6 +417,40 @@ fn check_host_git(r: &mut Report) {
     match super::host_git::check() {
         Ok(detail) => r.line(true, "host git", detail),
         Err(why) => r.line(false, "host git", why),
+    }
+}
+
+/// An alias or function named `claude` in a shell startup file runs
+/// instead of the shadow in every interactive shell (issue #24); Claude
+/// Code's old installer wrote one that runs `~/.claude/local/claude`.
+fn check_claude_alias(r: &mut Report) {
+    let Ok(id) = crate::sys::user::identity() else {
+        return r.line(
+            false,
+            "claude alias",
+            "cannot tell this user's home; set HOME",
+        );
+    };
+    let found = super::shell_alias::find(&id.home);
+    if found.is_empty() {
+        return r.line(
+            true,
+            "claude alias",
+            "no alias or function named claude in the shell startup files",
+        );
+    }
+    for d in found {
+        r.line(
+            false,
+            "claude alias",
+            format!(
+                "{}:{}: `{}` makes an interactive shell run something else than {} for `claude`, unsandboxed; delete that line (or the function), then open a new shell",
+                d.file.display(),
+                d.line,
+                crate::plan::protect::printable(&d.text, 120),
+                paths::SHADOW
+            ),
+        );
     }
 }
 

@@ -42,7 +42,7 @@ pub(crate) use build::build;
 pub(crate) use env::claude_args;
 pub(crate) use facts::{candidates, private_dir, rw_requests, Facts, ProcMode, Unreadable};
 pub(crate) use mounts::{
-    HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED, PID1_MEM,
-    PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,
+    HOME_CLAUDE_MASKED, HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED,
+    PID1_MEM, PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,
 };
 pub(crate) use network::{egress, jailed};
