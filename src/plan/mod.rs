@@ -3,14 +3,15 @@
 //! [`crate::sandbox::Sandbox`], with no kernel effect, so every rule is
 //! unit-tested without namespaces.
 //!
-//! Promise: `$HOME` is hidden by inversion (§4.2), system secrets and
+//! Promise: `$HOME` is hidden by inversion (§4.2; under a bound-back
+//! `~/.claude`, `~/.claude/local` masked, issue #24), system secrets and
 //! runtime sockets are masked (§4.1, issue #13), a read-write root never
 //! exposes `$HOME`, `/` or a security input (§4.3), the environment is
 //! built from an allowlist (§4.5), the network mode is decided in one place
 //! ([`egress`], §4.7, §4.9), protected workspace paths are bound read-only
 //! or guarded (§4.8, issue #12) and never outside the workspace (issue
 //! #22), and the managed settings go in without their lockdown (§6,
-//! decisions/0005).
+//! decisions 0005, 0011; the lockdown is one table, `lockdown.rs`).
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `seccomp`,
 //! `egress::policy` (a pure unit: tests/layout.rs).
