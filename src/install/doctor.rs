@@ -385,9 +385,10 @@ fn check_guard_hooks(r: &mut Report) {
     );
 }
 
-/// The managed settings must carry the lockdown (decision 0005), or hooks,
-/// MCP servers and an apiKeyHelper a sandboxed session planted in user or
-/// project settings run when Claude Code is started outside the sandbox.
+/// The managed settings must carry the lockdown (decisions 0005, 0011), or
+/// hooks, MCP servers, helpers, bypass mode and code-loading `env` a
+/// sandboxed session planted in user or project settings take effect when
+/// Claude Code is started outside the sandbox.
 fn check_lockdown(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
     match managed_settings::lockdown_report(&settings) {
@@ -395,7 +396,7 @@ fn check_lockdown(r: &mut Report) {
             true,
             "lockdown",
             format!(
-                "{} keeps the hooks, status line, MCP servers and apiKeyHelper of user and project settings from running unsandboxed ({keys})",
+                "{} keeps the hooks, MCP servers, helpers and other command keys, bypass mode and code-loading env variables of user and project settings from taking effect unsandboxed ({keys})",
                 paths::MANAGED_SETTINGS
             ),
         ),
