@@ -43,6 +43,13 @@ pub mod fuzz_targets {
         pub use crate::plan::managed_settings::{
             inside_managed, merge_managed, unmerge_managed, API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
         };
+
+        /// The settings keys Claude Code runs as a command, as the lockdown's
+        /// one table lists them (tests/planted.rs compares them with the
+        /// real binary's own list).
+        pub fn command_keys() -> Vec<&'static str> {
+            crate::plan::managed_settings::command_keys().collect()
+        }
     }
     pub mod promote {
         pub use crate::install::promote::{edit, FEATURE_REF};

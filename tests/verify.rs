@@ -351,8 +351,10 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     let lan = lan_with_loopback_service();
     let w = mutated_verify_world("verifyreg");
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
-    // Claude Code's runtime state on the host, masked by a tmpfs inside.
+    // Claude Code's runtime state on the host, masked by a tmpfs inside;
+    // its ~/.claude, under which ~/.claude/local is masked.
     w.put(Who::Root, ".local/share/claude/versions", "host state\n");
+    w.put(Who::Root, ".claude/settings.json", "{}\n");
     install_managed_settings(&w);
     // A protected path in the workspace, and the user's own cache.
     std::fs::create_dir_all(w.workspace(Who::Root).join(".vscode")).unwrap();
@@ -400,6 +402,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
             "drop-mount=/etc/claude-code/managed-settings.json",
             &["managed-settings-inside"],
         ),
+        // ~/.claude/local, where the old launcher alias looks (issue #24).
+        ("drop-mount=~/.claude/local", &["strict-home"]),
     ];
     for &(mutation, expected) in cases {
         let mut env = vec![

@@ -51,6 +51,7 @@ pub(super) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         sandbox::Mount::Tmpfs { dst }
             if dst == home
                 || in_home(plan::HOME_SHARE_MASKED, dst)
+                || in_home(plan::HOME_CLAUDE_MASKED, dst)
                 || rec.other_homes.contains(dst) =>
         {
             "strict-home"

@@ -20,6 +20,7 @@ pub(super) const MOUNTINFO: &str = "\
 35 22 0:10 / /run rw,nosuid - tmpfs tmpfs rw\n\
 25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
 26 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n\
+36 26 0:11 / /home/dev/.claude/local rw - tmpfs tmpfs rw\n\
 27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh ro - ext4 /dev/vda1 rw\n\
 32 25 252:1 /home/dev/.local/state/claude-sandbox/cache /home/dev/.cache rw - ext4 /dev/vda1 rw\n\
 33 25 252:1 /home/dev/.local/state/claude-sandbox/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n\
