@@ -639,13 +639,15 @@ found=$( {
   done
 } 2>/dev/null | sort -u )
 for f in $found; do
-  echo "FOUND $f $(stat -L -c %d:%i "$f")"
+  # Another test's world may be removed meanwhile: what is gone is not tried.
+  id=$(stat -L -c %d:%i "$f" 2>/dev/null) || continue
+  echo "FOUND $f $id"
   { echo '{"garbage":true}' >> "$f"; } 2>/dev/null && echo "APPENDED $f"
   # In a subshell: a failed redirection of `:` (a special built-in) would
   # end the whole script.
   ( : > "$f" ) 2>/dev/null && echo "TRUNCATED $f"
   truncate -s 0 "$f" 2>/dev/null && echo "TRUNCATED $f"
-  rm -f "$f" 2>/dev/null && [ ! -e "$f" ] && echo "DELETED $f"
+  rm "$f" 2>/dev/null && echo "DELETED $f"
   mv "$f" "$f.moved" 2>/dev/null && echo "RENAMED $f"
 done
 python3 - <<'PY'
