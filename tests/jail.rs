@@ -70,7 +70,8 @@ fn start_services(lan: &mut Lan) {
     let (l, h) = (lan.lan.clone(), lan.host.clone());
     lan.listen(&l, &["serve", "[::]:8080", "LAN", "120"]);
     lan.listen(&h, &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", "120"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&l, &["*:8080"], &[]);
+    lan.wait_listening(&h, &["127.0.0.1:9090"], &[]);
 }
 
 fn reached(out: &str, target: &str) -> bool {
@@ -197,7 +198,7 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
     // Only the stub runs: a loopback-only resolv.conf resolves (through the
     // jail's forwarder to the host's stub); one naming 10.77.0.1 does not.
     lan.listen(&h, &["dns", "127.0.0.53", "120"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&h, &[], &["127.0.0.53:53"]);
     for who in BOTH {
         assert_eq!(
             resolve(&lan, who, "127.0.0.53"),
@@ -215,7 +216,7 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
         let _ = c.wait();
     }
     lan.listen(&l, &["dns", "10.77.0.1", "120"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&l, &[], &["10.77.0.1:53"]);
     for who in BOTH {
         assert_eq!(
             resolve(&lan, who, "10.77.0.1"),
@@ -273,7 +274,11 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
     for ns in ["10.77.0.1", "169.254.169.254", "203.0.113.10"] {
         lan.listen(&l, &["dns", ns, "120"]);
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(
+        &l,
+        &[],
+        &["10.77.0.1:53", "169.254.169.254:53", "203.0.113.10:53"],
+    );
     let w = jail_world("jailresolver", "");
     let netprobe = format!("python3 {}/bin/netprobe.py", w.root.display());
     for who in BOTH {
@@ -442,7 +447,7 @@ fn the_dns_forwarder_passes_dns_only() {
     lan.listen(&h, &["dns", "127.0.0.53", "120"]);
     lan.listen(&h, &["serve", "0.0.0.0:9191", "WILDCARD", "120"]);
     lan.listen(&h, &["serve", "127.0.0.53:9192", "STUBADDR", "120"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&h, &["0.0.0.0:9191", "127.0.0.53:9192"], &["127.0.0.53:53"]);
     // Control: on the host, both services answer.
     let control = Command::new("ip")
         .args(["netns", "exec", &h, "python3"])
