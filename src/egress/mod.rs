@@ -20,7 +20,9 @@
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
 //! (the proxy the shadow serves), `request.rs` (reading a request head),
 //! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
-//! printing) and `tally.rs` (its sums and risk score).
+//! printing) and `tally.rs` (its sums and risk score); `tun.rs` (whether
+//! `/dev/net/tun` is usable, and the exact fix when not: the container's own
+//! device, or the host's that the devcontainer feature binds).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
@@ -42,6 +44,7 @@ mod relay;
 mod report;
 mod request;
 mod tally;
+mod tun;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
 pub(crate) use jail::{host_facts, Ends, Jail};
