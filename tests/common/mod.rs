@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod debian;
+pub(crate) mod devcontainer;
 pub(crate) mod lan;
 pub(crate) mod pty;
 pub(crate) mod site;
