@@ -369,11 +369,15 @@ impl Drop for Listener {
     }
 }
 
+/// Whether the tun devices (the host's, and the link to it) are there.
+const TUN_SEEN: &str =
+    "{ [ -e /dev/net/host-tun ] || [ -e /dev/net/tun ]; } && echo TUN-VISIBLE || echo TUN-ABSENT";
+
 /// The egress jail in the root container's sandbox: the container's
 /// loopback, the host's loopback at the gateway and the host's address are
 /// reached from the container outside the sandbox (the control) and
 /// blocked from inside it. The sandbox runs the probe as the real binary
-/// (`claude shell CMD`).
+/// (`claude shell CMD`). Neither tun device is inside the sandbox.
 fn jail_probe(host: &Host, id: &str, ws: &Path) {
     let pid: u32 = stdout(&host.podman(&["inspect", "-f", "{{.State.Pid}}", id]))
         .trim()
@@ -416,7 +420,7 @@ fn jail_probe(host: &Host, id: &str, ws: &Path) {
         id,
         "bash",
         "-c",
-        &format!("bash connect.sh {targets}"),
+        &format!("{TUN_SEEN}; bash connect.sh {targets}"),
     ]);
     let inside = host.podman(&[
         "exec",
@@ -425,7 +429,7 @@ fn jail_probe(host: &Host, id: &str, ws: &Path) {
         id,
         "bash",
         "-lc",
-        &format!("claude shell 'ip -4 route; bash connect.sh {targets}'"),
+        &format!("claude shell 'ip -4 route; {TUN_SEEN}; bash connect.sh {targets}'"),
     ]);
     let (outside, inside_out) = (stdout(&outside), stdout(&inside));
     eprintln!("jail probe, outside the sandbox:\n{outside}inside:\n{inside_out}");
@@ -444,6 +448,9 @@ fn jail_probe(host: &Host, id: &str, ws: &Path) {
             stderr(&inside)
         );
     }
+    // The host's device is the container's, never the sandbox's.
+    assert!(outside.contains("TUN-VISIBLE"), "{outside}");
+    assert!(inside_out.contains("TUN-ABSENT"), "{inside_out}");
     // The jail's routes, not a sandbox without network: its blackholes.
     for r in ["blackhole 10.0.0.0/8", "blackhole 192.168.0.0/16"] {
         assert!(inside_out.contains(r), "{r}:\n{inside_out}");
