@@ -42,9 +42,13 @@ use std::time::{Duration, Instant};
 
 /// The unprivileged user Podman runs as (only in the host's /etc overlay).
 const USER: &str = "csbpodman";
-const UID: u32 = 4343;
-/// Its subordinate ids (/etc/subuid and /etc/subgid in the overlay).
-const SUBIDS: &str = "300000:65536";
+/// Its uid and its subordinate ids (/etc/subuid and /etc/subgid in the
+/// overlay: first, count), by this process's PID, so that two runs at once
+/// (developers share machines) can tell their processes apart.
+fn ids() -> (u32, u32, u32) {
+    let p = std::process::id();
+    (40000 + p % 20000, 1_000_000 + (p % 4000) * 65536, 65536)
+}
 /// slirp4netns's gateway: with `allow_host_loopback` the host's loopback.
 const GATEWAY: &str = "10.0.2.2";
 /// The host's address (host.containers.internal), in netprobe's TEST_NETWORKS.
@@ -124,6 +128,7 @@ impl Host {
     fn start() -> Host {
         let dir = TestDir::new("podman", "host");
         let d = dir.display();
+        let (uid, sub, subn) = ids();
         let script = format!(
             r#"set -e
 ip link set lo up
@@ -132,15 +137,15 @@ ip addr add {HOST_ADDR}/32 dev csbhost0
 ip link set csbhost0 up
 mkdir -p {d}/ov/up {d}/ov/wk
 mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/ov/up,workdir={d}/ov/wk /etc
-useradd -l -u {UID} -U -m -d {d}/home -s /bin/bash {USER}
-echo {USER}:{SUBIDS} > /etc/subuid
-echo {USER}:{SUBIDS} > /etc/subgid
+useradd -l -u {uid} -U -m -d {d}/home -s /bin/bash {USER}
+echo {USER}:{sub}:{subn} > /etc/subuid
+echo {USER}:{sub}:{subn} > /etc/subgid
 mount -t tmpfs -o mode=755 tmpfs /dev/net
 mknod -m 0666 /dev/net/tun c 10 200
-install -d -m 0700 -o {UID} -g {UID} {d}/run {d}/fast
-mount -t tmpfs -o mode=700,uid={UID},gid={UID} tmpfs {d}/fast
-install -d -m 0700 -o {UID} -g {UID} {d}/fast/storage {d}/fast/tmp
-install -d -m 0755 -o {UID} -g {UID} {d}/ws
+install -d -m 0700 -o {uid} -g {uid} {d}/run {d}/fast
+mount -t tmpfs -o mode=700,uid={uid},gid={uid} tmpfs {d}/fast
+install -d -m 0700 -o {uid} -g {uid} {d}/fast/storage {d}/fast/tmp
+install -d -m 0755 -o {uid} -g {uid} {d}/ws
 mount --make-rshared /
 touch {d}/ready
 exec python3 -c '{REAPER}'
@@ -215,10 +220,11 @@ exec python3 -c '{REAPER}'
     /// `argv` as the user, in the host.
     fn user_cmd(&self, argv: &[&str]) -> Command {
         let d = self.dir.display();
+        let uid = ids().0.to_string();
         let mut c = Command::new("nsenter");
         c.args(["-t", &self.init.to_string(), "-m", "-n", "-p", "--"])
-            .args(["setpriv", "--reuid", &UID.to_string(), "--regid"])
-            .args([&UID.to_string(), "--init-groups", "--", "env", "-i"])
+            .args(["setpriv", "--reuid", &uid, "--regid", &uid])
+            .args(["--init-groups", "--", "env", "-i"])
             .arg(format!("HOME={d}/home"))
             .arg(format!("USER={USER}"))
             .arg(format!("LOGNAME={USER}"))
@@ -252,7 +258,7 @@ exec python3 -c '{REAPER}'
     /// `path` owned by the user (the workspaces the CLI and Podman use).
     fn give(&self, path: &Path) {
         let st = Command::new("chown")
-            .args(["-R", &format!("{UID}:{UID}")])
+            .args(["-R", &format!("{0}:{0}", ids().0)])
             .arg(path)
             .status()
             .unwrap();
@@ -268,9 +274,8 @@ exec python3 -c '{REAPER}'
     /// one of its subordinate ids (the containers' processes, in PID
     /// namespaces of their own).
     fn leftovers(pidns: &Path) -> Vec<String> {
-        let (first, count) = SUBIDS.split_once(':').unwrap();
-        let first: u32 = first.parse().unwrap();
-        let subids = first..first + count.parse::<u32>().unwrap();
+        let (user, first, count) = ids();
+        let subids = first..first + count;
         let mut left = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let name = e.file_name().to_string_lossy().to_string();
@@ -282,7 +287,7 @@ exec python3 -c '{REAPER}'
                 .lines()
                 .find_map(|l| l.strip_prefix("Uid:"))
                 .and_then(|l| l.split_whitespace().next()?.parse().ok());
-            let ours = uid.is_some_and(|u| u == UID || subids.contains(&u));
+            let ours = uid.is_some_and(|u| u == user || subids.contains(&u));
             if ours || std::fs::read_link(e.path().join("ns/pid")).is_ok_and(|l| l == pidns) {
                 let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
                 left.push(format!("{name}: {}", String::from_utf8_lossy(&cmd)));
