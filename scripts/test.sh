@@ -20,9 +20,13 @@ need_pkgs=()
 # package:command pairs; a command already present (from any source) is enough.
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
           file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc openssl:openssl \
-          gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static; do
+          gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static \
+          podman:podman uidmap:newuidmap slirp4netns:slirp4netns; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
+# tests/podman.rs runs Debian's podman rootless: newuidmap/newgidmap (uidmap)
+# map its user's subordinate ids, slirp4netns is its network; the storage
+# uses the kernel's own overlayfs, so no fuse-overlayfs.
 # The feature ships an aarch64 binary too (tests/feature.rs): cross-linked
 # statically, so it needs arm64's libc.a (a dependency of the cross gcc,
 # checked in case only the compiler came from elsewhere), and run under qemu.

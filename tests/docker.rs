@@ -24,18 +24,13 @@
 //! (devcontainer-feature/test/claude-sandbox/scenarios.json) on this engine.
 
 mod common;
+use common::devcontainer::*;
 use common::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-const CLI: &str = "/opt/csb-devcontainer-cli/node_modules/.bin/devcontainer";
-const IMAGE: &str = "csb-e2e-base:bookworm";
 /// The engine's bridge address (its containers' gateway), fixed with --bip;
 /// in tests/testnet/netprobe.py's TEST_NETWORKS.
 const GATEWAY: &str = "172.17.0.1";
@@ -182,79 +177,6 @@ impl Drop for Engine {
     }
 }
 
-/// The base image's root: the debootstrap cache plus the feature's packages
-/// and a non-root user, cached beside it (made once, under a lock).
-fn image_root() -> PathBuf {
-    let base = debian::base_root();
-    let root = PathBuf::from(format!(
-        "{}/docker-base-{}",
-        debian::ROOT_CACHE,
-        base.file_name().unwrap().to_string_lossy()
-    ));
-    let script = format!(
-        r#"set -euo pipefail
-exec 9>{cache}/.lock
-flock 9
-r={root}
-if [ -f "$r.complete" ] && [ -d "$r" ]; then exit 0; fi
-rm -rf "$r" "$r.tmp" "$r.complete"
-cp -a {base} "$r.tmp"
-bwrap --bind "$r.tmp" / --dev /dev --proc /proc --ro-bind /sys /sys \
-    --ro-bind /etc/resolv.conf /etc/resolv.conf --clearenv \
-    --setenv PATH /usr/sbin:/usr/bin:/sbin:/bin --setenv DEBIAN_FRONTEND noninteractive \
-    bash -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap passt iproute2 git ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/* && useradd -m -s /bin/bash vscode'
-mv "$r.tmp" "$r"
-touch "$r.complete"
-"#,
-        cache = debian::ROOT_CACHE,
-        root = root.display(),
-        base = base.display(),
-    );
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "the image root: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    root
-}
-
-/// `devcontainer-feature/build.sh`: the static binary staged into the feature.
-fn build_feature() {
-    let o = Command::new("bash")
-        .arg(repo().join("devcontainer-feature/build.sh"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "build.sh: {}{}", stdout(&o), stderr(&o));
-}
-
-/// The probe example built like the feature's binary (static glibc, for
-/// this machine's architecture), so it runs in any container of it.
-fn static_probe() -> PathBuf {
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    let o = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--locked",
-            "--example",
-            "probe",
-        ])
-        .args(["--target", &triple, "--manifest-path"])
-        .arg(repo().join("Cargo.toml"))
-        .env("RUSTFLAGS", "-C target-feature=+crt-static")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "static probe: {}", stderr(&o));
-    repo().join(format!("target/{triple}/release/examples/probe"))
-}
-
 /// A netprobe listener in another process's network namespace (the
 /// engine's or a container's), killed when dropped.
 struct Listener(Child);
@@ -310,15 +232,6 @@ impl Drop for Listener {
         let _ = self.0.wait();
     }
 }
-
-/// One line per target, netprobe's format ("ADDR:PORT REACHED what it
-/// sent" / "ADDR:PORT BLOCKED why"), with bash's /dev/tcp (the image has no
-/// python3); every wait bounded.
-const CONNECT_SH: &str = r#"for t in "$@"; do
-  out=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}" && timeout 3 cat <&3' _ "$t" 2>&1) \
-    && echo "$t REACHED $out" || echo "$t BLOCKED ${out:-timeout}"
-done
-"#;
 
 /// The egress jail inside the container's sandbox (issue #14 item 2): a
 /// listener on the container's own loopback and one on the engine's side of
@@ -400,60 +313,6 @@ fn jail_probe(engine: &Engine, id: &str, ws: &Path) {
     );
 }
 
-/// A workspace whose .devcontainer/devcontainer.json holds only "image",
-/// "features" (the feature as a local folder) and, for a non-root user,
-/// "remoteUser".
-fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBuf {
-    let ws = parent.join(name);
-    let dc = ws.join(".devcontainer");
-    std::fs::create_dir_all(&dc).unwrap();
-    copy_tree(
-        &repo().join("devcontainer-feature/src/claude-sandbox"),
-        &dc.join("claude-sandbox"),
-    );
-    without_installs_after(&dc.join("claude-sandbox"));
-    let mut config = serde_json::json!({
-        "image": IMAGE,
-        "features": { "./claude-sandbox": { "claudeSource": "existing" } },
-    });
-    if let Some(u) = user {
-        config["remoteUser"] = u.into();
-    }
-    std::fs::write(
-        dc.join("devcontainer.json"),
-        serde_json::to_string_pretty(&config).unwrap(),
-    )
-    .unwrap();
-    std::fs::copy(
-        repo().join("devcontainer-feature/test/claude-sandbox/test.sh"),
-        ws.join("feature-test.sh"),
-    )
-    .unwrap();
-    ws
-}
-
-/// `cp -a SRC DST`.
-fn copy_tree(src: &Path, dst: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(src)
-        .arg(dst)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cp -a {} {}", src.display(), dst.display());
-}
-
-/// Remove `installsAfter` from the feature copy at `feature`: it names
-/// features on ghcr.io, which the CLI looks up even when they are not used,
-/// and no registry is reachable here.
-fn without_installs_after(feature: &Path) {
-    let meta_path = feature.join("devcontainer-feature.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta.as_object_mut().unwrap().remove("installsAfter");
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
-}
-
 /// `devcontainer features test` with the standard layout (src/ and test/
 /// with test.sh, scenarios.json and a script per scenario), run on a copy of
 /// devcontainer-feature/ made offline-able: installsAfter removed (the CLI
@@ -530,13 +389,11 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
 
     // The base image: the cached root plus the real Claude Code.
     let extra = engine.dir.join("extra");
-    let lib = extra.join("usr/libexec/claude-sandbox");
-    std::fs::create_dir_all(&lib).unwrap();
-    std::fs::copy(&real, lib.join("claude")).unwrap();
+    std::fs::create_dir_all(extra.join(IMAGE_CLAUDE).parent().unwrap()).unwrap();
+    std::fs::copy(&real, extra.join(IMAGE_CLAUDE)).unwrap();
     let import = format!(
-        "tar -C {} -c . -C {} --no-recursion usr/libexec/claude-sandbox usr/libexec/claude-sandbox/claude | docker import - {IMAGE}",
-        shell_quote(&root.display().to_string()),
-        shell_quote(&extra.display().to_string())
+        "{} | docker import - {IMAGE}",
+        image_tar_command(&root, &extra)
     );
     let o = Command::new("bash")
         .args(["-o", "pipefail", "-c", &import])
@@ -568,7 +425,8 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
         .trim()
         .to_string();
         assert!(!id.is_empty(), "no container for {wsf}");
-        // What the feature's metadata set: no privileged, no devices.
+        // What the feature's metadata set: no privileged, no devices, its
+        // security options.
         let hc = stdout(&engine.docker(&[
             "inspect",
             "-f",
@@ -584,10 +442,14 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
         let exec = |script: &str| {
             engine.devcontainer(&["exec", "--workspace-folder", &wsf, "bash", "-lc", script])
         };
-        let o = exec("id -un; stat -c '%F %t:%T %a' /dev/net/tun");
+        // The entrypoint's own node (Docker lets root make it); the host's,
+        // which the feature's mounts bind for engines that do not, beside it.
+        let o = exec(
+            "id -un; stat -c '%F %t:%T %a' /dev/net/tun; stat -c '%F %t:%T' /dev/net/host-tun",
+        );
         assert_eq!(
             stdout(&o).trim(),
-            format!("{who}\ncharacter special file a:c8 666"),
+            format!("{who}\ncharacter special file a:c8 666\ncharacter special file a:c8"),
             "{}",
             stderr(&o)
         );

@@ -703,3 +703,75 @@ fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
         }
     }
 }
+
+/// /dev/net/tun as the devcontainer feature provides it where no device node
+/// can be made (rootless Podman; rootful Podman, which withholds
+/// CAP_MKNOD): a link to the host's node, which its mounts bind at
+/// /dev/net/host-tun (tests/podman.rs runs the real thing). The jail works
+/// through the link; the host's node at mode 0600 refuses a non-root user
+/// with the fix on the host; a bound but unlinked node names the
+/// entrypoint, which links it only as root. Each in a tmpfs over /dev/net
+/// in the world's mount namespace.
+#[test]
+fn the_hosts_tun_device_through_the_features_link_and_its_fixes() {
+    if !require("jail_host_tun") {
+        return;
+    }
+    let lan = Lan::up();
+    let w = World::new("jailhosttun");
+    w.install_by_hand(&w.root.join("bin/probe"), "");
+    let link = "ln -s host-tun /dev/net/tun";
+    // (the tmpfs's content, who, None for a launch that runs, or the
+    // refusal's what and fix)
+    type Case<'a> = (String, Who, Option<(&'a str, &'a str)>);
+    let mut cases: Vec<Case> = Vec::new();
+    for who in BOTH {
+        cases.push((
+            format!("mknod -m 0666 /dev/net/host-tun c 10 200\n{link}"),
+            who,
+            None,
+        ));
+        cases.push((
+            "mknod -m 0666 /dev/net/host-tun c 10 200".into(),
+            who,
+            Some((
+                "the feature's entrypoint links it only when the container starts as root",
+                "no non-root \"containerUser\"",
+            )),
+        ));
+    }
+    cases.push((
+        format!("mknod -m 0600 /dev/net/host-tun c 10 200\n{link}"),
+        Who::Root,
+        None,
+    ));
+    cases.push((
+        format!("mknod -m 0600 /dev/net/host-tun c 10 200\n{link}"),
+        Who::User,
+        Some((
+            "/dev/net/tun is the host's device (mode 0600, owner uid 0)",
+            "on the host, not in the container, run sudo chmod 0666 /dev/net/tun",
+        )),
+    ));
+    for (content, who, refusal) in &cases {
+        let setup = format!(
+            "{}mount -t tmpfs -o mode=755 tmpfs /dev/net\n{content}\n",
+            resolv("127.0.0.53")
+        );
+        let cmd =
+            w.command_with_setup(*who, &w.workspace(*who), &setup, &[], &["claude", "report"]);
+        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let err = stderr(&o);
+        match refusal {
+            None => assert!(
+                o.status.success() && !stdout(&o).is_empty(),
+                "{who:?} through the link ({content}): {err}"
+            ),
+            Some((what, fix)) => {
+                assert_eq!(o.status.code(), Some(125), "{who:?} {content}: {err}");
+                assert!(stdout(&o).is_empty(), "{who:?} {content}: the probe ran");
+                assert!(err.contains(what) && err.contains(fix), "{who:?}: {err}");
+            }
+        }
+    }
+}

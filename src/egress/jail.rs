@@ -41,7 +41,6 @@ use std::fs::File;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -181,23 +180,8 @@ impl Jail {
                 "install it: sudo apt-get install iproute2",
             )
         })?;
-        let tun = Path::new("/dev/net/tun");
-        if !tun.metadata().is_ok_and(|m| m.file_type().is_char_device()) {
-            return Err(missing(
-                "/dev/net/tun does not exist",
-                "give the container the device: add \"runArgs\": [\"--device=/dev/net/tun\"] to devcontainer.json and rebuild",
-            ));
-        }
-        if nix::unistd::access(
-            tun,
-            nix::unistd::AccessFlags::R_OK | nix::unistd::AccessFlags::W_OK,
-        )
-        .is_err()
-        {
-            return Err(missing(
-                "/dev/net/tun is not readable and writable by this user",
-                "make it so (containers give it mode 0666): sudo chmod 0666 /dev/net/tun",
-            ));
+        if let Some((what, fix)) = super::tun::diagnose(&super::tun::observe()) {
+            return Err(missing(&what, &fix));
         }
         Ok(Jail {
             pasta,

@@ -31,7 +31,9 @@
 //! `report.rs` (the report over the log: reading, printing) and `tally.rs`
 //! (its sums and risk score); `publish.rs`
 //! (`publish-port`: the host-side check, and in allowlist mode the shadow's
-//! relay and the holder's connector).
+//! relay and the holder's connector); `tun.rs` (whether
+//! `/dev/net/tun` is usable, and the exact fix when not: the container's own
+//! device, or the host's that the devcontainer feature binds).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
@@ -57,6 +59,7 @@ mod relay;
 mod report;
 mod request;
 mod tally;
+mod tun;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
 pub(crate) use jail::{host_facts, Ends, Jail};

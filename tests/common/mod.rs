@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod debian;
+pub(crate) mod devcontainer;
 pub(crate) mod lan;
 pub(crate) mod pty;
 pub(crate) mod site;
@@ -400,9 +401,11 @@ impl World {
         script.push('\n');
         if who == Who::User {
             // pasta as a non-root user needs /dev/net/tun reachable; make a
-            // private node (containers give it 0666) without touching the host's.
+            // private node (containers give it 0666) without touching the
+            // host's. A link (a setup's stand-in for the devcontainer
+            // feature's, tests/jail.rs) stays as the setup made it.
             script.push_str(
-                "if [ -c /dev/net/tun ]; then mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200; fi\n",
+                "if [ -c /dev/net/tun ] && [ ! -L /dev/net/tun ]; then mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200; fi\n",
             );
         }
         script.push_str(&format!(

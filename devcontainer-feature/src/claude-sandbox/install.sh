@@ -92,19 +92,24 @@ case "$CLAUDESOURCE" in
         ;;
 esac
 # The container's entrypoint (the metadata's "entrypoint"): the egress jail
-# needs /dev/net/tun, which a feature cannot pass with runArgs. Docker's
-# default device rules let a container's root create and open it, so it is
-# made at every start when missing (an explicit --device=/dev/net/tun or a
-# host bind leaves it as it is); the container's command then runs.
+# needs /dev/net/tun, which a feature cannot pass with runArgs. Made at every
+# start when missing (an explicit --device=/dev/net/tun leaves it as it is):
+# Docker's default device rules let a container's root create and open it,
+# a node of the container's own, mode 0666 whatever the host's is. Where
+# no device node can be made (rootless Podman, an engine without CAP_MKNOD),
+# /dev/net/tun becomes a link to the host's device, which the metadata's
+# "mounts" binds at /dev/net/host-tun. The container's command then runs.
 install -d -m 0755 /usr/local/share/claude-sandbox-feature
 cat > /usr/local/share/claude-sandbox-feature/entrypoint.sh <<'ENTRYPOINT'
 #!/bin/sh
-# claude-sandbox devcontainer feature: create /dev/net/tun, then run the command.
+# claude-sandbox devcontainer feature: provide /dev/net/tun, then run the command.
 if [ ! -c /dev/net/tun ]; then
-    if [ "$(id -u)" -eq 0 ] && mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200; then
+    if [ "$(id -u)" -eq 0 ] && mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200 2>/dev/null; then
+        :
+    elif [ -c /dev/net/host-tun ] && ln -sfn host-tun /dev/net/tun 2>/dev/null; then
         :
     else
-        echo "claude-sandbox feature: could not create /dev/net/tun (the egress jail needs it); add \"runArgs\": [\"--device=/dev/net/tun\"] to devcontainer.json" >&2
+        echo "claude-sandbox feature: could not provide /dev/net/tun (the egress jail needs it); add \"runArgs\": [\"--device=/dev/net/tun\"] to devcontainer.json" >&2
     fi
 fi
 exec "$@"

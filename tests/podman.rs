@@ -1,0 +1,644 @@
+//! The devcontainer feature on rootless Podman with the official
+//! devcontainer CLI (`--docker-path podman`; issue #26 item 1): a
+//! devcontainer.json holding only "image" and the "features" entry (no
+//! runArgs) gives a working, sandboxed `claude` for the container's root
+//! and for a non-root remoteUser, and the egress jail holds.
+//!
+//! Podman runs as an unprivileged user that exists only in this test's
+//! private "host": a mount, network and PID namespace of its own
+//! ([`Host`]) with an overlay over /etc (the user, /etc/subuid and
+//! /etc/subgid, which newuidmap reads there), the user's home and
+//! XDG_RUNTIME_DIR in a [`TestDir`], its Podman storage on a tmpfs there,
+//! loopback plus a host address
+//! (192.168.5.9, what the container sees as host.containers.internal), and
+//! a 0666 /dev/net/tun on a tmpfs over /dev/net: the mode Debian's and
+//! Fedora's udev give it (KERNEL=="tun", MODE="0666"), which rootless
+//! Podman's own slirp4netns needs to start any container; this machine has
+//! no udev and leaves the host's node 0600. Nothing here changes the
+//! machine: the /etc changes, the user and its mounts exist only in that
+//! namespace, and dropping [`Host`] kills the namespace's init, which ends
+//! every process Podman started (pause process, conmon, slirp4netns,
+//! containers), panics included; the test then checks that none is left.
+//!
+//! No image registry is reachable: the base image is imported into the
+//! user's storage from the debootstrap cache (tests/common/devcontainer.rs),
+//! as tests/docker.rs does.
+//!
+//! In the root container the jail is probed as in tests/docker.rs: a
+//! listener on the container's loopback, one on the host's loopback that
+//! the container reaches at slirp4netns's gateway (10.0.2.2; Podman's
+//! `allow_host_loopback`, turned on here as the worst case), and one on the
+//! host's address are reached from the container and blocked from its
+//! sandbox.
+
+mod common;
+use common::devcontainer::*;
+use common::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The unprivileged user Podman runs as (only in the host's /etc overlay).
+const USER: &str = "csbpodman";
+/// Its uid and its subordinate ids (/etc/subuid and /etc/subgid in the
+/// overlay: first, count), by this process's PID, so that two runs at once
+/// (developers share machines) can tell their processes apart.
+fn ids() -> (u32, u32, u32) {
+    let p = std::process::id();
+    (40000 + p % 20000, 1_000_000 + (p % 4000) * 65536, 65536)
+}
+/// slirp4netns's gateway: with `allow_host_loopback` the host's loopback.
+const GATEWAY: &str = "10.0.2.2";
+/// The host's address (host.containers.internal), in netprobe's TEST_NETWORKS.
+const HOST_ADDR: &str = "192.168.5.9";
+const NETPROBE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testnet/netprobe.py");
+
+/// Root, bubblewrap, the real Claude Code, Podman and what rootless Podman
+/// needs; under CI a missing one fails, elsewhere the test is skipped loudly.
+fn prerequisites() -> Option<PathBuf> {
+    if !require("podman_feature") {
+        return None;
+    }
+    let missing: Vec<&str> = [
+        "podman",
+        "newuidmap",
+        "newgidmap",
+        "slirp4netns",
+        "conmon",
+        "debootstrap",
+        "ip",
+        "nsenter",
+        "setpriv",
+        "python3",
+    ]
+    .into_iter()
+    .filter(|t| {
+        ![
+            "/usr/local/bin",
+            "/usr/sbin",
+            "/usr/bin",
+            "/sbin",
+            "/bin",
+            "/usr/libexec/podman",
+        ]
+        .iter()
+        .any(|d| Path::new(d).join(t).exists())
+    })
+    .collect();
+    if !missing.is_empty() {
+        let msg = format!(
+            "end-to-end test `podman_feature` needs {} (scripts/test.sh installs podman, uidmap and slirp4netns)",
+            missing.join(", ")
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg} (CI is set: a missing prerequisite is a failure)");
+        }
+        eprintln!("\n!!!! SKIPPED: {msg} !!!!\n");
+        return None;
+    }
+    real_claude()
+}
+
+/// The namespace's init: reaps the orphans Podman leaves (conmon
+/// double-forks), so none lingers as a zombie; exits on SIGTERM.
+const REAPER: &str = "import os, signal, time
+signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.5)
+";
+
+/// The test's private host (see the file's doc); everything in it ends when
+/// dropped.
+struct Host {
+    dir: TestDir,
+    /// `unshare`, whose child is the namespace's init.
+    holder: Child,
+    /// The init's PID here, outside.
+    init: u32,
+    /// Its PID namespace, to find leftovers by.
+    pidns: PathBuf,
+}
+
+impl Host {
+    fn start() -> Host {
+        let dir = TestDir::new("podman", "host");
+        let d = dir.display();
+        let (uid, sub, subn) = ids();
+        let script = format!(
+            r#"set -e
+ip link set lo up
+ip link add csbhost0 type bridge
+ip addr add {HOST_ADDR}/32 dev csbhost0
+ip link set csbhost0 up
+mkdir -p {d}/ov/up {d}/ov/wk
+mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/ov/up,workdir={d}/ov/wk /etc
+useradd -l -u {uid} -U -m -d {d}/home -s /bin/bash {USER}
+echo {USER}:{sub}:{subn} > /etc/subuid
+echo {USER}:{sub}:{subn} > /etc/subgid
+mount -t tmpfs -o mode=755 tmpfs /dev/net
+mknod -m 0666 /dev/net/tun c 10 200
+install -d -m 0700 -o {uid} -g {uid} {d}/run {d}/fast
+mount -t tmpfs -o mode=700,uid={uid},gid={uid} tmpfs {d}/fast
+install -d -m 0700 -o {uid} -g {uid} {d}/fast/storage {d}/fast/tmp
+install -d -m 0755 -o {uid} -g {uid} {d}/ws
+mount --make-rshared /
+touch {d}/ready
+exec python3 -c '{REAPER}'
+"#
+        );
+        let log = std::fs::File::create(dir.join("host.log")).unwrap();
+        let holder = Command::new("unshare")
+            .args([
+                "--mount",
+                "--net",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "--mount-proc",
+            ])
+            .args(["--propagation", "private", "bash", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut h = Host {
+            dir,
+            init: 0,
+            pidns: PathBuf::new(),
+            holder,
+        };
+        let t0 = Instant::now();
+        while !h.dir.join("ready").exists() {
+            let log = std::fs::read_to_string(h.dir.join("host.log")).unwrap_or_default();
+            assert!(
+                t0.elapsed() < Duration::from_secs(30) && h.holder.try_wait().unwrap().is_none(),
+                "the test's host did not come up: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let children = format!("/proc/{0}/task/{0}/children", h.holder.id());
+        h.init = std::fs::read_to_string(&children)
+            .unwrap()
+            .trim()
+            .parse()
+            .expect("the namespace's init");
+        h.pidns = std::fs::read_link(format!("/proc/{}/ns/pid", h.init)).unwrap();
+        h.configure_podman();
+        h
+    }
+
+    /// The user's Podman configuration: the kernel's own overlayfs (no
+    /// fuse-overlayfs) with the storage on the host's tmpfs (fast, and gone
+    /// with the namespace however the test ends), cgroupfs and file events
+    /// (no systemd user session), and the host's loopback at the gateway.
+    fn configure_podman(&self) {
+        let conf = self.dir.join("home/.config/containers");
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::write(
+            conf.join("storage.conf"),
+            format!(
+                "[storage]\ndriver = \"overlay\"\ngraphroot = \"{}/fast/storage\"\n",
+                self.dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            conf.join("containers.conf"),
+            "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+             network_cmd_options = [\"allow_host_loopback=true\"]\n",
+        )
+        .unwrap();
+        self.give(&self.dir.join("home/.config"));
+    }
+
+    /// `argv` as the user, in the host.
+    fn user_cmd(&self, argv: &[&str]) -> Command {
+        let d = self.dir.display();
+        let uid = ids().0.to_string();
+        let mut c = Command::new("nsenter");
+        c.args(["-t", &self.init.to_string(), "-m", "-n", "-p", "--"])
+            .args(["setpriv", "--reuid", &uid, "--regid", &uid])
+            .args(["--init-groups", "--", "env", "-i"])
+            .arg(format!("HOME={d}/home"))
+            .arg(format!("USER={USER}"))
+            .arg(format!("LOGNAME={USER}"))
+            .arg(format!("XDG_RUNTIME_DIR={d}/run"))
+            .arg(format!("TMPDIR={d}/fast/tmp"))
+            .arg("PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+            .args(argv)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn user(&self, argv: &[&str]) -> Output {
+        self.user_cmd(argv).output().unwrap()
+    }
+
+    fn podman(&self, args: &[&str]) -> Output {
+        let mut argv = vec!["podman"];
+        argv.extend_from_slice(args);
+        self.user(&argv)
+    }
+
+    /// The official CLI against the user's rootless Podman: `SUBCOMMAND
+    /// --docker-path podman REST` (after the subcommand, before the
+    /// command `exec` runs).
+    fn devcontainer(&self, args: &[&str]) -> Output {
+        let mut argv = vec![CLI, args[0], "--docker-path", "podman"];
+        argv.extend_from_slice(&args[1..]);
+        self.user(&argv)
+    }
+
+    /// `path` owned by the user (the workspaces the CLI and Podman use).
+    fn give(&self, path: &Path) {
+        let st = Command::new("chown")
+            .args(["-R", &format!("{0}:{0}", ids().0)])
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// A network namespace of a process in the host, by its PID there.
+    fn netns_of(&self, pid_inside: u32) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root/proc/{pid_inside}/ns/net", self.init))
+    }
+
+    /// Processes in the host's PID namespace, or running as the user or
+    /// one of its subordinate ids (the containers' processes, in PID
+    /// namespaces of their own).
+    fn leftovers(pidns: &Path) -> Vec<String> {
+        let (user, first, count) = ids();
+        let subids = first..first + count;
+        let mut left = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if !name.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+            let uid: Option<u32> = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next()?.parse().ok());
+            let ours = uid.is_some_and(|u| u == user || subids.contains(&u));
+            if ours || std::fs::read_link(e.path().join("ns/pid")).is_ok_and(|l| l == pidns) {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                left.push(format!("{name}: {}", String::from_utf8_lossy(&cmd)));
+            }
+        }
+        left
+    }
+
+    /// End the namespace: its init is killed, and with it every process
+    /// in it. Returns the processes still in it (none expected).
+    fn stop(&mut self) -> Vec<String> {
+        // unshare's --kill-child ends the init when unshare ends; the init
+        // is killed first all the same (its PID is valid until unshare
+        // reaps it).
+        if self.init != 0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.init as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            self.init = 0;
+        }
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+        if self.pidns.as_os_str().is_empty() {
+            return Vec::new();
+        }
+        let t0 = Instant::now();
+        loop {
+            let left = Host::leftovers(&self.pidns);
+            if left.is_empty() || t0.elapsed() > Duration::from_secs(10) {
+                break left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop();
+        // TestDir's own drop removes the user's home, storage and runtime
+        // directory (as root: the storage holds files of its subordinate ids).
+        let _ = &self.dir;
+    }
+}
+
+/// A netprobe listener in a network namespace (by its path), killed when
+/// dropped.
+struct Listener(Child);
+
+impl Listener {
+    fn start(netns: &Path, addr: &str, token: &str) -> Listener {
+        let ns = format!("--net={}", netns.display());
+        let child = Command::new("nsenter")
+            .args([&ns, "python3", NETPROBE, "serve", addr, token, "300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let l = Listener(child);
+        let t0 = Instant::now();
+        loop {
+            let o = Command::new("nsenter")
+                .args([&ns, "python3", NETPROBE, "connect", addr])
+                .output()
+                .unwrap();
+            if stdout(&o).contains("REACHED") {
+                break l;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "listener {addr}: {}",
+                stdout(&o)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether the tun devices (the host's, and the link to it) are there.
+const TUN_SEEN: &str =
+    "{ [ -e /dev/net/host-tun ] || [ -e /dev/net/tun ]; } && echo TUN-VISIBLE || echo TUN-ABSENT";
+
+/// The egress jail in the root container's sandbox: the container's
+/// loopback, the host's loopback at the gateway and the host's address are
+/// reached from the container outside the sandbox (the control) and
+/// blocked from inside it. The sandbox runs the probe as the real binary
+/// (`claude shell CMD`). Neither tun device is inside the sandbox.
+fn jail_probe(host: &Host, id: &str, ws: &Path) {
+    let pid: u32 = stdout(&host.podman(&["inspect", "-f", "{{.State.Pid}}", id]))
+        .trim()
+        .parse()
+        .expect("the container's pid");
+    let lo = "127.0.0.1:47201";
+    let gw = format!("{GATEWAY}:47202");
+    let ha = format!("{HOST_ADDR}:47203");
+    let host_ns = PathBuf::from(format!("/proc/{}/ns/net", host.init));
+    let _in_container = Listener::start(&host.netns_of(pid), lo, "container-loopback");
+    let _host_lo = Listener::start(&host_ns, "127.0.0.1:47202", "host-loopback");
+    let _host_addr = Listener::start(&host_ns, &ha, "host-address");
+
+    std::fs::copy(static_probe(), ws.join("probe")).unwrap();
+    std::fs::write(ws.join("connect.sh"), CONNECT_SH).unwrap();
+    host.give(ws);
+    let wsd = format!("/workspaces/{}", ws.file_name().unwrap().to_string_lossy());
+    let o = host.podman(&[
+        "exec",
+        id,
+        "/usr/libexec/claude-sandbox/claude-sandbox",
+        "install",
+        "--no-packages",
+        "--user",
+        "root",
+        "--real-claude",
+        &format!("{wsd}/probe"),
+    ]);
+    assert!(
+        o.status.success(),
+        "install --real-claude probe: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let targets = format!("{lo} {gw} {ha}");
+    let outside = host.podman(&[
+        "exec",
+        "-w",
+        &wsd,
+        id,
+        "bash",
+        "-c",
+        &format!("{TUN_SEEN}; bash connect.sh {targets}"),
+    ]);
+    let inside = host.podman(&[
+        "exec",
+        "-w",
+        &wsd,
+        id,
+        "bash",
+        "-lc",
+        &format!("claude shell 'ip -4 route; {TUN_SEEN}; bash connect.sh {targets}'"),
+    ]);
+    let (outside, inside_out) = (stdout(&outside), stdout(&inside));
+    eprintln!("jail probe, outside the sandbox:\n{outside}inside:\n{inside_out}");
+    for (t, token) in [
+        (lo, "container-loopback"),
+        (gw.as_str(), "host-loopback"),
+        (ha.as_str(), "host-address"),
+    ] {
+        assert!(
+            outside.contains(&format!("{t} REACHED {token}")),
+            "control from the container: {outside}"
+        );
+        assert!(
+            inside_out.contains(&format!("{t} BLOCKED ")),
+            "from the sandbox:\n{inside_out}{}",
+            stderr(&inside)
+        );
+    }
+    // The host's device is the container's, never the sandbox's.
+    assert!(outside.contains("TUN-VISIBLE"), "{outside}");
+    assert!(inside_out.contains("TUN-ABSENT"), "{inside_out}");
+    // The jail's routes, not a sandbox without network: its blackholes.
+    for r in ["blackhole 10.0.0.0/8", "blackhole 192.168.0.0/16"] {
+        assert!(inside_out.contains(r), "{r}:\n{inside_out}");
+    }
+}
+
+/// The feature's way to /dev/net/tun under rootless Podman (no device
+/// nodes): a link to the host's device, bound at /dev/net/host-tun by its
+/// `mounts`, made by its entrypoint at every start. Without the link,
+/// `claude` refuses (exit 125) and doctor fails, both naming what is
+/// missing and the fix; `podman restart` makes it again.
+fn tun_link_and_its_absence(host: &Host, id: &str, dir: &str) {
+    let exec = |script: &str| host.podman(&["exec", "-w", dir, id, "bash", "-lc", script]);
+    let o = exec("rm /dev/net/tun && claude --version");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(125), "{}{err}", stdout(&o));
+    assert!(
+        err.contains("/dev/net/tun does not exist")
+            && err.contains("/dev/net/host-tun")
+            && err.contains("\"containerUser\"")
+            && err.contains("--device=/dev/net/tun"),
+        "{err}"
+    );
+    let o = exec("/usr/libexec/claude-sandbox/claude-sandbox doctor");
+    assert!(
+        !o.status.success() && stdout(&o).contains("FAIL egress jail prerequisites"),
+        "doctor without the device:\n{}",
+        stdout(&o)
+    );
+    let o = host.podman(&["restart", "-t", "0", id]);
+    assert!(o.status.success(), "podman restart: {}", stderr(&o));
+    let o = exec("readlink /dev/net/tun && claude --version");
+    assert!(
+        o.status.success() && stdout(&o).starts_with("host-tun\n"),
+        "after a restart:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+}
+
+/// `devcontainer up` for one workspace, then what a user notices inside.
+/// Returns the container's id.
+fn up_and_check(host: &Host, name: &str, user: Option<&str>, expected: &str) -> String {
+    let who = user.unwrap_or("root");
+    let ws = workspace(&host.dir.join("ws"), name, user);
+    host.give(&ws);
+    let wsf = ws.display().to_string();
+    let o = host.devcontainer(&["up", "--workspace-folder", &wsf]);
+    assert!(
+        o.status.success() && stdout(&o).contains("\"outcome\":\"success\""),
+        "devcontainer up ({who}):\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let label = format!("label=devcontainer.local_folder={wsf}");
+    let id = stdout(&host.podman(&["ps", "-q", "--filter", &label]))
+        .trim()
+        .to_string();
+    assert!(!id.is_empty(), "no container for {wsf}");
+    // What the feature's metadata set: no privileged, no devices, its
+    // security options and the host's device bound by its mounts.
+    let hc = stdout(&host.podman(&[
+        "inspect",
+        "-f",
+        "{{json .HostConfig.Privileged}} {{json .HostConfig.Devices}} {{json .HostConfig.SecurityOpt}} {{range .Mounts}}{{.Source}}>{{.Destination}} {{end}}",
+        &id,
+    ]));
+    assert!(
+        hc.starts_with("false [] ")
+            && hc.contains("seccomp=unconfined")
+            && hc.contains("/dev/net/tun>/dev/net/host-tun "),
+        "{hc}"
+    );
+    let exec = |script: &str| {
+        host.devcontainer(&["exec", "--workspace-folder", &wsf, "bash", "-lc", script])
+    };
+    let o = exec("id -un; stat -L -c '%F %t:%T %a' /dev/net/tun; readlink /dev/net/tun");
+    assert_eq!(
+        stdout(&o).trim(),
+        format!("{who}\ncharacter special file a:c8 666\nhost-tun"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = format!("/workspaces/{name}");
+    let o = exec(&format!("cd {dir} && claude --version"));
+    assert!(
+        o.status.success() && stdout(&o).trim() == expected,
+        "claude --version as {who} through the shadow:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = exec("/usr/libexec/claude-sandbox/claude-sandbox doctor");
+    assert!(
+        o.status.success() && stdout(&o).contains("all in place") && !stdout(&o).contains("FAIL"),
+        "doctor as {who}:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = exec(&format!("cd {dir} && bash feature-test.sh"));
+    assert!(
+        o.status.success() && !stdout(&o).contains("FAIL"),
+        "the feature's test.sh as {who}:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    id
+}
+
+/// What the test must leave as it found it on this machine.
+fn machine_state() -> String {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+    let known = Command::new("getent")
+        .args(["passwd", USER])
+        .output()
+        .unwrap();
+    format!(
+        "subuid: {}\nsubgid: {}\nuser {USER}: {}\n/dev/net/tun: {:o}",
+        read("/etc/subuid"),
+        read("/etc/subgid"),
+        known.status.success(),
+        std::fs::metadata("/dev/net/tun").map_or(0, |m| m.permissions().mode()),
+    )
+}
+
+#[test]
+fn feature_on_rootless_podman_with_the_official_cli_and_no_run_args() {
+    let Some(real) = prerequisites() else {
+        return;
+    };
+    let t0 = Instant::now();
+    let before = machine_state();
+    let expected = stdout(&Command::new(&real).arg("--version").output().unwrap())
+        .trim()
+        .to_string();
+    build_feature();
+    let root = image_root();
+    let mut host = Host::start();
+    let t_host = t0.elapsed();
+
+    let extra = host.dir.join("extra");
+    std::fs::create_dir_all(extra.join(IMAGE_CLAUDE).parent().unwrap()).unwrap();
+    std::fs::copy(&real, extra.join(IMAGE_CLAUDE)).unwrap();
+    let mut tar = Command::new("bash")
+        .args(["-o", "pipefail", "-c", &image_tar_command(&root, &extra)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let import = host
+        .user_cmd(&["podman", "import", "-", IMAGE])
+        .stdin(tar.stdout.take().unwrap())
+        .output()
+        .unwrap();
+    assert!(tar.wait().unwrap().success(), "tar of the image root");
+    assert!(
+        import.status.success(),
+        "podman import: {}",
+        stderr(&import)
+    );
+    std::fs::remove_dir_all(&extra).unwrap();
+    let t_image = t0.elapsed();
+
+    let root_id = up_and_check(&host, "rootws", None, &expected);
+    up_and_check(&host, "userws", Some("vscode"), &expected);
+    let t_up = t0.elapsed();
+    tun_link_and_its_absence(&host, &root_id, "/workspaces/rootws");
+    jail_probe(&host, &root_id, &host.dir.join("ws/rootws"));
+    let t_jail = t0.elapsed();
+
+    let left = host.stop();
+    assert!(left.is_empty(), "processes left in the host: {left:?}");
+    let t_stop = t0.elapsed();
+    let dir = host.dir.to_path_buf();
+    drop(host);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    assert_eq!(machine_state(), before, "the machine changed");
+    eprintln!(
+        "podman feature e2e: host up {:.1?}, image imported {:.1?}, two `up`s {:.1?}, tun and jail probe {:.1?}, stop {:.1?}, removal {:.1?}, total {:.1?}",
+        t_host,
+        t_image - t_host,
+        t_up - t_image,
+        t_jail - t_up,
+        t_stop - t_jail,
+        t0.elapsed() - t_stop,
+        t0.elapsed()
+    );
+}
