@@ -66,6 +66,13 @@ pub(crate) enum Mutation {
     /// names `verify` probes with).
     #[cfg(feature = "test-mutations")]
     AllowlistOpen,
+    /// The launch puts no process limit in force (the plan still says one).
+    NoPidsLimit,
+    /// No tmpfs the sandbox mounts is sized.
+    #[cfg(feature = "test-mutations")]
+    TmpfsUnsized,
+    /// The launch neither measures nor prunes the private state.
+    NoPrivateBound,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -128,6 +135,9 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::AcceptEnvOverrides => "accept-env-overrides",
         Mutation::AllowlistOpen => "allowlist-open",
         Mutation::Pid1Open => "pid1-open",
+        Mutation::NoPidsLimit => "no-pids-limit",
+        Mutation::TmpfsUnsized => "tmpfs-unsized",
+        Mutation::NoPrivateBound => "no-private-bound",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -176,6 +186,10 @@ fn apply_leaks(
     }
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
+    }
+    if active(Mutation::TmpfsUnsized) {
+        sb.limits.tmpfs_size = 0;
+        sb.limits.mask_size = 0;
     }
 }
 

@@ -136,7 +136,12 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
 
 /// Start bubblewrap for `sb` (through the jail's holder when jailed), its
 /// fds in place. Returns the child and the shadow's ends of its pipes.
-fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(Child, ShadowEnds)> {
+fn spawn(
+    bwrap: &Path,
+    sb: &Sandbox,
+    net: Option<&mut Net>,
+    limits: crate::limits::Spawn,
+) -> anyhow::Result<(Child, ShadowEnds)> {
     let r = crate::sandbox::render(sb);
     let (mut cmd, ends) = match (net, &sb.network, r.holder, r.proxy_channel) {
         (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
@@ -165,6 +170,10 @@ fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(C
     let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
     unsafe {
         cmd.pre_exec(move || {
+            // Into the session's pids cgroup, under its RLIMIT_NPROC (issue
+            // #24): everything the sandbox runs descends from here. First,
+            // before any fd is moved over the cgroup's.
+            limits.enter()?;
             // The shadow blocks the signals it forwards; the sandbox must start
             // with a clear mask or Ctrl-C and SIGTERM would never reach it.
             let mut empty: libc::sigset_t = std::mem::zeroed();
@@ -212,8 +221,9 @@ pub(super) fn execute(
     sb: &Sandbox,
     mut net: Option<&mut Net>,
     git: &host::GitIdentity,
+    limits: crate::limits::Spawn,
 ) -> anyhow::Result<Outcome> {
-    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut())?;
+    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut(), limits)?;
     let mut jail = match net {
         Some(Net::Jail(j)) => Some(j),
         Some(Net::Proxy(p)) => {

@@ -68,6 +68,7 @@ pub(crate) fn build(
         },
         network,
         creation_guard,
+        limits: super::limits::limits(cfg, facts),
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),
@@ -159,6 +160,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         allow_env_overrides: cfg.allow_env_overrides,
         root_view: facts.uid == 0,
         weakened_by_env: cfg.weakened_by_env.clone(),
+        limits: super::limits::limits(cfg, facts),
     }
 }
 

@@ -32,6 +32,10 @@ pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
 /// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
 pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
 
+/// The masked entries of [`HOME_SHARE_MASKED`] Claude Code writes to: a
+/// tmpfs sized like `/tmp` (`tmpfs-size`), not like a mask.
+pub(crate) const HOME_SCRATCH: &[&str] = &[".local/share/claude"];
+
 /// uv's binaries: bound back read-only, so nothing inside can trojan a
 /// program the user later runs outside the sandbox.
 pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];

@@ -49,6 +49,9 @@ pub(crate) struct LaunchRecord {
     /// `CLAUDE_SANDBOX_*` overrides that weakened this sandbox (`NAME=value`).
     #[serde(default)]
     pub(crate) weakened_by_env: Vec<String>,
+    /// What the session may exhaust and how it is enforced (issue #24).
+    #[serde(default)]
+    pub(crate) limits: super::Limits,
 }
 
 impl LaunchRecord {
