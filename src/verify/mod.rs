@@ -18,6 +18,7 @@
 //! mechanism behind it (a unit test keeps the two in step).
 //!
 //! May import: `plan`, `sandbox` (the launch record), `egress::policy`,
+//! `limits` (the private state's measure), `config` (sizes in words),
 //! `launch` (the pin check, the host's sockets and listeners, the root
 //! view's walk), `install` (in tests: the slash command), `sys`. It is off
 //! the launch path: only `cli` uses it.
@@ -32,6 +33,7 @@
 mod battery;
 mod check_files;
 mod check_home;
+mod check_limits;
 mod check_net;
 mod check_process;
 mod check_settings;
@@ -42,6 +44,7 @@ mod fixtures;
 mod mountinfo;
 mod observe;
 mod probe_files;
+mod probe_limits;
 mod probe_net;
 mod probe_process;
 

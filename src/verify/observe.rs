@@ -13,6 +13,7 @@ use super::probe_files::{
     config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
 };
+use super::probe_limits::{nproc_limit, pids_cgroup, private_state, tmpfs_mounts, Tmpfs};
 use super::probe_net::{probe_host_loopback, probe_proxy, route_lookups};
 use super::probe_process::{
     keyctl_errno, ns_inodes, pid1_mem_writable, pid1_samples, syscall_samples, tiocsti_errno,
@@ -85,6 +86,15 @@ pub(super) struct Observed {
     /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
     /// planted in it was not refused, or why none could be made.
     pub(super) git_rule: Result<Vec<String>, String>,
+    /// `RLIMIT_NPROC` (soft, hard) as `/proc/self/limits` shows it.
+    pub(super) nproc_limit: Option<(String, String)>,
+    /// The session's pids cgroup, when the record names one: its
+    /// `pids.max` and whether this process is in it.
+    pub(super) pids_cgroup: Option<Result<(String, bool), String>>,
+    /// Every tmpfs mount, with its size.
+    pub(super) tmpfs: Vec<Tmpfs>,
+    /// The private `~/.cache` and `~/.local/share` together, when bounded.
+    pub(super) private_state: Option<Result<u64, String>>,
 }
 
 impl Default for Observed {
@@ -124,6 +134,10 @@ impl Default for Observed {
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
+            nproc_limit: None,
+            pids_cgroup: None,
+            tmpfs: Vec::new(),
+            private_state: None,
         }
     }
 }
@@ -143,7 +157,8 @@ impl Observed {
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
         let userns_errno = userns_errno();
-        let mounts = parse_mountinfo(&read("/proc/self/mountinfo"));
+        let mountinfo = read("/proc/self/mountinfo");
+        let mounts = parse_mountinfo(&mountinfo);
         let root_only_readable = root_only_readable(&rec, &mounts);
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
@@ -186,6 +201,10 @@ impl Observed {
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             git_rule: git_rule_probe(),
+            nproc_limit: nproc_limit(),
+            pids_cgroup: pids_cgroup(&rec),
+            tmpfs: tmpfs_mounts(&mountinfo),
+            private_state: private_state(&rec),
             env,
         }
     }
