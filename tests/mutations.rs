@@ -31,6 +31,9 @@ const NAMES: &[&str] = &[
     "pid1-open",
     "accept-env-overrides",
     "CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS",
+    "no-pids-limit",
+    "tmpfs-unsized",
+    "no-private-bound",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

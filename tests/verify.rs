@@ -376,6 +376,9 @@ fn each_deliberate_regression_fails_exactly_its_check() {
             "drop-mount=/etc/claude-code/managed-settings.json",
             &["managed-settings-inside"],
         ),
+        // Issue #24: no process limit put in force; no tmpfs sized.
+        ("no-pids-limit", &["pids-limit"]),
+        ("tmpfs-unsized", &["tmpfs-sized"]),
     ];
     for &(mutation, expected) in cases {
         let mut env = vec![

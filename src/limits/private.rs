@@ -274,7 +274,10 @@ mod tests {
         };
         let units = walk::units(&roots, &pol).unwrap();
         let link = units.iter().find(|u| u.name.as_bytes() == b"link").unwrap();
-        assert_eq!(link.bytes, 4096, "a symlink is charged as itself, never its target");
+        assert_eq!(
+            link.bytes, 4096,
+            "a symlink is charged as itself, never its target"
+        );
         let total: u64 = units.iter().map(|u| u.bytes).sum();
         assert!(total > 5 << 20 && total < 6 << 20, "{total}");
         // Bound 4M: down to 3M, the oldest (`old`, then `link`) removed first.
@@ -306,7 +309,8 @@ mod tests {
         let e = walk::units(&roots, &pol).unwrap_err();
         let msg = refusal(&e, 1 << 20, &roots).to_string();
         assert!(
-            msg.contains("directories deep") && msg.contains(&format!("rm -rf -- '{}'", root.join("deep").display())),
+            msg.contains("directories deep")
+                && msg.contains(&format!("rm -rf -- '{}'", root.join("deep").display())),
             "{msg}"
         );
         assert!(deep.join("f").exists());
@@ -317,7 +321,10 @@ mod tests {
         };
         std::fs::remove_dir_all(root.join("deep")).unwrap();
         put(&root.join("x"), 10);
-        assert!(matches!(walk::units(&roots, &late), Err(WalkError::OutOfTime)));
+        assert!(matches!(
+            walk::units(&roots, &late),
+            Err(WalkError::OutOfTime)
+        ));
         // The root itself as a symlink: refused, not followed.
         let link = base.join("link");
         std::os::unix::fs::symlink(&root, &link).unwrap();
@@ -331,7 +338,12 @@ mod tests {
         std::fs::write(dir.join(MARKER), format!("{MARKER} 1 12345\n")).unwrap();
         assert_eq!(vouched(&dir), Some(12345));
         assert_eq!(vouched(&dir), None, "taken away when read");
-        for bad in ["12345", "private-usage 2 5", "private-usage 1 x", "private-usage 1 5 6"] {
+        for bad in [
+            "12345",
+            "private-usage 2 5",
+            "private-usage 1 x",
+            "private-usage 1 5 6",
+        ] {
             std::fs::write(dir.join(MARKER), bad).unwrap();
             assert_eq!(vouched(&dir), None, "{bad}");
         }
