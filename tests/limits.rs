@@ -734,3 +734,48 @@ fn launch_cost_of_the_private_state_bound() {
         "launch (median of 15): private-state-max = off {t_off:?}; bound, measure left {t_marker:?}; bound, 100 000 files walked {t_walk:?}"
     );
 }
+
+#[test]
+fn a_user_whose_own_processes_fill_rlimit_nproc_is_told_why() {
+    if !require("limits_rlimit_full") {
+        return;
+    }
+    let w = world("rlimitfull", "egress-jail = 0\npids-limit = 64\n");
+    let Some(b) = Bounded::new(200) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no pids cgroup for the test"
+        );
+        return;
+    };
+    // 70 processes of the test user outside the sandbox, in the test's cgroup.
+    let mut sleeper = Command::new("setpriv");
+    sleeper.args([
+        &format!("--reuid={TEST_UID}"),
+        &format!("--regid={TEST_UID}"),
+        "--clear-groups",
+        "sh",
+        "-c",
+        "for i in $(seq 70); do sleep 60 & done; wait",
+    ]);
+    let mut held = b.wrap(&sleeper).stdin(Stdio::null()).spawn().unwrap();
+    let start = Instant::now();
+    while b.current() < 70 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = shell(&w, Who::User, "echo MUST-NOT-RUN");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(!stdout(&o).contains("MUST-NOT-RUN"));
+    assert!(
+        err.contains("RLIMIT_NPROC")
+            && err.contains("every process of this user")
+            && err.contains("pids-limit = 64"),
+        "{err}"
+    );
+    // Control: root is not limited by the user's count.
+    let o = shell(&w, Who::Root, "echo ROOT-RUNS");
+    assert!(stdout(&o).contains("ROOT-RUNS"), "{}", stderr(&o));
+    drop(b);
+    let _ = held.wait();
+}

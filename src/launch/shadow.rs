@@ -213,6 +213,13 @@ fn attempts(
                     apparmor_userns_fix()
                 )))
             }
+            // RLIMIT_NPROC counts the user's other processes too (issue #24).
+            Outcome::SetupFailed(msg) if limits.refused_by_rlimit(&msg).is_some() => {
+                return Err(setup(format!(
+                    "the sandbox could not be built: {msg}; {}",
+                    limits.refused_by_rlimit(&msg).unwrap_or_default()
+                )))
+            }
             Outcome::SetupFailed(msg) => {
                 return Err(setup(format!(
                     "the sandbox could not be built: {msg}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece{}",

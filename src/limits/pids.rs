@@ -115,6 +115,21 @@ pub(crate) struct Spawn {
 }
 
 impl Spawn {
+    /// When a launch under `RLIMIT_NPROC` failed with "Resource temporarily
+    /// unavailable" (EAGAIN from fork or clone): why, and the fix. The
+    /// limit counts every process of the user, so one with many already
+    /// cannot start a sandbox at all.
+    pub(crate) fn refused_by_rlimit(&self, msg: &str) -> Option<String> {
+        (self.nproc > 0 && msg.contains("Resource temporarily unavailable")).then(|| {
+            format!(
+                "pids-limit = {} is enforced by RLIMIT_NPROC here, which counts every process of this user on the machine ({} now); raise pids-limit in {}",
+                self.nproc,
+                user_tasks(nix::unistd::getuid().as_raw()),
+                paths::CONFIG_FILE
+            )
+        })
+    }
+
     /// Apply, in the child between fork and exec. Call it before moving any
     /// fd into place (the `cgroup.procs` fd may sit at a number that is).
     pub(crate) fn enter(&self) -> std::io::Result<()> {
@@ -396,6 +411,49 @@ mod tests {
             v2: false,
         };
         assert!(parent(&ro).unwrap_err().contains("not writable"));
+    }
+
+    #[test]
+    fn a_v2_parent_is_used_only_when_it_delegates_pids_and_is_writable() {
+        let base = std::env::temp_dir().join(format!("csb-v2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let own_dir = base.join("user.slice/app.slice/term.scope");
+        std::fs::create_dir_all(&own_dir).unwrap();
+        let up = base.join("user.slice/app.slice");
+        std::fs::write(up.join("cgroup.procs"), "").unwrap();
+        let o = Own {
+            dir: own_dir,
+            mount: base.clone(),
+            v2: true,
+        };
+        std::fs::write(up.join("cgroup.subtree_control"), "cpu memory\n").unwrap();
+        assert!(parent(&o)
+            .unwrap_err()
+            .contains("does not enable the pids controller"));
+        std::fs::write(up.join("cgroup.subtree_control"), "cpu memory pids\n").unwrap();
+        assert_eq!(parent(&o).unwrap(), up);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_eagain_under_rlimit_nproc_is_explained() {
+        let s = Spawn {
+            procs: -1,
+            nproc: 512,
+        };
+        let why = s
+            .refused_by_rlimit("Creating new namespace failed: Resource temporarily unavailable")
+            .unwrap();
+        assert!(
+            why.contains("pids-limit = 512") && why.contains("every process of this user"),
+            "{why}"
+        );
+        assert_eq!(s.refused_by_rlimit("Can't mount proc"), None);
+        let cg = Spawn { procs: 3, nproc: 0 };
+        assert_eq!(
+            cg.refused_by_rlimit("Resource temporarily unavailable"),
+            None
+        );
     }
 
     #[test]
