@@ -248,9 +248,14 @@ fn make(dir: &Path, max: u32) -> anyhow::Result<OwnedFd> {
             paths::CONFIG_FILE
         ))
     };
-    std::fs::DirBuilder::new()
-        .mode(0o755)
-        .create(dir)
+    let mkdir = || std::fs::DirBuilder::new().mode(0o755).create(dir);
+    // An empty one of the same name (a launch killed in the same second
+    // with the same PID) is taken over; one with processes is not.
+    mkdir()
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => std::fs::remove_dir(dir).and_then(|()| mkdir()),
+            _ => Err(e),
+        })
         .map_err(|e| fail("make", e))?;
     let set = std::fs::OpenOptions::new()
         .write(true)
