@@ -43,7 +43,53 @@ pub struct Config {
     /// `publish-port`: TCP ports a server inside listens on that the host's
     /// loopback reaches (SPEC §4.7), in order, each once.
     pub publish_port: Vec<u16>,
+    /// `pids-limit`: the most processes (tasks) a session may have at once;
+    /// `None`: `pids-limit = off`.
+    pub pids_limit: Option<u32>,
+    /// `tmpfs-size`: the size of each tmpfs a session writes to (`/tmp`,
+    /// the tmpfs over `$HOME`, …).
+    pub tmpfs_size: Amount,
+    /// `private-state-max`: the most the private `~/.cache` and
+    /// `~/.local/share` keep between sessions; `None`: `off`.
+    pub private_state_max: Option<u64>,
 }
+
+/// A size: bytes, or a share of the machine's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    Bytes(u64),
+    /// Percent of the memory the sandbox can use (1–100).
+    PercentOfMemory(u8),
+}
+
+impl Amount {
+    /// In bytes, against `memory` bytes of memory (a share in whole MiB).
+    pub(crate) fn bytes(self, memory: u64) -> u64 {
+        match self {
+            Amount::Bytes(b) => b,
+            Amount::PercentOfMemory(p) => {
+                let share = u128::from(memory) * u128::from(p) / 100;
+                (share as u64) >> 20 << 20
+            }
+        }
+    }
+
+    /// As written in the file (`512M`, `6%`).
+    pub(crate) fn text(self) -> String {
+        match self {
+            Amount::Bytes(b) => show_bytes(b),
+            Amount::PercentOfMemory(p) => format!("{p}%"),
+        }
+    }
+}
+
+/// The default `pids-limit`.
+pub(crate) const DEFAULT_PIDS_LIMIT: u32 = 4096;
+/// The default `tmpfs-size`: four such mounts and the masks come to about
+/// a quarter of the memory.
+pub(crate) const DEFAULT_TMPFS_SIZE: Amount = Amount::PercentOfMemory(6);
+/// The default `private-state-max`.
+pub(crate) const DEFAULT_PRIVATE_STATE_MAX: u64 = 4 << 30;
 
 impl Default for Config {
     fn default() -> Self {
@@ -59,6 +105,9 @@ impl Default for Config {
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
             publish_port: Vec::new(),
+            pids_limit: Some(DEFAULT_PIDS_LIMIT),
+            tmpfs_size: DEFAULT_TMPFS_SIZE,
+            private_state_max: Some(DEFAULT_PRIVATE_STATE_MAX),
         }
     }
 }
@@ -203,13 +252,108 @@ fn set(
             }
         }
         "publish-port" => add_ports(cfg, l)?,
+        "pids-limit" | "tmpfs-size" | "private-state-max" => set_limit(cfg, l)?,
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, publish-port)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port)"
             )))
         }
     }
     Ok(())
+}
+
+/// `pids-limit = N | off`, `tmpfs-size = SIZE | N%`, `private-state-max =
+/// SIZE | off` (issue #24): what a session can exhaust. The file only: a
+/// variable cannot loosen them.
+fn set_limit(cfg: &mut Config, l: &Line<'_>) -> anyhow::Result<()> {
+    let v = l.need()?;
+    let off = v == "off";
+    let bad = |why: &str| l.at(format!("{}: `{v}` {why}", l.key));
+    match l.key {
+        "pids-limit" if off => cfg.pids_limit = None,
+        "pids-limit" => {
+            let n: u32 = v
+                .parse()
+                .ok()
+                .filter(|n| (MIN_PIDS_LIMIT..=1 << 22).contains(n))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "is not a process count ({MIN_PIDS_LIMIT} to 4194304) or `off`"
+                    ))
+                })?;
+            cfg.pids_limit = Some(n);
+        }
+        "tmpfs-size" => {
+            let a = parse_amount(&v, true).ok_or_else(|| {
+                bad("is not a size (bytes, or with K, M, G or T: `512M`) or a share of the memory (`6%`)")
+            })?;
+            if a.bytes(u64::MAX) < MIN_SIZE {
+                return Err(bad("is too small: at least 1M"));
+            }
+            cfg.tmpfs_size = a;
+        }
+        _ if off => cfg.private_state_max = None,
+        _ => {
+            let a = parse_amount(&v, false)
+                .ok_or_else(|| bad("is not a size (bytes, or with K, M, G or T: `4G`) or `off`"))?;
+            if a.bytes(0) < MIN_SIZE {
+                return Err(bad("is too small: at least 1M"));
+            }
+            cfg.private_state_max = Some(a.bytes(0));
+        }
+    }
+    Ok(())
+}
+
+/// The smallest `pids-limit`: below it a session cannot start its tools.
+pub(crate) const MIN_PIDS_LIMIT: u32 = 64;
+/// The smallest `tmpfs-size` and `private-state-max`.
+const MIN_SIZE: u64 = 1 << 20;
+
+/// `4096`, `512K`, `64M`, `2G`, `1T` (powers of 1024), or with `percent`
+/// also `N%` (1–100).
+fn parse_amount(v: &str, percent: bool) -> Option<Amount> {
+    if let Some(p) = v.strip_suffix('%').filter(|_| percent) {
+        return p
+            .parse::<u8>()
+            .ok()
+            .filter(|p| (1..=100).contains(p))
+            .map(Amount::PercentOfMemory);
+    }
+    let (digits, shift) = match v.char_indices().last()? {
+        (_, c) if c.is_ascii_digit() => (v, 0),
+        (i, c) => (
+            &v[..i],
+            match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return None,
+            },
+        ),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1 << shift).map(Amount::Bytes)
+}
+
+/// `n` bytes for a person: `1.5G`, `512M`, `4096`.
+pub(crate) fn show_bytes(n: u64) -> String {
+    for (shift, unit) in [(40, 'T'), (30, 'G'), (20, 'M'), (10, 'K')] {
+        if n >= 1 << shift {
+            let whole = n >> shift;
+            let tenth = ((n - (whole << shift)) * 10) >> shift;
+            return if tenth == 0 {
+                format!("{whole}{unit}")
+            } else {
+                format!("{whole}.{tenth}{unit}")
+            };
+        }
+    }
+    n.to_string()
 }
 
 /// `egress = MODE` or `egress-jail = yes|no`; a second line may repeat the
@@ -809,6 +953,65 @@ mod tests {
             Config::default().egress.jailed(),
             "the jail is on by default"
         );
+    }
+
+    #[test]
+    fn limits_parse_with_units_shares_and_off() {
+        let cfg = parse(
+            "pids-limit = 512\ntmpfs-size = 8M\nprivate-state-max = 2G\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(cfg.pids_limit, Some(512));
+        assert_eq!(cfg.tmpfs_size, Amount::Bytes(8 << 20));
+        assert_eq!(cfg.private_state_max, Some(2 << 30));
+        let cfg = parse(
+            "pids-limit = off\ntmpfs-size = 25%\nprivate-state-max = off",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(cfg.pids_limit, None);
+        assert_eq!(cfg.tmpfs_size, Amount::PercentOfMemory(25));
+        assert_eq!(Amount::PercentOfMemory(25).bytes(8 << 30), 2 << 30);
+        assert_eq!(cfg.private_state_max, None);
+        for (text, want) in [
+            ("4096", 4096),
+            ("64k", 64 << 10),
+            ("3T", 3 << 40),
+            ("1g", 1 << 30),
+        ] {
+            assert_eq!(
+                parse_amount(text, false),
+                Some(Amount::Bytes(want)),
+                "{text}"
+            );
+        }
+        // The defaults, documented in etc/claude-sandbox.conf.
+        let d = Config::default();
+        assert_eq!(
+            (d.pids_limit, d.tmpfs_size, d.private_state_max),
+            (Some(4096), Amount::PercentOfMemory(6), Some(4 << 30))
+        );
+        for (bad, says) in [
+            ("pids-limit = 10", "64 to"),
+            ("pids-limit = many", "process count"),
+            ("pids-limit", "needs a value"),
+            ("tmpfs-size = 0%", "share of the memory"),
+            ("tmpfs-size = 101%", "share of the memory"),
+            ("tmpfs-size = 12Q", "not a size"),
+            ("tmpfs-size = 512K", "too small"),
+            ("tmpfs-size = off", "not a size"),
+            ("tmpfs-size = 99999999999T", "not a size"),
+            ("private-state-max = 10%", "not a size"),
+            ("private-state-max = -1", "not a size"),
+            ("private-state-max = 1K", "too small"),
+        ] {
+            let e = err_of(bad);
+            assert!(e.contains(":1:") && e.contains(says), "{bad}: {e}");
+        }
+        assert_eq!(show_bytes(1536 << 20), "1.5G");
+        assert_eq!(show_bytes(8 << 20), "8M");
+        assert_eq!(show_bytes(100), "100");
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod egress;
 mod error;
 mod install;
 mod launch;
+mod limits;
 mod plan;
 mod sandbox;
 mod seccomp;

@@ -70,6 +70,13 @@ pub(crate) enum Mutation {
     /// issue #24 (its route in the main table).
     #[cfg(feature = "test-mutations")]
     ForwarderAllPorts,
+    /// The launch puts no process limit in force (the plan still says one).
+    NoPidsLimit,
+    /// No tmpfs the sandbox mounts is sized.
+    #[cfg(feature = "test-mutations")]
+    TmpfsUnsized,
+    /// The launch neither measures nor prunes the private state.
+    NoPrivateBound,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -133,6 +140,9 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::AllowlistOpen => "allowlist-open",
         Mutation::Pid1Open => "pid1-open",
         Mutation::ForwarderAllPorts => "forwarder-all-ports",
+        Mutation::NoPidsLimit => "no-pids-limit",
+        Mutation::TmpfsUnsized => "tmpfs-unsized",
+        Mutation::NoPrivateBound => "no-private-bound",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -181,6 +191,10 @@ fn apply_leaks(
     }
     if active(Mutation::KeepCaps) {
         sb.capabilities = Capabilities::KeepAll;
+    }
+    if active(Mutation::TmpfsUnsized) {
+        sb.limits.tmpfs_size = 0;
+        sb.limits.mask_size = 0;
     }
 }
 

@@ -55,6 +55,7 @@ const ROLES: &[(&str, Role)] = &[
     ("egress", Runtime),
     ("creation_guard", Runtime),
     ("tripwire", Runtime),
+    ("limits", Runtime),
     ("verify", Offline),
     ("install", Offline),
     ("cli", Offline),

@@ -32,6 +32,9 @@ const NAMES: &[&str] = &[
     "accept-env-overrides",
     "forwarder-all-ports",
     "CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS",
+    "no-pids-limit",
+    "tmpfs-unsized",
+    "no-private-bound",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

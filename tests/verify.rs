@@ -404,6 +404,9 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ),
         // ~/.claude/local, where the old launcher alias looks (issue #24).
         ("drop-mount=~/.claude/local", &["strict-home"]),
+        // Issue #24: no process limit put in force; no tmpfs sized.
+        ("no-pids-limit", &["pids-limit"]),
+        ("tmpfs-unsized", &["tmpfs-sized"]),
     ];
     for &(mutation, expected) in cases {
         let mut env = vec![

@@ -22,6 +22,12 @@ impl Report {
         }
         println!("{} {what}: {detail}", if ok { "ok  " } else { "FAIL" });
     }
+
+    /// A fact that weakens the sandbox without stopping it, which only
+    /// the host or the operator can change (not counted as a failure).
+    fn warn(&mut self, what: &str, detail: impl std::fmt::Display) {
+        println!("WARN {what}: {detail}");
+    }
 }
 
 /// A minimal sandbox with the namespaces every launch uses (no `/proc`: a
@@ -133,6 +139,9 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     check_lockdown(&mut r);
     check_host_git(&mut r);
     check_claude_alias(&mut r);
+    if let Ok(c) = &cfg {
+        check_limits(&mut r, c);
+    }
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
         Ok(1)
@@ -278,6 +287,79 @@ fn check_rw_paths(r: &mut Report, c: &config::Config) {
                 )
             },
         );
+    }
+}
+
+/// What a session may exhaust (issue #24): the process limit and what
+/// enforces it here, the tmpfs sizes, the private state against its bound.
+fn check_limits(r: &mut Report, c: &config::Config) {
+    use crate::sandbox::Pids;
+    let id = crate::sys::user::identity();
+    let (uid, user) = id
+        .as_ref()
+        .map_or((nix::unistd::getuid().as_raw(), String::new()), |i| {
+            (i.uid, i.user.clone())
+        });
+    let pids = match (c.pids_limit, crate::limits::detect_pids(uid)) {
+        (None, _) => Pids::Off,
+        (Some(max), crate::plan::PidsMechanism::Cgroup { parent }) => Pids::Cgroup {
+            dir: parent.join("claude-sandbox-SESSION"),
+            max,
+        },
+        (Some(max), crate::plan::PidsMechanism::Rlimit) => Pids::Rlimit { max },
+        (Some(max), crate::plan::PidsMechanism::Neither(why)) => Pids::Unenforced { max, why },
+    };
+    let detail = crate::limits::describe_pids(&pids, &user);
+    if matches!(pids, Pids::Unenforced { .. }) {
+        // Every launch says so too, and verify's pids-limit fails; the
+        // sandbox is built all the same (decision 0014).
+        r.warn("pids limit", format!(
+            "none can be in force: {detail}; a fork bomb inside can exhaust this machine. Launch as a non-root user, give the container a writable cgroup, or set `pids-limit = off` in {} to say it is intended",
+            paths::CONFIG_FILE
+        ));
+    } else {
+        r.line(true, "pids limit", detail);
+    }
+    let memory = crate::limits::memory();
+    let size = crate::plan::tmpfs_size(c.tmpfs_size, memory);
+    r.line(
+        true,
+        "tmpfs size",
+        format!(
+            "{} each for /tmp, $HOME, ~/.local/share/claude and /dev/shm (tmpfs-size = {} of {} memory), {} for every mask",
+            config::show_bytes(size),
+            c.tmpfs_size.text(),
+            config::show_bytes(memory),
+            config::show_bytes(crate::plan::MASK_TMPFS_SIZE)
+        ),
+    );
+    let Some(max) = c.private_state_max else {
+        r.line(true, "private state", "unbounded (private-state-max = off)");
+        return;
+    };
+    let Ok(home) = id.map(|i| i.home) else {
+        return;
+    };
+    let dirs: Vec<std::path::PathBuf> = crate::limits::private_roots(&home)
+        .into_iter()
+        .filter(|d| d.is_dir())
+        .collect();
+    match crate::limits::measure(&dirs, false) {
+        Ok(m) => r.line(
+            true,
+            "private state",
+            format!(
+                "{} in {} entries of at most {} (private-state-max; pruned at launch past it)",
+                config::show_bytes(m.bytes),
+                m.entries,
+                config::show_bytes(max)
+            ),
+        ),
+        Err(e) => r.line(
+            false,
+            "private state",
+            format!("cannot be measured, and every launch refuses until it can: {e}"),
+        ),
     }
 }
 

@@ -142,39 +142,20 @@ fn spawn(
     sb: &Sandbox,
     net: Option<&mut Net>,
     published: &mut egress::Published,
+    limits: crate::limits::Spawn,
 ) -> anyhow::Result<(Child, ShadowEnds)> {
     let r = crate::sandbox::render(sb);
-    let (mut cmd, ends) = match (net, &sb.network, r.holder, r.proxy_channel) {
-        (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
-            let (c, e) = j.command(bwrap, &r, holder, jn)?;
-            (c, Some(e))
-        }
-        (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
-            let (c, mut e) = p.command(bwrap, &r, channel)?;
-            // publish-port: the allowlist holder's connector (egress/publish.rs).
-            if let Some(end) = published.attempt()? {
-                e.add(FdContent::InwardChannel, end);
-            }
-            (c, Some(e))
-        }
-        (_, Network::Host, _, _) => {
-            let mut c = Command::new(bwrap);
-            c.args(&r.args);
-            (c, None)
-        }
-        // Never a sandbox without the network it was planned with.
-        _ => {
-            return Err(setup(
-                "internal error: the sandbox's network runtime is missing",
-            ))
-        }
-    };
+    let (mut cmd, ends) = network_command(bwrap, sb, &r, net, published)?;
     let h = handover(&r, ends)?;
     let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
     let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
     unsafe {
         cmd.pre_exec(move || {
+            // Into the session's pids cgroup, under its RLIMIT_NPROC (issue
+            // #24): everything the sandbox runs descends from here. First,
+            // before any fd is moved over the cgroup's.
+            limits.enter()?;
             // The shadow blocks the signals it forwards; the sandbox must start
             // with a clear mask or Ctrl-C and SIGTERM would never reach it.
             let mut empty: libc::sigset_t = std::mem::zeroed();
@@ -216,6 +197,42 @@ fn spawn(
     ))
 }
 
+/// bubblewrap's command, started through the network runtime the sandbox
+/// was planned with, and the ends the shadow hands over to it.
+fn network_command(
+    bwrap: &Path,
+    sb: &Sandbox,
+    r: &crate::sandbox::Rendered,
+    net: Option<&mut Net>,
+    published: &mut egress::Published,
+) -> anyhow::Result<(Command, Option<egress::Ends>)> {
+    Ok(match (net, &sb.network, r.holder, r.proxy_channel) {
+        (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
+            let (c, e) = j.command(bwrap, r, holder, jn)?;
+            (c, Some(e))
+        }
+        (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
+            let (c, mut e) = p.command(bwrap, r, channel)?;
+            // publish-port: the allowlist holder's connector (egress/publish.rs).
+            if let Some(end) = published.attempt()? {
+                e.add(FdContent::InwardChannel, end);
+            }
+            (c, Some(e))
+        }
+        (_, Network::Host, _, _) => {
+            let mut c = Command::new(bwrap);
+            c.args(&r.args);
+            (c, None)
+        }
+        // Never a sandbox without the network it was planned with.
+        _ => {
+            return Err(setup(
+                "internal error: the sandbox's network runtime is missing",
+            ))
+        }
+    })
+}
+
 /// Run one attempt of `sb` (`published`: its `publish-port` listeners).
 pub(super) fn execute(
     bwrap: &Path,
@@ -223,8 +240,9 @@ pub(super) fn execute(
     mut net: Option<&mut Net>,
     git: &host::GitIdentity,
     published: &mut egress::Published,
+    limits: crate::limits::Spawn,
 ) -> anyhow::Result<Outcome> {
-    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut(), published)?;
+    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut(), published, limits)?;
     let mut jail = match net {
         Some(Net::Jail(j)) => Some(j),
         Some(Net::Proxy(p)) => {

@@ -115,6 +115,8 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         managed_settings,
         session,
         claude_traffic,
+        memory: crate::limits::memory(),
+        pids: crate::limits::detect_pids(uid),
     })
 }
 

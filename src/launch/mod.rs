@@ -15,7 +15,8 @@
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `plan`,
 //! `seccomp`, `egress` (the jail and the proxy), `creation_guard` (the
-//! shim's supervisor), `tripwire`. Never `install`, `verify` or `cli`.
+//! shim's supervisor), `tripwire`, `limits` (the process limit, the private
+//! state's bound). Never `install`, `verify` or `cli`.
 //!
 //! Exports: the entries ([`shadow_main`], [`wrapper_main`], [`shim_main`]),
 //! one attempt's plan ([`sandbox`], for `claude-sandbox plan`), the checks

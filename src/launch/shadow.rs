@@ -111,8 +111,12 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .map_err(crate::error::bad_input)?
         .home;
     host::ensure_private_state(&home)?;
+    // Issue #24: the private state within its bound before anything runs.
+    let private = crate::limits::PrivateState::at_launch(&home, cfg.private_state_max)?;
     let git = host::GitIdentity::start(home.clone());
     let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
+    // Issue #24: the process limit the plan chose, in force for every attempt.
+    let pids = crate::limits::Enforced::start(&first.limits.pids)?;
     // Issue #22: a pointer out of the workspace is not followed, and said.
     if let Some(ws) = first.workspace() {
         for o in &facts.discovered.outside {
@@ -125,7 +129,13 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
     let mut net = None;
-    let result = attempts(cfg, args, first, &bwrap, &mut net, &git, &mut published);
+    let mut run = Run {
+        bwrap: &bwrap,
+        git: &git,
+        published: &mut published,
+        limits: pids.spawn(),
+    };
+    let result = attempts(cfg, args, first, &mut net, &mut run);
     published.finish();
     match net {
         // Ends pasta (its keeper waits until it is gone).
@@ -136,21 +146,34 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         None => {}
     }
     reap_orphans();
+    pids.finish();
+    // The private state is measured for the next launch while the
+    // tripwire walks the workspace (issue #24).
+    let measuring = private.map(|p| std::thread::spawn(move || p.at_exit()));
     // `Ok` only when the sandbox was built and the real binary ran.
     if let (Ok(_), Some(w)) = (&result, watch) {
         w.finish();
     }
+    if let Some(m) = measuring {
+        let _ = m.join();
+    }
     result
+}
+
+/// What every attempt at building the sandbox runs with.
+struct Run<'a> {
+    bwrap: &'a Path,
+    git: &'a host::GitIdentity,
+    published: &'a mut egress::Published,
+    limits: crate::limits::Spawn,
 }
 
 fn attempts(
     cfg: &Config,
     args: &[OsString],
     first: Sandbox,
-    bwrap: &Path,
     net: &mut Option<Net>,
-    git: &host::GitIdentity,
-    published: &mut egress::Published,
+    run: &mut Run<'_>,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
@@ -171,7 +194,7 @@ fn attempts(
             (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
             (Network::Host, _) => {}
         }
-        match execute(bwrap, &sb, net.as_mut(), git, published)? {
+        match execute(run.bwrap, &sb, net.as_mut(), run.git, run.published, run.limits)? {
             Outcome::Exited(code) => return Ok(code),
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails
@@ -203,6 +226,13 @@ fn attempts(
                 return Err(setup(format!(
                     "the sandbox could not be built: {msg}; {}",
                     apparmor_userns_fix()
+                )))
+            }
+            // RLIMIT_NPROC counts the user's other processes too (issue #24).
+            Outcome::SetupFailed(msg) if run.limits.refused_by_rlimit(&msg).is_some() => {
+                return Err(setup(format!(
+                    "the sandbox could not be built: {msg}; {}",
+                    run.limits.refused_by_rlimit(&msg).unwrap_or_default()
                 )))
             }
             Outcome::SetupFailed(msg) => {

@@ -69,6 +69,7 @@ pub(crate) fn build(
         },
         network,
         creation_guard,
+        limits: super::limits::limits(cfg, facts),
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),
@@ -161,6 +162,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         root_view: facts.uid == 0,
         weakened_by_env: cfg.weakened_by_env.clone(),
         publish_port: network.published().to_vec(),
+        limits: super::limits::limits(cfg, facts),
     }
 }
 

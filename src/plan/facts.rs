@@ -24,6 +24,18 @@ pub(crate) enum ProcMode {
     HostReadOnly,
 }
 
+/// What can enforce a session's process limit on this host (issue #24),
+/// as `crate::limits` finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PidsMechanism {
+    /// A cgroup with the pids controller the launch may make in `parent`.
+    Cgroup { parent: PathBuf },
+    /// `RLIMIT_NPROC`: the launching uid is not the kernel's root, whom it never binds.
+    Rlimit,
+    /// Neither, and why.
+    Neither(String),
+}
+
 /// One entry an unprivileged user could not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Unreadable {
@@ -89,6 +101,11 @@ pub(crate) struct Facts {
     pub(crate) session: String,
     /// What the user turned off of Claude Code's own traffic (allowlist mode).
     pub(crate) claude_traffic: ClaudeTraffic,
+    /// The memory the sandbox can use, in bytes (the machine's, or its
+    /// memory cgroup's limit when lower): what `tmpfs-size = N%` is of.
+    pub(crate) memory: u64,
+    /// What can enforce `pids-limit` here.
+    pub(crate) pids: PidsMechanism,
 }
 
 /// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.

@@ -81,6 +81,8 @@ pub(crate) fn facts() -> Facts {
         managed_settings: None,
         session: "20261123T120000Z-4242".into(),
         claude_traffic: Default::default(),
+        memory: 8 << 30,
+        pids: crate::plan::PidsMechanism::Rlimit,
     }
 }
 
@@ -88,6 +90,9 @@ pub(crate) fn facts() -> Facts {
 pub(crate) fn as_root(f: &mut Facts) {
     f.uid = 0;
     f.gid = 0;
+    f.pids = crate::plan::PidsMechanism::Cgroup {
+        parent: "/sys/fs/cgroup/pids".into(),
+    };
     f.hidden_whole = vec![PathBuf::from("/home")];
     f.root_masks = vec![
         Unreadable {

@@ -33,6 +33,7 @@ pub(crate) mod fixtures;
 pub(crate) mod gitconfig;
 #[cfg(test)]
 mod golden;
+mod limits;
 mod lockdown;
 pub(crate) mod managed_settings;
 mod mounts;
@@ -41,7 +42,10 @@ pub(crate) mod protect;
 
 pub(crate) use build::build;
 pub(crate) use env::claude_args;
-pub(crate) use facts::{candidates, private_dir, rw_requests, Facts, ProcMode, Unreadable};
+pub(crate) use facts::{
+    candidates, private_dir, rw_requests, Facts, PidsMechanism, ProcMode, Unreadable,
+};
+pub(crate) use limits::{tmpfs_size, MASK_TMPFS_SIZE};
 pub(crate) use mounts::{
     HOME_CLAUDE_MASKED, HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED,
     PID1_MEM, PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,

@@ -39,6 +39,9 @@ pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".l
 /// writes there into the tmpfs, which goes with it. The first launch
 /// leaves the mount point, an empty directory, in the host's `~/.claude`.
 pub(crate) const HOME_CLAUDE_MASKED: &[&str] = &[".claude/local"];
+/// The masked entries of [`HOME_SHARE_MASKED`] Claude Code writes to: a
+/// tmpfs sized like `/tmp` (`tmpfs-size`), not like a mask.
+pub(crate) const HOME_SCRATCH: &[&str] = &[".local/share/claude"];
 
 /// uv's binaries: bound back read-only, so nothing inside can trojan a
 /// program the user later runs outside the sandbox.

@@ -13,17 +13,20 @@
 //!
 //! Exports: the description ([`Sandbox`], [`Mount`], [`Data`], [`RwBind`],
 //! [`Namespace`], [`Capabilities`], [`Seccomp`], [`Network`], [`ProxyNet`],
-//! [`JailNet`], [`Program`]), the renderer ([`render()`] → [`Rendered`],
+//! [`JailNet`], [`Program`], and what a session may exhaust: [`Limits`],
+//! [`Pids`]), the renderer ([`render()`] → [`Rendered`],
 //! [`FdContent`], [`Holder`]), the launch record ([`LaunchRecord`],
 //! [`RECORD_VERSION`]), and the namespace `guard_list` (its `encode` /
 //! `decode` pair is the format's API: the renderer writes, the supervisor
 //! inside reads).
 
 pub(crate) mod guard_list;
+mod limits;
 mod model;
 mod record;
 mod render;
 
+pub(crate) use limits::{Limits, Pids};
 pub(crate) use model::{
     Capabilities, Data, JailNet, Mount, Namespace, Network, Program, ProxyNet, RwBind, Sandbox,
     Seccomp,

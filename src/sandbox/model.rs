@@ -42,6 +42,8 @@ pub(crate) struct Sandbox {
     // `guard` in `plan --json`, as before the field was named for its defence.
     #[serde(rename = "guard")]
     pub(crate) creation_guard: Vec<PathBuf>,
+    /// What the session may exhaust (issue #24): processes, tmpfs sizes.
+    pub(crate) limits: super::Limits,
     /// What runs inside, after our shim.
     pub(crate) command: Program,
 }

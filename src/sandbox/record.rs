@@ -53,6 +53,9 @@ pub(crate) struct LaunchRecord {
     /// (empty with the host's network). Absent from the file when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) publish_port: Vec<u16>,
+    /// What the session may exhaust and how it is enforced (issue #24).
+    #[serde(default)]
+    pub(crate) limits: super::Limits,
 }
 
 impl LaunchRecord {

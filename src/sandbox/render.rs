@@ -5,6 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 
+use super::limits::Limits;
 use super::model::{Capabilities, Data, Mount, Namespace, Network, RwBind, Sandbox};
 use crate::sys::paths;
 
@@ -119,7 +120,16 @@ impl Out {
     }
 }
 
-fn mount(o: &mut Out, m: &Mount) {
+/// `--size N --tmpfs DST` (issue #24: every tmpfs sized; no `--size` only
+/// when a test mutation took the size away).
+fn tmpfs(o: &mut Out, dst: &std::path::Path, size: u64) {
+    if size > 0 {
+        o.push([OsStr::new("--size"), OsStr::new(&size.to_string())]);
+    }
+    o.push([OsStr::new("--tmpfs"), dst.as_os_str()]);
+}
+
+fn mount(o: &mut Out, m: &Mount, limits: &Limits) {
     match m {
         Mount::ReadOnly { src, dst } => {
             o.push([OsStr::new("--ro-bind"), src.as_os_str(), dst.as_os_str()])
@@ -145,13 +155,21 @@ fn mount(o: &mut Out, m: &Mount) {
                 &[b.resolved.as_os_str()],
             );
         }
-        Mount::Tmpfs { dst } => o.push([OsStr::new("--tmpfs"), dst.as_os_str()]),
+        Mount::Tmpfs { dst } => tmpfs(o, dst, limits.tmpfs_size_of(dst)),
         Mount::Empty { dst } => o.push([
             OsStr::new("--ro-bind"),
             OsStr::new("/dev/null"),
             dst.as_os_str(),
         ]),
-        Mount::Dev { dst } => o.push([OsStr::new("--dev"), dst.as_os_str()]),
+        // bubblewrap's /dev is a tmpfs it cannot size, writable by the
+        // session, with `shm` a plain directory in it: a sized tmpfs on
+        // `/dev/shm`, and the rest of /dev read-only (its nodes are binds
+        // of their own and stay usable).
+        Mount::Dev { dst } => {
+            o.push([OsStr::new("--dev"), dst.as_os_str()]);
+            tmpfs(o, &dst.join("shm"), limits.tmpfs_size);
+            o.push([OsStr::new("--remount-ro"), dst.as_os_str()]);
+        }
         Mount::Proc { dst } => o.push([OsStr::new("--proc"), dst.as_os_str()]),
         Mount::Data { dst, data } => {
             let (num, content) = match data {
@@ -203,7 +221,7 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
     };
     process(&mut o, sb);
     for m in &sb.mounts {
-        mount(&mut o, m);
+        mount(&mut o, m, &sb.limits);
     }
     after_mounts(&mut o, sb);
     let (holder, proxy_channel) = network(&mut o, &sb.network);
@@ -350,6 +368,7 @@ mod tests {
             },
             network,
             creation_guard: vec!["/w/.envrc".into()],
+            limits: Default::default(),
             command: Program {
                 path: "/bin/true".into(),
                 args: vec!["-x".into()],

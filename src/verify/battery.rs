@@ -11,6 +11,7 @@ use super::check_files::{
     check_root_view, check_run, check_tmp, check_workspace,
 };
 use super::check_home::{check_home, check_private_state};
+use super::check_limits::{check_pids, check_private_bounded, check_tmpfs_sized};
 use super::check_net::{
     check_egress_allowlist, check_forwarder, check_internal, check_ipv6, check_jail_routes,
     check_loopback, check_published,
@@ -103,6 +104,9 @@ pub(super) const BATTERY: &[Def] = &[
     def("git-rule", "a repository made inside cannot be given a config key or hook that host git runs: the creation guard's git rule (issue #22)", check_git_rule),
     def("published-ports", "only the ports publish-port names are reachable inward, from the host's loopback (§4.7, issue #26)", check_published),
     def("dns-forwarder-only", "egress jail: pasta's DNS forwarder address passes DNS (UDP port 53) only; nothing else sent there reaches the host's network (§4.7, issue #24)", check_forwarder),
+    def("pids-limit", "the session's processes are bounded (pids-limit: its own cgroup, else RLIMIT_NPROC): a fork bomb cannot take the machine (issue #24)", check_pids),
+    def("tmpfs-sized", "every tmpfs the sandbox mounts is sized (tmpfs-size; masks 1M): a session cannot fill memory through /tmp, $HOME or /dev/shm (issue #24)", check_tmpfs_sized),
+    def("private-state-bounded", "the private ~/.cache and ~/.local/share kept between sessions hold at most private-state-max (issue #24)", check_private_bounded),
 ];
 
 /// Evaluate every check against `o`.

@@ -118,6 +118,12 @@ pub(super) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
         ));
     }
     v.push(("environment".into(), Some("token-env-absent")));
+    // Issue #24: what a session may exhaust.
+    v.push((format!("pids {:?}", sb.limits.pids), Some("pids-limit")));
+    v.push(("tmpfs sizes".into(), Some("tmpfs-sized")));
+    if sb.limits.private_state_max.is_some() {
+        v.push(("private state bound".into(), Some("private-state-bounded")));
+    }
     match &sb.network {
         sandbox::Network::Jail(j) => {
             v.push(("network jail".into(), Some("jail-routes")));

@@ -36,9 +36,25 @@ pub(super) fn rec() -> LaunchRecord {
         egress: crate::egress::policy::Egress::Open,
         home: "/home/dev".into(),
         workspace: "/workspaces/app".into(),
+        limits: crate::sandbox::Limits {
+            pids: crate::sandbox::Pids::Rlimit { max: 4096 },
+            tmpfs_size: 384 << 20,
+            tmpfs_scratch: vec!["/tmp".into(), "/home/dev".into()],
+            mask_size: 1 << 20,
+            private_state_max: Some(4 << 30),
+        },
         ..Default::default()
     }
 }
+
+/// The tmpfs mounts of [`MOUNTINFO`], sized as the plan sizes them.
+const TMPFS: &str = "\
+24 22 0:6 / /tmp rw,nosuid - tmpfs tmpfs rw,size=393216k\n\
+23 22 0:5 / /dev ro,nosuid - tmpfs tmpfs rw,mode=755\n\
+36 23 0:11 / /dev/shm rw,nosuid - tmpfs tmpfs rw,size=393216k\n\
+35 22 0:10 / /run rw,nosuid - tmpfs tmpfs rw,size=1024k\n\
+25 22 0:7 / /home/dev rw - tmpfs tmpfs rw,size=393216k\n\
+34 33 0:9 / /home/dev/.local/share/applications rw - tmpfs tmpfs rw,size=1024k\n";
 
 pub(super) const JAIL_ROUTES: &str =
     "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
@@ -88,6 +104,9 @@ pub(super) fn healthy() -> Observed {
         pin: Ok(()),
         managed_settings: Ok(crate::plan::managed_settings::inside_managed(&lockdown_settings())),
         publish_configured: Ok(Vec::new()),
+        nproc_limit: Some(("4096".into(), "4096".into())),
+        tmpfs: super::probe_limits::tmpfs_mounts(TMPFS),
+        private_state: Some(Ok(1 << 30)),
         ..Default::default()
     };
     o.mounts.pop();

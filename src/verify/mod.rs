@@ -18,7 +18,8 @@
 //! mechanism behind it (a unit test keeps the two in step).
 //!
 //! May import: `plan`, `sandbox` (the launch record), `egress::policy`,
-//! `config` (`publish-port` as the file inside names it),
+//! `limits` (the private state's measure), `config` (`publish-port` as
+//! the file inside names it; sizes in words),
 //! `launch` (the pin check, the host's sockets and listeners, the root
 //! view's walk), `install` (in tests: the slash command), `sys`. It is off
 //! the launch path: only `cli` uses it.
@@ -34,6 +35,7 @@
 mod battery;
 mod check_files;
 mod check_home;
+mod check_limits;
 mod check_net;
 mod check_process;
 mod check_settings;
@@ -45,6 +47,7 @@ mod mountinfo;
 mod observe;
 mod probe_files;
 mod probe_forwarder;
+mod probe_limits;
 mod probe_net;
 mod probe_process;
 

@@ -14,6 +14,7 @@ use super::probe_files::{
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
 };
 use super::probe_forwarder::{jail_lookups, ForwarderLookup};
+use super::probe_limits::{nproc_limit, pids_cgroup, private_state, tmpfs_mounts, Tmpfs};
 use super::probe_net::{probe_host_loopback, probe_proxy, route_lookups};
 use super::probe_process::{
     keyctl_errno, ns_inodes, pid1_mem_writable, pid1_samples, syscall_samples, tiocsti_errno,
@@ -95,6 +96,15 @@ pub(super) struct Observed {
     /// Route lookups to the jail's DNS forwarder address by protocol, port
     /// and output interface (open jail only; empty otherwise).
     pub(super) forwarder: Vec<ForwarderLookup>,
+    /// `RLIMIT_NPROC` (soft, hard) as `/proc/self/limits` shows it.
+    pub(super) nproc_limit: Option<(String, String)>,
+    /// The session's pids cgroup, when the record names one: its
+    /// `pids.max` and whether this process is in it.
+    pub(super) pids_cgroup: Option<Result<(String, bool), String>>,
+    /// Every tmpfs mount, with its size.
+    pub(super) tmpfs: Vec<Tmpfs>,
+    /// The private `~/.cache` and `~/.local/share` together, when bounded.
+    pub(super) private_state: Option<Result<u64, String>>,
 }
 
 impl Default for Observed {
@@ -137,6 +147,10 @@ impl Default for Observed {
             publish_configured: Err("not observed".into()),
             listening: Vec::new(),
             forwarder: Vec::new(),
+            nproc_limit: None,
+            pids_cgroup: None,
+            tmpfs: Vec::new(),
+            private_state: None,
         }
     }
 }
@@ -157,7 +171,8 @@ impl Observed {
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
         let userns_errno = userns_errno();
-        let mounts = parse_mountinfo(&read("/proc/self/mountinfo"));
+        let mountinfo = read("/proc/self/mountinfo");
+        let mounts = parse_mountinfo(&mountinfo);
         let root_only_readable = root_only_readable(&rec, &mounts);
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
@@ -205,6 +220,10 @@ impl Observed {
                 .map_err(|e| e.to_string()),
             listening: crate::launch::loopback_listeners(),
             forwarder,
+            nproc_limit: nproc_limit(),
+            pids_cgroup: pids_cgroup(&rec),
+            tmpfs: tmpfs_mounts(&mountinfo),
+            private_state: private_state(&rec),
             env,
         }
     }

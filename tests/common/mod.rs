@@ -204,6 +204,23 @@ fn hide_machine_install(root: &Path) -> String {
     )
 }
 
+/// `ip netns exec` mounts a fresh sysfs, without the machine's cgroup
+/// hierarchies under `/sys/fs/cgroup`: where they are missing, mount them
+/// again as the machine's init sees them, so a launch in a test network
+/// finds the cgroups a launch on the machine finds (issue #24: a root
+/// session's pids cgroup).
+const CGROUP_VIEW: &str = r#"if ! grep -q ' - cgroup2\? ' /proc/self/mountinfo; then
+  if grep -q ' /sys/fs/cgroup .* - cgroup2 ' /proc/1/mountinfo; then
+    mount -t cgroup2 cgroup2 /sys/fs/cgroup || true
+  elif grep -q ' /sys/fs/cgroup/[^ ]* .* - cgroup2\? ' /proc/1/mountinfo; then
+    mount -t tmpfs -o mode=755 cgroup-view /sys/fs/cgroup || true
+    awk '{ split($0, p, " - "); split(p[1], a, " "); split(p[2], b, " ");
+           if (a[5] ~ "^/sys/fs/cgroup/" && (b[1] == "cgroup" || b[1] == "cgroup2")) print a[5], b[1], b[3] }' /proc/1/mountinfo |
+    while read -r point type opts; do mkdir -p "$point" && mount -t "$type" -o "$opts" "$type" "$point" || true; done
+  fi
+fi
+"#;
+
 /// One isolated installation.
 pub(crate) struct World {
     pub(crate) root: TestDir,
@@ -322,6 +339,7 @@ impl World {
         // home is bound over it, so an install `--user root` (which resolves
         // the home from passwd) writes into the world, never this machine's /root.
         s.push_str(&format!("mount --bind {r}/homes/root /root\n"));
+        s.push_str(CGROUP_VIEW);
         s
     }
 
