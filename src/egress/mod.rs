@@ -19,20 +19,23 @@
 //! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
 //! (the proxy the shadow serves), `request.rs` (reading a request head),
-//! `relay.rs` (carrying an allowed connection); `report.rs` (the report over the log: reading,
+//! `relay.rs` (carrying an allowed connection), `broker/` (the credential
+//! broker the proxy hands brokered hosts to: issue #25, decision 0011); `report.rs` (the report over the log: reading,
 //! printing) and `tally.rs` (its sums and risk score).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
 //! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
-//! [`host_facts`], [`Proxy`]; the hidden subcommands [`holder_main`]
+//! [`host_facts`], [`Proxy`], the credential [`Broker`] and its
+//! [`Sources`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
 //! [`Tally`].
 
 mod allowlist_holder;
+mod broker;
 mod jail;
 mod jail_holder;
 mod pasta_keeper;
@@ -44,6 +47,7 @@ mod request;
 mod tally;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
+pub(crate) use broker::{Broker, Sources};
 pub(crate) use jail::{host_facts, Ends, Jail};
 pub(crate) use jail_holder::holder_main;
 pub(crate) use pasta_keeper::keeper_main;

@@ -61,6 +61,8 @@ struct Shared {
     log: Mutex<Log>,
     state: Mutex<State>,
     idle: Condvar,
+    /// The credential broker, when this session brokers (issue #25).
+    broker: Option<Arc<super::Broker>>,
 }
 
 struct Log {
@@ -84,7 +86,10 @@ struct State {
 impl Proxy {
     /// Create the session's log (its directory private to the user) before
     /// anything starts: a launch that cannot log does not run.
-    pub(crate) fn prepare(net: &ProxyNet) -> anyhow::Result<Proxy> {
+    pub(crate) fn prepare(
+        net: &ProxyNet,
+        broker: Option<Arc<super::Broker>>,
+    ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
             setup(format!(
@@ -122,6 +127,7 @@ impl Proxy {
                 }),
                 state: Mutex::new(State::default()),
                 idle: Condvar::new(),
+                broker,
             }),
             channel: None,
             listener: None,
@@ -326,7 +332,17 @@ impl Shared {
 
     /// Log the request's line and forget the connection.
     fn close(&self, id: u64, line: &LogLine) {
-        let mut text = serde_json::to_string(line).unwrap_or_default();
+        self.write_line(serde_json::to_string(line).unwrap_or_default());
+        let mut st = lock(&self.state);
+        if line.decision == Decision::Refused {
+            *st.refused.entry(line.host.clone()).or_default() += 1;
+        }
+        st.open.remove(&id);
+        self.idle.notify_all();
+    }
+
+    /// Append one line to the log.
+    fn write_line(&self, mut text: String) {
         text.push('\n');
         {
             let mut log = lock(&self.log);
@@ -342,12 +358,6 @@ impl Shared {
                 log.written += text.len() as u64;
             }
         }
-        let mut st = lock(&self.state);
-        if line.decision == Decision::Refused {
-            *st.refused.entry(line.host.clone()).or_default() += 1;
-        }
-        st.open.remove(&id);
-        self.idle.notify_all();
     }
 }
 
@@ -475,7 +485,33 @@ fn serve_one(client: &mut TcpStream, shared: &Shared, id: u64, line: &mut LogLin
             buf[head_len..].to_vec()
         }
     };
-    let (up, down) = relay(client, upstream, &first);
+    carry(
+        client,
+        shared,
+        req.forward_head.is_none(),
+        upstream,
+        &first,
+        line,
+    )
+}
+
+/// Carry an allowed connection whose first bytes are `first`: a tunnel to
+/// a host the credential broker intercepts goes through it (issue #25),
+/// everything else is relayed as it is.
+fn carry(
+    client: &mut TcpStream,
+    shared: &Shared,
+    tunnel: bool,
+    upstream: TcpStream,
+    first: &[u8],
+    line: &mut LogLine,
+) -> bool {
+    let broker = shared.broker.as_ref().filter(|_| tunnel);
+    if let Some(b) = broker.filter(|b| b.intercepts(&line.host, line.port)) {
+        let write = |t| shared.write_line(t);
+        return super::broker::serve(b, &shared.session, client, upstream, first, line, &write);
+    }
+    let (up, down) = relay(client, upstream, first);
     line.bytes_up = up;
     line.bytes_down = down;
     true
@@ -582,7 +618,7 @@ mod tests {
             session: "s".into(),
             log: log.clone(),
         };
-        let mut proxy = Proxy::prepare(&net).unwrap();
+        let mut proxy = Proxy::prepare(&net, None).unwrap();
         let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
         let addr = listener.local_addr().unwrap();
         proxy.listener = Some(listener.clone());

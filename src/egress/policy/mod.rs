@@ -10,13 +10,16 @@
 //! paths (SPEC §4.9, decision 0008). `routes.rs`: the jail's routes and
 //! DNS as functions of the host's routing table and resolv.conf —
 //! internal ranges blackholed, link-local unreachable (SPEC §4.7,
-//! decisions 0002 and 0004).
+//! decisions 0002 and 0004). `broker.rs`: the credential broker's table
+//! of hosts, stand-ins and header swap (issue #25, decision 0011).
 //!
 //! May import: `sys` only.
 //!
-//! Exports: the items re-exported below, by name. `DomainRule`, `Egress`
+//! Exports: the items re-exported below, by name, and the namespace
+//! `broker`. `DomainRule`, `Egress`
 //! and `Preset` are `pub` for lib.rs's `fuzz_targets`.
 
+pub(crate) mod broker;
 mod decide;
 mod log;
 mod routes;
