@@ -40,6 +40,9 @@ pub struct Config {
     pub allow_env_overrides: bool,
     /// The weakening overrides applied (`NAME=value`), for the launch record.
     pub weakened_by_env: Vec<String>,
+    /// `broker` (default on): brokered credentials are stand-ins inside
+    /// (issue #25, decision 0011); `broker = off` binds the real ones.
+    pub broker: bool,
 }
 
 impl Default for Config {
@@ -55,6 +58,7 @@ impl Default for Config {
             allow_domains: Vec::new(),
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
+            broker: true,
         }
     }
 }
@@ -182,6 +186,7 @@ fn set(
         }
         "allow-domains" => add_presets(cfg, l)?,
         "allow-env-overrides" => cfg.allow_env_overrides = l.flag()?,
+        "broker" => cfg.broker = l.flag()?,
         "pass-env" => {
             let v = l.need()?;
             for name in split_list(&v) {
@@ -200,7 +205,7 @@ fn set(
         }
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, broker)"
             )))
         }
     }
@@ -1139,5 +1144,14 @@ mod tests {
         let l = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
         assert_eq!(l.config, Config::default());
         assert!(l.weakened.is_empty());
+    }
+
+    #[test]
+    fn the_broker_is_on_unless_turned_off() {
+        assert!(parse("", "t").unwrap().broker);
+        assert!(!parse("broker = off\n", "t").unwrap().broker);
+        assert!(parse("broker = on\n", "t").unwrap().broker);
+        let e = parse("broker = maybe\n", "t").unwrap_err().to_string();
+        assert!(e.contains("t:1") && e.contains("maybe"), "{e}");
     }
 }

@@ -109,6 +109,8 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         managed_settings,
         session,
         claude_traffic,
+        // Set by the launch, which starts the broker once for every attempt.
+        broker: None,
     })
 }
 

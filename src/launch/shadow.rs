@@ -112,7 +112,9 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .home;
     host::ensure_private_state(&home)?;
     let git = host::GitIdentity::start(home.clone());
-    let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
+    // Issue #25: started once, before the first plan, for every attempt.
+    let broker = start_broker(cfg, &home)?;
+    let (first, facts) = sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref())?;
     // Issue #22: a pointer out of the workspace is not followed, and said.
     if let Some(ws) = first.workspace() {
         for o in &facts.discovered.outside {
@@ -123,7 +125,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
     let mut net = None;
-    let result = attempts(cfg, args, first, &bwrap, &mut net, &git);
+    let result = attempts(cfg, args, first, &bwrap, &mut net, &git, &broker);
     match net {
         // Ends pasta (its keeper waits until it is gone).
         Some(Net::Jail(j)) => drop(j),
@@ -147,6 +149,7 @@ fn attempts(
     bwrap: &Path,
     net: &mut Option<Net>,
     git: &host::GitIdentity,
+    broker: &Option<std::sync::Arc<egress::Broker>>,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
@@ -155,7 +158,7 @@ fn attempts(
     loop {
         let mut sb = match next.take() {
             Some(sb) => sb,
-            None => sandbox(cfg, args, mode)?.0,
+            None => sandbox_with(cfg, args, mode, broker.as_deref())?.0,
         };
         if !userns_lock {
             sb.nested_userns = true;
@@ -164,7 +167,9 @@ fn attempts(
             (Network::Jail(_), Some(Net::Jail(_)))
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
             (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
-            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
+            (Network::Allowlist(p), _) => {
+                *net = Some(Net::Proxy(egress::Proxy::prepare(p, broker.clone())?))
+            }
             (Network::Host, _) => {}
         }
         match execute(bwrap, &sb, net.as_mut(), git)? {
@@ -211,6 +216,34 @@ fn attempts(
     }
 }
 
+/// The credential broker (issue #25, decision 0011), in allowlist mode
+/// unless `broker = off`: `None` when there is nothing to broker; a broker
+/// that cannot start stops the launch (exit 125).
+fn start_broker(
+    cfg: &Config,
+    home: &Path,
+) -> anyhow::Result<Option<std::sync::Arc<egress::Broker>>> {
+    if !cfg.broker || plan::egress(cfg) != egress::policy::Egress::Allowlist {
+        return Ok(None);
+    }
+    let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
+    let gh = home.join(".config/gh/hosts.yml");
+    let key = "ANTHROPIC_API_KEY";
+    let src = egress::Sources {
+        session: host::session_id().to_string(),
+        gh_hosts: (!cfg.no_forge && gh.symlink_metadata().is_ok()).then_some(gh),
+        anthropic_key: cfg
+            .pass_env
+            .iter()
+            .any(|n| n == key)
+            .then(|| std::env::var(key).ok())
+            .flatten()
+            .filter(|v| !v.is_empty()),
+        bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
+    };
+    Ok(egress::Broker::start(&src)?.map(std::sync::Arc::new))
+}
+
 /// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path
 /// that no longer exists: bubblewrap cannot mount over it on the read-only
 /// root.
@@ -249,7 +282,18 @@ pub(crate) fn sandbox(
     args: &[OsString],
     mode: ProcMode,
 ) -> anyhow::Result<(Sandbox, plan::Facts)> {
-    let facts = host::gather(cfg, mode)?;
+    sandbox_with(cfg, args, mode, None)
+}
+
+/// [`sandbox`] with what the sandbox sees of the launch's credential broker.
+fn sandbox_with(
+    cfg: &Config,
+    args: &[OsString],
+    mode: ProcMode,
+    broker: Option<&egress::Broker>,
+) -> anyhow::Result<(Sandbox, plan::Facts)> {
+    let mut facts = host::gather(cfg, mode)?;
+    facts.broker = broker.map(|b| b.inside().clone());
     let mut sb = plan::build(cfg, &facts, args)?;
     crate::testhooks::apply(&mut sb, &facts.home, &facts.env);
     Ok((sb, facts))

@@ -84,6 +84,9 @@ pub(crate) struct Facts {
     pub(crate) session: String,
     /// What the user turned off of Claude Code's own traffic (allowlist mode).
     pub(crate) claude_traffic: ClaudeTraffic,
+    /// What the sandbox sees of the credential broker, when it runs
+    /// (issue #25): stand-in files and variables, the CA bundle.
+    pub(crate) broker: Option<crate::egress::policy::broker::Inside>,
 }
 
 /// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.

@@ -80,6 +80,7 @@ pub(crate) fn facts() -> Facts {
         managed_settings: None,
         session: "20261123T120000Z-4242".into(),
         claude_traffic: Default::default(),
+        broker: None,
     }
 }
 
