@@ -241,7 +241,15 @@ fn start_broker(
             .filter(|v| !v.is_empty()),
         bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
     };
-    Ok(egress::Broker::start(&src)?.map(std::sync::Arc::new))
+    let broker = egress::Broker::start(&src)?;
+    if broker.is_some() {
+        // The real values are in this process's memory (and, for
+        // ANTHROPIC_API_KEY, its initial environment): not dumpable, so no
+        // process without CAP_SYS_PTRACE here reads /proc/PID/mem or
+        // environ, even where the sandbox sees the host's /proc (§4.1).
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
+    Ok(broker.map(std::sync::Arc::new))
 }
 
 /// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path
