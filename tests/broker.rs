@@ -328,3 +328,100 @@ fn broker_off_binds_the_real_token_as_before() {
         assert!(out.starts_with(&want), "{who:?}: {}", shown(&o));
     }
 }
+
+#[test]
+fn real_claude_code_answers_with_a_brokered_api_key() {
+    if !require("broker_real_claude") {
+        return;
+    }
+    let Some(real_bin) = real_claude() else {
+        return;
+    };
+    let mut lan = Lan::up();
+    let l = lan.lan.clone();
+    // Certificates only: the fake Messages API is the one server on
+    // 203.0.113.10:443, where every name resolves.
+    let site = Site::new("brkclaude");
+    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
+    let key = real("sk-ant-api03-", "brkclaude");
+    let api_log = site.dir.join("api.log");
+    std::fs::write(&api_log, "").unwrap();
+    let d = site.dir.to_path_buf();
+    lan.listeners.push(
+        Command::new("ip")
+            .args(["netns", "exec", &l, "python3"])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/fake_anthropic.py"
+            ))
+            .args(["443"])
+            .arg(&api_log)
+            .args(["240", "203.0.113.10", "--tls"])
+            .arg(d.join("server.pem"))
+            .arg(d.join("server.key"))
+            .args(["--require-key", &key])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    lan.wait_listening(
+        &l,
+        &["203.0.113.10:443"],
+        &[&format!("{}:53", common::site::RESOLVER)],
+    );
+    let w = World::new("brkclaude");
+    w.install_by_hand(
+        &real_bin,
+        "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
+    );
+    let o = w.run_root_raw(&format!(
+        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        common::site::RESOLVER,
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        let prompt = format!("hello-broker-{who:?}");
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            "",
+            &[
+                ("ANTHROPIC_API_KEY", &key),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ],
+            &["claude", "-p", &prompt],
+        );
+        let o = in_netns(&lan.host, &cmd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let logged = std::fs::read_to_string(&api_log).unwrap_or_default();
+        assert!(
+            o.status.success() && stdout(&o).contains("PONG-FROM-FAKE-API"),
+            "{who:?}: {}\napi log:\n{logged}",
+            shown(&o)
+        );
+        // It reached the API with the real key, which it never had.
+        let line = logged
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["body"].as_str().is_some_and(|b| b.contains(&prompt)))
+            .unwrap_or_else(|| panic!("{who:?}: the prompt never reached the API:\n{logged}"));
+        assert_eq!(line["key_ok"], true, "{who:?}: {line}");
+        let dir = w.home(who).join(".local/state/claude-sandbox/egress");
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        logs.sort();
+        let log = std::fs::read_to_string(logs.last().unwrap()).unwrap();
+        assert!(
+            log.contains("\"host\":\"api.anthropic.com\",\"credential\":\"anthropic-api-key\""),
+            "{who:?}:\n{log}"
+        );
+        assert!(!log.contains(&key), "{who:?}");
+    }
+}
