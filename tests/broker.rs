@@ -425,3 +425,36 @@ fn real_claude_code_answers_with_a_brokered_api_key() {
         assert!(!log.contains(&key), "{who:?}");
     }
 }
+
+#[test]
+fn a_broker_that_cannot_start_stops_the_launch() {
+    if !require("broker_fails_closed") {
+        return;
+    }
+    // No network is needed: the launch stops before anything is spawned.
+    let w = jail_world("brkfail", CONF);
+    let o = w.run_root_raw("rm -f /etc/ssl/certs/ca-certificates.crt");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            "github.com:\n    oauth_token: gho_0123456789abcdefghijABCDEFGHIJ012345\n",
+        );
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
+        assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("the credential broker cannot start")
+                && e.contains("/etc/ssl/certs/ca-certificates.crt")
+                && e.contains("broker = off"),
+            "{who:?}: {e}"
+        );
+        // Without a credential to broker there is nothing to fail: it runs
+        // (the control: the refusal above is the broker's).
+        std::fs::remove_file(w.home(who).join(".config/gh/hosts.yml")).unwrap();
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
+    }
+}
