@@ -238,7 +238,7 @@ fn start_broker(
             .any(|n| n == key)
             .then(|| std::env::var(key).ok())
             .flatten()
-            .filter(|v| !v.is_empty()),
+            .filter(|v| !v.is_empty() && !base_url_elsewhere(cfg, &home)),
         bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
     };
     let broker = egress::Broker::start(&src)?;
@@ -250,6 +250,29 @@ fn start_broker(
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     }
     Ok(broker.map(std::sync::Arc::new))
+}
+
+/// Whether Claude Code inside would send `ANTHROPIC_API_KEY` to a host
+/// the broker does not serve: an `ANTHROPIC_BASE_URL` (forwarded, or in
+/// the `env` of `~/.claude/settings.json`) other than
+/// `https://api.anthropic.com`. Such a key is left as it is (a stand-in
+/// would break that gateway) and stays readable inside.
+fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
+    let name = "ANTHROPIC_BASE_URL";
+    let forwarded = cfg
+        .pass_env
+        .iter()
+        .any(|n| n == name)
+        .then(|| std::env::var(name).ok())
+        .flatten();
+    let settings = crate::sys::files::read_text(&home.join(".claude/settings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("env")?.get(name)?.as_str().map(str::to_string));
+    [forwarded, settings].into_iter().flatten().any(|u| {
+        let u = u.trim().trim_end_matches('/');
+        !u.is_empty() && u != "https://api.anthropic.com"
+    })
 }
 
 /// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path

@@ -77,11 +77,15 @@ fn prefix_len(real: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// A stand-in for `real`: its prefix and length, the rest from `random`
-/// (one byte a character; nothing of `real` beyond its prefix). `None`
-/// when `random` is too short or the result would equal `real`.
+/// A stand-in for `real`: its prefix (when at least 8 characters remain)
+/// and length, the rest from `random` (one byte a character; nothing of
+/// `real` beyond its prefix). `None` when `random` is too short or the
+/// result would equal `real` (draw again).
 pub(crate) fn standin(real: &str, random: &[u8]) -> Option<String> {
-    let p = prefix_len(real);
+    let p = match prefix_len(real) {
+        p if real[p..].chars().count() >= 8 => p,
+        _ => 0,
+    };
     let rest = real[p..].chars().count();
     if random.len() < rest {
         return None;
@@ -92,7 +96,7 @@ pub(crate) fn standin(real: &str, random: &[u8]) -> Option<String> {
             .iter()
             .map(|b| ALNUM[*b as usize % ALNUM.len()] as char),
     );
-    (s != real && rest >= 8).then_some(s)
+    (s != real).then_some(s)
 }
 
 /// The `oauth_token`s of `gh`'s `hosts.yml`, with the host each is under
@@ -238,8 +242,13 @@ mod tests {
         assert!(s["sk-ant-api03-".len()..]
             .bytes()
             .all(|b| b.is_ascii_alphanumeric()));
-        // Too short to hide anything, or not enough randomness: no stand-in.
-        assert_eq!(standin("gho_abc", &rnd), None);
+        // Too short to keep the prefix: all of it random.
+        let s = standin("sk-ant-test", &rnd).unwrap();
+        assert!(
+            s.len() == 11 && s.bytes().all(|b| b.is_ascii_alphanumeric()),
+            "{s}"
+        );
+        // Not enough randomness: no stand-in.
         assert_eq!(standin(real, &rnd[..3]), None);
         // Two draws, two stand-ins.
         let other: Vec<u8> = (0..200u8).rev().collect();
