@@ -41,8 +41,11 @@ pub struct Config {
     /// The weakening overrides applied (`NAME=value`), for the launch record.
     pub weakened_by_env: Vec<String>,
     /// `broker` (default on): brokered credentials are stand-ins inside
-    /// (issue #25, decision 0011); `broker = off` binds the real ones.
+    /// (issue #25, decision 0013); `broker = off` binds the real ones.
     pub broker: bool,
+    /// `publish-port`: TCP ports a server inside listens on that the host's
+    /// loopback reaches (SPEC §4.7), in order, each once.
+    pub publish_port: Vec<u16>,
 }
 
 impl Default for Config {
@@ -59,6 +62,7 @@ impl Default for Config {
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
             broker: true,
+            publish_port: Vec::new(),
         }
     }
 }
@@ -203,9 +207,10 @@ fn set(
                 cfg.allow_ip.push(ip);
             }
         }
+        "publish-port" => add_ports(cfg, l)?,
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, broker)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, broker, publish-port)"
             )))
         }
     }
@@ -261,6 +266,32 @@ fn add_presets(cfg: &mut Config, l: &Line<'_>) -> anyhow::Result<()> {
         push_unique(&mut cfg.allow_domains, p);
     }
     Ok(())
+}
+
+/// `publish-port = PORT[, PORT…]`: each a TCP port 1–65535, named once in
+/// the whole file (a second mention is a mistake worth a line, not a no-op).
+fn add_ports(cfg: &mut Config, l: &Line<'_>) -> anyhow::Result<()> {
+    let v = l.need()?;
+    for item in split_list(&v) {
+        let port = parse_port(item).map_err(|e| l.at(format!("publish-port: {e}")))?;
+        if cfg.publish_port.contains(&port) {
+            return Err(l.at(format!(
+                "publish-port: {port} is listed twice; name each port once"
+            )));
+        }
+        cfg.publish_port.push(port);
+    }
+    Ok(())
+}
+
+/// A TCP port number, 1–65535, in decimal.
+fn parse_port(v: &str) -> Result<u16, String> {
+    match v.parse::<u32>() {
+        Ok(p) if (1..=65535).contains(&p) && v.bytes().all(|b| b.is_ascii_digit()) => Ok(p as u16),
+        _ => Err(format!(
+            "`{v}` is not a TCP port (a number from 1 to 65535, e.g. `3000`)"
+        )),
+    }
 }
 
 /// A `CLAUDE_SANDBOX_*` variable that gives the sandbox more than the file does.
@@ -1153,5 +1184,45 @@ mod tests {
         assert!(parse("broker = on\n", "t").unwrap().broker);
         let e = parse("broker = maybe\n", "t").unwrap_err().to_string();
         assert!(e.contains("t:1") && e.contains("maybe"), "{e}");
+    }
+
+    #[test]
+    fn publish_port_lists_ports_once_each() {
+        let c = parse("publish-port = 3000\npublish-port = 8888, 5173 9229\n", "f").unwrap();
+        assert_eq!(c.publish_port, [3000, 8888, 5173, 9229]);
+        assert_eq!(
+            parse("publish-port=1,65535", "f").unwrap().publish_port,
+            [1, 65535]
+        );
+        assert!(Config::default().publish_port.is_empty());
+        assert!(parse(DEFAULT_CONFIG, "default")
+            .unwrap()
+            .publish_port
+            .is_empty());
+        // Each refusal is one line naming the file, the line and the value.
+        for (text, says) in [
+            ("publish-port = 0", "`0` is not a TCP port"),
+            ("publish-port = 65536", "`65536` is not a TCP port"),
+            ("publish-port = 3000, http", "`http` is not a TCP port"),
+            ("publish-port = +80", "`+80` is not a TCP port"),
+            ("publish-port = -1", "`-1` is not a TCP port"),
+            ("publish-port = 3000:3001", "`3000:3001` is not a TCP port"),
+            ("publish-port = 3000,3000", "3000 is listed twice"),
+            (
+                "publish-port = 3000\n\npublish-port = 8080 3000",
+                "3000 is listed twice",
+            ),
+            ("publish-port", "`publish-port` needs a value"),
+            ("publish-port =", "`publish-port` needs a value"),
+        ] {
+            let e = err_of(text);
+            assert!(e.contains(says), "{text:?}: {e}");
+            assert!(e.starts_with("/etc/claude-sandbox.conf:"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        assert!(err_of("publish-port = 3000\n\npublish-port = 3000").contains(":3:"));
+        // No environment variable publishes a port.
+        let a = apply(Config::default(), &[("CLAUDE_SANDBOX_PUBLISH_PORT", "22")]).unwrap();
+        assert!(a.config.publish_port.is_empty());
     }
 }

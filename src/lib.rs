@@ -43,6 +43,13 @@ pub mod fuzz_targets {
         pub use crate::plan::managed_settings::{
             inside_managed, merge_managed, unmerge_managed, API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
         };
+
+        /// The settings keys Claude Code runs as a command, as the lockdown's
+        /// one table lists them (tests/planted.rs compares them with the
+        /// real binary's own list).
+        pub fn command_keys() -> Vec<&'static str> {
+            crate::plan::managed_settings::command_keys().collect()
+        }
     }
     pub mod promote {
         pub use crate::install::promote::{edit, FEATURE_REF};
@@ -73,10 +80,17 @@ pub mod fuzz_targets {
             crate::egress::parse_request(head).map(|r| (r.method, r.host, r.port, r.forward_head))
         }
 
-        /// The allowlist's verdict on a request for `host:port` with these
-        /// `allow-domain` rules (invalid ones skipped): `Ok(reason)` when
-        /// allowed by name or address, `Err(fix)` when refused.
-        pub fn verdict(rules: &[&str], host: &str, port: u16) -> Result<String, String> {
+        /// The allowlist's verdict on a request for `host:port` (a tunnel
+        /// when `connect`, else plain HTTP) with these `allow-domain` rules
+        /// (invalid ones skipped): `Ok(reason)` when allowed by name or
+        /// address, `Err(fix)` when refused.
+        pub fn verdict(
+            rules: &[&str],
+            host: &str,
+            port: u16,
+            connect: bool,
+        ) -> Result<String, String> {
+            use crate::egress::policy::Via;
             let rules: Vec<_> = rules
                 .iter()
                 .filter_map(|r| crate::egress::policy::DomainRule::parse(r).ok())
@@ -88,7 +102,8 @@ pub mod fuzz_targets {
                 &[],
                 Vec::new(),
             );
-            match p.check_name(host, port) {
+            let via = if connect { Via::Connect } else { Via::Http };
+            match p.check_name(host, port, via) {
                 crate::egress::policy::NameVerdict::Name(origin) => Ok(origin),
                 crate::egress::policy::NameVerdict::AllowedIp(ip) => Ok(ip.to_string()),
                 crate::egress::policy::NameVerdict::Refused { fix, .. } => Err(fix),

@@ -66,6 +66,10 @@ pub(crate) enum Mutation {
     /// names `verify` probes with).
     #[cfg(feature = "test-mutations")]
     AllowlistOpen,
+    /// The jail's DNS forwarder routed on every port and protocol, as before
+    /// issue #24 (its route in the main table).
+    #[cfg(feature = "test-mutations")]
+    ForwarderAllPorts,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -128,6 +132,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::AcceptEnvOverrides => "accept-env-overrides",
         Mutation::AllowlistOpen => "allowlist-open",
         Mutation::Pid1Open => "pid1-open",
+        Mutation::ForwarderAllPorts => "forwarder-all-ports",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -249,6 +254,11 @@ fn apply_network(sb: &mut crate::sandbox::Sandbox) {
                 .filter(|l| !l.contains("172.16.0.0/12"))
                 .map(|l| format!("{l}\n"))
                 .collect();
+        }
+        if active(Mutation::ForwarderAllPorts) {
+            // The forwarder's route moved from its own table (consulted for
+            // UDP port 53 only) to the main one.
+            net.route_batch = net.route_batch.replace(" onlink table 53\n", " onlink\n");
         }
         if active(Mutation::RouteStepFails) {
             net.route_batch

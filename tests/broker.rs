@@ -1,4 +1,4 @@
-//! End-to-end: the credential broker (issue #25, decision 0011) in the
+//! End-to-end: the credential broker (issue #25, decision 0013) in the
 //! private site network of `tests/testnet/lan.sh`, in allowlist mode, as
 //! root and as an unprivileged user. The test CA of [`common::site`] plays
 //! the public one: it is added to the world's system bundle, which the
@@ -171,8 +171,44 @@ fn inside_script(n: &Net) -> String {
          echo \"bundle=$(grep -c 'BEGIN CERTIFICATE' \"$SSL_CERT_FILE\") $GIT_SSL_CAINFO $NODE_EXTRA_CA_CERTS\"\n\
          echo \"found={search}\"\n\
          echo \"tunnelled=$(curl -sS -m 10 --cacert ca.pem -H \"Authorization: token $T\" https://allowed.test/user)\"\n\
-         curl -sS -m 10 --cacert ca.pem -o /dev/null https://api.github.com/ 2>/dev/null; echo \"intercepted=$?\"\n"
+         curl -sS -m 10 --cacert ca.pem -o /dev/null https://api.github.com/ 2>/dev/null; echo \"intercepted=$?\"\n\
+         echo \"otherport=$(curl -sS -m 10 -o /dev/null -w '%{{http_connect}}' -H \"Authorization: token $T\" https://api.github.com:8443/user 2>/dev/null)\"\n"
     )
+}
+
+/// The log of a finished session: every request closed (the broker's
+/// lines between them left whole), the refusal of port 8443 in it, and
+/// `egress report` reads it all: the credential lines are neither
+/// requests nor unreadable.
+fn log_reads_whole(n: &Net, who: Who, log: &str) {
+    let mut requests = 0;
+    for l in log.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        if v["event"] == "credential" {
+            assert_eq!(l, l.trim_end(), "{who:?}: a credential line padded");
+            continue;
+        }
+        requests += 1;
+        assert!(v.get("open").is_none(), "{who:?}: still open: {l}");
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"host\":\"api.github.com\",\"port\":8443")
+                && l.contains("\"decision\":\"refused\"")),
+        "{who:?}:\n{log}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_claude-sandbox"))
+        .args(["egress", "report", "--json", "--last"])
+        .env_clear()
+        .env("HOME", n.w.home(who))
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{who:?}: {}", shown(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["unreadable_lines"], 0, "{who:?}: {v}");
+    assert_eq!(v["requests"], requests, "{who:?}: {v}");
+    assert!(requests >= 5, "{who:?}:\n{log}");
 }
 
 #[test]
@@ -239,6 +275,9 @@ fn inside_only_standins_and_the_broker_swaps_them_for_their_own_hosts() {
             "{who:?}: {out}"
         );
         assert_eq!(value(&out, "intercepted"), "60", "{who:?}: {out}");
+        // The port rule holds for a brokered host too: its rule names no
+        // port, so a tunnel to 8443 is refused (443 above: allowed).
+        assert_eq!(value(&out, "otherport"), "403", "{who:?}: {out}");
         // The bundle inside: the system's (with the test CA) and the session CA.
         let bundle = value(&out, "bundle");
         let (count, paths) = bundle.split_once(' ').unwrap();
@@ -283,6 +322,7 @@ fn inside_only_standins_and_the_broker_swaps_them_for_their_own_hosts() {
             !log.contains("\"host\":\"allowed.test\",\"credential\""),
             "{who:?}:\n{log}"
         );
+        log_reads_whole(&n, who, &log);
         for secret in [
             &n.reals.gh,
             &n.reals.api_key,

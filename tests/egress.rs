@@ -12,7 +12,7 @@
 
 mod common;
 use common::lan::*;
-use common::site::{blob, Site, BLOB_LEN, INDEX, INTERNAL_INDEX, README};
+use common::site::{blob, Site, BLOB_LEN, ECHO_PORT, INDEX, INTERNAL_INDEX, README};
 use common::*;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +47,10 @@ struct LogLine {
     bytes_down: u64,
     #[allow(dead_code)]
     duration_ms: u64,
+    /// Only on a line whose request was still open (none after a session
+    /// that ended normally).
+    #[serde(default)]
+    open: bool,
 }
 
 /// A finished session and the log it created.
@@ -87,10 +91,19 @@ struct Net {
 }
 
 fn net(name: &str) -> Net {
+    net_with(name, CONF, false)
+}
+
+/// [`net`] with configuration `conf`, and the echo peer on the internet
+/// host's [`ECHO_PORT`] when `echo`.
+fn net_with(name: &str, conf: &str, echo: bool) -> Net {
     let mut lan = Lan::up();
     let site = Site::new(name);
     site.start(&mut lan);
-    let w = jail_world(name, CONF);
+    if echo {
+        site.start_echo(&mut lan);
+    }
+    let w = jail_world(name, conf);
     for who in BOTH {
         site.ca_into(&w, who);
     }
@@ -125,6 +138,8 @@ fn parse_log(text: &str, session: &str) -> (Vec<LogLine>, Vec<Value>) {
         let line: LogLine = serde_json::from_str(l)
             .unwrap_or_else(|e| panic!("not a log line ({e}): {l:?}\nwhole log:\n{text}"));
         assert_eq!(line.session, session, "{l}");
+        // The session ended: every request's line was completed.
+        assert!(!line.open, "a line still open after the session: {l}");
         assert!(
             line.time.ends_with('Z') && line.time.len() == "2026-11-23T18:45:01.123Z".len(),
             "time {:?}",
@@ -174,9 +189,9 @@ fn session(n: &Net, who: Who, script: &str) -> Session {
     let id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&log).unwrap();
     let (mut lines, raw) = parse_log(&text, &id);
-    // A line is written when its connection closes; `time` is when it
-    // opened. The tests name lines in the order the session made them (a
-    // tunnel can close after later requests did on a busy machine).
+    // A line is written when its request opens (a refusal's once it is
+    // answered) and completed when it closes; `time` is when it arrived.
+    // The tests name lines in the order the session made them.
     lines.sort_by(|a, b| a.time.cmp(&b.time));
     Session {
         out,
@@ -624,13 +639,15 @@ found=$( {
   done
 } 2>/dev/null | sort -u )
 for f in $found; do
-  echo "FOUND $f $(stat -L -c %d:%i "$f")"
+  # Another test's world may be removed meanwhile: what is gone is not tried.
+  id=$(stat -L -c %d:%i "$f" 2>/dev/null) || continue
+  echo "FOUND $f $id"
   { echo '{"garbage":true}' >> "$f"; } 2>/dev/null && echo "APPENDED $f"
   # In a subshell: a failed redirection of `:` (a special built-in) would
   # end the whole script.
   ( : > "$f" ) 2>/dev/null && echo "TRUNCATED $f"
   truncate -s 0 "$f" 2>/dev/null && echo "TRUNCATED $f"
-  rm -f "$f" 2>/dev/null && [ ! -e "$f" ] && echo "DELETED $f"
+  rm "$f" 2>/dev/null && echo "DELETED $f"
   mv "$f" "$f.moved" 2>/dev/null && echo "RENAMED $f"
 done
 python3 - <<'PY'
@@ -828,5 +845,413 @@ fn egress_report_json_matches_the_log() {
         assert_eq!(listed, refused, "{who:?}: {r:#}");
         assert!(r["risk"]["score"].is_number(), "{who:?}: {r:#}");
         assert!(r["risk"]["reasons"].is_array(), "{who:?}: {r:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Issue #24, item 5: the allowlist's leftovers. Each test failed before the
+// change it names.
+
+/// [`CONF`] with names whose rules name a port: `echo.test` and
+/// `other.test` on the echo peer's port, `allowed.test` on 8081 (where
+/// nothing listens).
+fn conf_ports() -> String {
+    format!(
+        "{CONF}allow-domain = echo.test:{ECHO_PORT}\nallow-domain = other.test:{ECHO_PORT}\n\
+         allow-domain = allowed.test:8081\n"
+    )
+}
+
+/// A Python client for the proxy, for what curl will not send: `Conn`
+/// talks to 127.0.0.1:3128 and reads responses one at a time (by
+/// `Content-Length`; the 200 of a CONNECT has no body). `case` prints one
+/// JSON line: a case's name and its responses (status line, body).
+const CLIENT: &str = r#"
+import json, socket
+class Conn:
+    def __init__(self):
+        self.s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+        self.buf = b""
+    def send(self, data):
+        self.s.sendall(data)
+    def done(self):
+        self.s.shutdown(socket.SHUT_WR)
+    def fill(self):
+        try:
+            d = self.s.recv(65536)
+        except OSError:
+            d = b""
+        self.buf += d
+        return bool(d)
+    def response(self):
+        while b"\r\n\r\n" not in self.buf:
+            if not self.fill():
+                return None
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        while len(self.buf) < n and self.fill():
+            pass
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return [head.split(b"\r\n")[0].decode(), body.decode(errors="replace")]
+    def rest(self):
+        out = []
+        while (r := self.response()) is not None:
+            out.append(r)
+        if self.buf:
+            out.append(["TRAILING", self.buf.decode(errors="replace")])
+        return out
+def case(name, responses):
+    print(json.dumps({"case": name, "responses": responses}), flush=True)
+"#;
+
+/// One case of a [`CLIENT`] script: its name and responses (status line, body).
+#[derive(Debug, Deserialize)]
+struct Case {
+    case: String,
+    responses: Vec<(String, String)>,
+}
+
+/// The cases a [`CLIENT`] session printed, by name.
+fn cases(s: &Session, who: Who) -> BTreeMap<String, Vec<(String, String)>> {
+    s.stdout()
+        .lines()
+        .map(|l| {
+            let c: Case = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{who:?}: not a case ({e}): {l}\n{}", s.shown()));
+            (c.case, c.responses)
+        })
+        .collect()
+}
+
+/// Run the Python `script` (after [`CLIENT`]) inside as `who`.
+fn client_session(n: &Net, who: Who, script: &str) -> Session {
+    let file = n.w.workspace(who).join("client.py");
+    std::fs::write(&file, format!("{CLIENT}{script}")).unwrap();
+    if who == Who::User {
+        std::os::unix::fs::chown(&file, Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    session(n, who, "python3 client.py")
+}
+
+/// Tunnels to odd spellings of allowed.test's port 80 (served over plain
+/// http, as the last case shows), to the echo peer's port by a name whose
+/// rule names it and by one whose rule does not, and to 443. Inside each
+/// tunnel, a plain GET.
+const TUNNELS: &str = r#"
+INNER = b"GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+for target in ["allowed.test:80", "allowed.test:0080", "ALLOWED.TEST.:80", "allowed.test:+80",
+               "[allowed.test]:80", "allowed.test:80.x", "[::ffff:203.0.113.10]:80",
+               "allowed.test:8080", "echo.test:8080", "allowed.test:443"]:
+    c = Conn()
+    c.send(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+           + (b"" if target.endswith(":443") else INNER))
+    c.done()
+    case(target, c.rest())
+c = Conn()
+c.send(b"GET http://allowed.test/ HTTP/1.1\r\nConnection: close\r\n\r\n")
+case("plain", c.rest())
+"#;
+
+#[test]
+fn a_tunnel_reaches_port_443_only_unless_the_rule_names_its_port() {
+    if !require("egress_tunnel_ports") {
+        return;
+    }
+    let n = net_with("egports", &conf_ports(), true);
+    for who in BOTH {
+        let s = client_session(&n, who, TUNNELS);
+        let got = cases(&s, who);
+        let status = |c: &str| got[c].first().map(|r| r.0.clone()).unwrap_or_default();
+        // Port 80 answers (plain http), and the echo peer answers on 8080
+        // through a rule that names the port: the wall is the rule.
+        assert_eq!(got["plain"].len(), 1, "{who:?}: {}", s.shown());
+        assert!(got["plain"][0].1 == INDEX, "{who:?}: {}", s.shown());
+        assert_eq!(
+            status("echo.test:8080"),
+            "HTTP/1.1 200 Connection established",
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert!(
+            got["echo.test:8080"]
+                .get(1)
+                .is_some_and(|r| r.1.contains("\nGET / HTTP/1.1\r\n")),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(
+            status("allowed.test:443"),
+            "HTTP/1.1 200 Connection established",
+            "{who:?}"
+        );
+        // A tunnel to a port the rule does not name: refused, the 403
+        // naming the line; nothing of the server came back.
+        for (target, fix) in [
+            ("allowed.test:80", "allow-domain = allowed.test:80"),
+            ("allowed.test:0080", "allow-domain = allowed.test:80"),
+            ("ALLOWED.TEST.:80", "allow-domain = allowed.test:80"),
+            ("allowed.test:8080", "allow-domain = allowed.test:8080"),
+        ] {
+            let r = &got[target];
+            assert_eq!(r.len(), 1, "{who:?} {target}: {r:?}\n{}", s.shown());
+            assert_eq!(r[0].0, "HTTP/1.1 403 Forbidden", "{who:?} {target}: {r:?}");
+            assert!(r[0].1.contains(fix), "{who:?} {target}: {r:?}");
+        }
+        assert_eq!(
+            status("[::ffff:203.0.113.10]:80"),
+            "HTTP/1.1 403 Forbidden",
+            "{who:?}"
+        );
+        // Odd spellings of a port are no ports: 400, never widened.
+        for target in ["allowed.test:+80", "[allowed.test]:80", "allowed.test:80.x"] {
+            assert_eq!(got[target].len(), 1, "{who:?} {target}: {:?}", got[target]);
+            assert_eq!(
+                status(target),
+                "HTTP/1.1 400 Bad Request",
+                "{who:?} {target}"
+            );
+        }
+        // allowed.test's page came back over plain http only, never through a tunnel.
+        for (c, r) in &got {
+            if c != "plain" {
+                assert!(r.iter().all(|r| !r.1.contains(INDEX)), "{who:?} {c}: {r:?}");
+            }
+        }
+        // The log: what was allowed, and every refusal with no byte moved.
+        let allowed: Vec<(&str, u16)> = s
+            .lines
+            .iter()
+            .filter(|l| l.decision == "allowed")
+            .map(|l| (l.host.as_str(), l.port))
+            .collect();
+        assert_eq!(
+            allowed.iter().collect::<BTreeSet<_>>(),
+            [
+                ("allowed.test", 80),
+                ("allowed.test", 443),
+                ("echo.test", ECHO_PORT)
+            ]
+            .iter()
+            .collect::<BTreeSet<_>>(),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(s.lines.len(), 11, "{who:?}: {}", s.shown());
+        for l in s.lines.iter().filter(|l| l.decision == "refused") {
+            assert_eq!((l.bytes_up, l.bytes_down), (0, 0), "{who:?}: {l:?}");
+        }
+    }
+}
+
+/// What [`PIPELINES`] sends, one case per connection.
+const PIPELINES: &str = r#"
+E = "http://echo.test:8080"
+c = Conn()
+c.send(f"GET {E}/one HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       "GET http://other.test:8080/two HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       "GET http://denied.test:8080/three HTTP/1.1\r\nHost: echo.test:8080\r\n\r\n"
+       f"GET {E}/four HTTP/1.1\r\n\r\n".encode())
+c.done()
+case("pipelined", c.rest())
+c = Conn()
+c.send(f"GET {E}/a HTTP/1.1\r\n\r\n".encode())
+first = c.response()
+c.send(f"GET {E}/b HTTP/1.1\r\nProxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\r\n".encode())
+second = c.response()
+c.done()
+case("keep-alive", [first, second] + c.rest())
+smuggled = f"GET http://denied.test:8080/smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n"
+for name, framing, body in [
+    ("cl+te", "Content-Length: 60\r\nTransfer-Encoding: chunked", "0\r\n\r\n" + smuggled),
+    ("te+cl", "Transfer-Encoding: chunked\r\nContent-Length: 5", "0\r\n\r\n" + smuggled),
+    ("te-gzip", "Transfer-Encoding: gzip, chunked", "0\r\n\r\n" + smuggled),
+    ("cl-twice", "Content-Length: 0\r\nContent-Length: 60", smuggled),
+    ("chunk-sign", "Transfer-Encoding: chunked", "+5\r\nhello\r\n0\r\n\r\n" + smuggled),
+    ("chunk-lf", "Transfer-Encoding: chunked", "5\nhello\r\n0\r\n\r\n" + smuggled),
+]:
+    c = Conn()
+    c.send(f"POST {E}/{name} HTTP/1.1\r\n{framing}\r\n\r\n{body}".encode())
+    c.done()
+    case(name, c.rest())
+"#;
+
+#[test]
+fn each_request_on_a_connection_reaches_only_the_server_decided_for_it() {
+    if !require("egress_pipelined") {
+        return;
+    }
+    let n = net_with("egpipe", &conf_ports(), true);
+    for who in BOTH {
+        let s = client_session(&n, who, PIPELINES);
+        let got = cases(&s, who);
+        let shown = || format!("{who:?}: {got:#?}\n{}", s.shown());
+        // Nothing the proxy refused (or never read as a request) reached a server.
+        for (status, body) in got.values().flatten() {
+            if status.starts_with("HTTP/1.1 200") {
+                assert!(
+                    !body.contains("denied") && !body.contains("smuggled"),
+                    "{}",
+                    shown()
+                );
+                assert!(!body.contains("Proxy-"), "{}", shown());
+            }
+        }
+        // Pipelined: the same host and port on one upstream; another host
+        // on a connection of its own, with its own Host; a name not on the
+        // list refused, and nothing read after it.
+        let p = &got["pipelined"];
+        assert_eq!(p.len(), 3, "{}", shown());
+        let conn = |body: &str| body.lines().next().unwrap_or_default().to_string();
+        assert!(
+            p[0].1
+                .contains("\nGET /one HTTP/1.1\r\nHost: echo.test:8080\r\n"),
+            "{}",
+            shown()
+        );
+        assert!(
+            p[1].1
+                .contains("\nGET /two HTTP/1.1\r\nHost: other.test:8080\r\n"),
+            "{}",
+            shown()
+        );
+        assert_ne!(conn(&p[0].1), conn(&p[1].1), "{}", shown());
+        assert_eq!(p[2].0, "HTTP/1.1 403 Forbidden", "{}", shown());
+        assert!(p[2].1.contains("denied.test:8080 refused"), "{}", shown());
+        // Keep-alive to the same host: both answered, over one upstream, in
+        // origin form, the proxy's own headers not passed on.
+        let k = &got["keep-alive"];
+        assert_eq!(k.len(), 2, "{}", shown());
+        assert!(k[0].1.contains("\nGET /a HTTP/1.1\r\n"), "{}", shown());
+        assert!(k[1].1.contains("\nGET /b HTTP/1.1\r\n"), "{}", shown());
+        assert_eq!(conn(&k[0].1), conn(&k[1].1), "{}", shown());
+        // Framing two readers could read differently: 400, nothing sent on.
+        for name in [
+            "cl+te",
+            "te+cl",
+            "te-gzip",
+            "cl-twice",
+            "chunk-sign",
+            "chunk-lf",
+        ] {
+            let r = &got[name];
+            assert_eq!(r.len(), 1, "{name}: {}", shown());
+            assert_eq!(r[0].0, "HTTP/1.1 400 Bad Request", "{name}: {}", shown());
+        }
+        // One line per request read, each with its own decision.
+        let lines: Vec<(&str, &str, u16, &str)> = s
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    l.method.as_str(),
+                    l.host.as_str(),
+                    l.port,
+                    l.decision.as_str(),
+                )
+            })
+            .collect();
+        let p = ECHO_PORT;
+        assert_eq!(
+            &lines[..5],
+            [
+                ("GET", "echo.test", p, "allowed"),
+                ("GET", "other.test", p, "allowed"),
+                ("GET", "denied.test", p, "refused"),
+                ("GET", "echo.test", p, "allowed"),
+                ("GET", "echo.test", p, "allowed"),
+            ],
+            "{}",
+            shown()
+        );
+        assert_eq!(lines.len(), 11, "{}", shown());
+    }
+}
+
+/// `egress report SESSION` as text, as `who`.
+fn report_text(n: &Net, who: Who, id: &str) -> String {
+    let o = n.w.run(
+        who,
+        &[],
+        &[
+            "/usr/libexec/claude-sandbox/claude-sandbox",
+            "egress",
+            "report",
+            id,
+        ],
+    );
+    assert!(o.status.success(), "{who:?}: egress report: {}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn the_report_tells_an_allowed_request_whose_server_failed_from_an_allowed_one() {
+    if !require("egress_failed") {
+        return;
+    }
+    let n = net_with("egfailed", &conf_ports(), false);
+    for who in BOTH {
+        // Allowed by `allow-domain = allowed.test:8081`; nothing listens there.
+        let s = session(
+            &n,
+            who,
+            &format!(
+                "{CURL} https://allowed.test:8081/ 2>&1; echo \"rc=$?\"; \
+                 {CURL} -o /dev/null https://allowed.test/; echo \"rc=$?\""
+            ),
+        );
+        assert!(
+            s.stdout().contains("CONNECT tunnel failed, response 502")
+                && s.stdout().ends_with("rc=56\nrc=0\n"),
+            "{who:?}: {}",
+            s.shown()
+        );
+        assert_eq!(s.lines.len(), 2, "{who:?}: {}", s.shown());
+        let failed = &s.lines[0];
+        assert_eq!(
+            (failed.port, failed.decision.as_str()),
+            (8081, "allowed"),
+            "{who:?}: {failed:?}"
+        );
+        assert!(
+            failed
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("cannot connect to 203.0.113.10:8081")),
+            "{who:?}: {failed:?}"
+        );
+        let r = report_json(&n, who, &s.id);
+        let num = |k: &str| {
+            r[k].as_u64()
+                .unwrap_or_else(|| panic!("{who:?}: no `{k}`: {r:#}"))
+        };
+        assert_eq!(
+            (
+                num("requests"),
+                num("allowed"),
+                num("failed"),
+                num("refused")
+            ),
+            (2, 1, 1, 0),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["domains"][0]["failed"], 1, "{who:?}: {r:#}");
+        assert_eq!(r["domains"][0]["allowed"], 1, "{who:?}: {r:#}");
+        assert_eq!(
+            r["failures"].as_array().map(Vec::len),
+            Some(1),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["failures"][0], s.raw[0], "{who:?}: {r:#}");
+        let text = report_text(&n, who, &s.id);
+        assert!(
+            text.contains("2 requests, 1 allowed, 1 failed upstream, 0 refused")
+                && text.contains("\nallowed, upstream failed:\n")
+                && text.contains("CONNECT allowed.test:8081  cannot connect to 203.0.113.10:8081"),
+            "{who:?}: {text}"
+        );
     }
 }

@@ -106,6 +106,7 @@ fn feature_packages_with_the_official_cli_and_static_binaries_for_both_arches() 
         "workspaceRoot",
         "claudeVersion",
         "claudeSource",
+        "publishPorts",
     ] {
         assert!(meta["options"][o].is_object(), "option {o} missing");
     }
@@ -736,8 +737,9 @@ fn fresh_container_root_user_allowlist() {
             ("EGRESS", "allowlist"),
             ("ALLOWDOMAIN", "allowed.test:8443, *.pkg.test"),
             ("ALLOWDOMAINS", "github, npm"),
+            ("PUBLISHPORTS", "3000, 8888"),
         ],
-        expect_conf: "egress = allowlist\nallow-domain = allowed.test:8443\nallow-domain = *.pkg.test\nallow-domains = github, npm\n",
+        expect_conf: "egress = allowlist\nallow-domain = allowed.test:8443\nallow-domain = *.pkg.test\nallow-domains = github, npm\npublish-port = 3000, 8888\n",
     });
 }
 

@@ -366,6 +366,11 @@ fn request_head() -> impl Strategy<Value = Vec<u8>> {
         Just("Proxy-Connection: keep-alive".to_string()),
         Just("Proxy-Authorization: Basic eDp5".to_string()),
         Just("Connection: Upgrade".to_string()),
+        Just("Connection: close".to_string()),
+        Just("Content-Length: 5".to_string()),
+        Just("Content-Length: +5".to_string()),
+        Just("Transfer-Encoding: chunked".to_string()),
+        Just("Transfer-Encoding: gzip, chunked".to_string()),
         "[A-Za-z-]{1,10}: [ -~]{0,20}",
     ];
     (
@@ -432,7 +437,29 @@ fn proxy_request_parser_never_panics_and_forwards_one_clean_head() {
                 "{:?}",
                 f
             );
-            prop_assert!(lines.iter().any(|l| l == "connection: close"), "{:?}", f);
+            // One framing at most, written by the proxy: never both, never twice.
+            let te = lines
+                .iter()
+                .filter(|l| l.starts_with("transfer-encoding:"))
+                .count();
+            let cl = lines
+                .iter()
+                .filter(|l| l.starts_with("content-length:"))
+                .count();
+            prop_assert!(te + cl <= 1, "{:?}", f);
+            prop_assert!(
+                te == 0 || lines.iter().any(|l| l == "transfer-encoding: chunked"),
+                "{:?}",
+                f
+            );
+            prop_assert!(
+                lines
+                    .iter()
+                    .filter(|l| l.starts_with("connection:"))
+                    .all(|l| l == "connection: close"),
+                "{:?}",
+                f
+            );
         }
         // The verdict, against a plain model of the rules.
         let h = host.to_ascii_lowercase();
@@ -447,11 +474,13 @@ fn proxy_request_parser_never_panics_and_forwards_one_clean_head() {
                     && !l.ends_with('-')
                     && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
             });
-        let web = port == 443 || port == 80;
+        // Without a port, a rule opens tunnels to 443 and plain http to 80.
+        let connect = method == "CONNECT";
+        let web = port == if connect { 443 } else { 80 };
         let model = dns
             && ((web && (h == "allowed.test" || under("allowed.test") || under("wild.test")))
                 || ((h == "git.test" || under("git.test")) && port == 8443));
-        let got = verdict(RULES, &host, port);
+        let got = verdict(RULES, &host, port, connect);
         prop_assert_eq!(got.is_ok(), model, "{}:{} -> {:?}", host, port, got);
         Ok(true)
     });
@@ -468,15 +497,25 @@ fn egress_report_never_panics_on_any_log() {
             0u64..u64::MAX,
             0u32..100_000,
             "2026-11-2[0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}Z|garbage",
+            (any::<bool>(), any::<bool>()),
         )
-            .prop_map(|(host, port, decision, bytes, ms, time)| {
-                serde_json::json!({
+            .prop_map(|(host, port, decision, bytes, ms, time, (error, open))| {
+                let mut v = serde_json::json!({
                     "time": time, "session": "s", "method": "CONNECT", "host": host,
                     "port": port, "address": null, "decision": decision, "reason": "r",
                     "bytes_up": bytes, "bytes_down": bytes, "duration_ms": ms
-                })
-                .to_string()
-                .into_bytes()
+                });
+                if error {
+                    v["error"] = "cannot connect".into();
+                }
+                if open {
+                    v["open"] = true.into();
+                }
+                let mut line = v.to_string();
+                if open {
+                    line.push_str("    ");
+                }
+                line.into_bytes()
             }),
         1 => prop::collection::vec(any::<u8>(), 0..120),
     ];
@@ -484,7 +523,12 @@ fn egress_report_never_panics_on_any_log() {
     run_for("egress-report", strategy, |lines| {
         let out: serde_json::Value = serde_json::from_str(&report_json(&lines)).unwrap();
         let n = |k: &str| out[k].as_u64().unwrap();
-        prop_assert_eq!(n("requests"), n("allowed") + n("refused"));
+        prop_assert_eq!(n("requests"), n("allowed") + n("failed") + n("refused"));
+        prop_assert!(n("open") <= n("requests"));
+        prop_assert_eq!(
+            out["failures"].as_array().unwrap().len() as u64,
+            n("failed")
+        );
         prop_assert_eq!(n("requests") + n("unreadable_lines"), lines.len() as u64);
         prop_assert_eq!(
             out["refusals"].as_array().unwrap().len() as u64,

@@ -485,3 +485,216 @@ fn the_dns_forwarder_passes_dns_only() {
         );
     }
 }
+
+/// The forwarder's address, which the site network routes (tests/testnet/lan.sh).
+const FORWARDER: &str = "169.254.0.53";
+
+/// Listeners at the forwarder's address in the site network, as a
+/// link-local service a real host can route to: TCP 80, 8080 and 53, each
+/// sending its name, and an impostor resolver there that answers
+/// `example.test` with the LAN host. The host's own resolver (the gateway)
+/// answers 203.0.113.10. Checked from the host's namespace, where pasta
+/// runs: every listener answers there.
+fn link_local_services(lan: &mut Lan) {
+    let l = lan.lan.clone();
+    for port in [80, 8080, 53] {
+        let token = format!("LINKLOCAL-{port}");
+        lan.listen(
+            &l,
+            &["serve", &format!("{FORWARDER}:{port}"), &token, "120"],
+        );
+    }
+    lan.listen(&l, &["dns", "10.77.0.1", "120"]);
+    lan.listen(&l, &["dns", FORWARDER, "120", "example.test=10.77.0.9"]);
+    let tcp: Vec<String> = [80, 8080, 53]
+        .iter()
+        .map(|p| format!("{FORWARDER}:{p}"))
+        .collect();
+    let tcp: Vec<&str> = tcp.iter().map(String::as_str).collect();
+    let udp = format!("{FORWARDER}:53");
+    lan.wait_listening(&l, &tcp, &["10.77.0.1:53", &udp]);
+    let host = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &lan.host, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .output()
+            .unwrap();
+        stdout(&o)
+    };
+    let mut args = vec!["connect"];
+    args.extend(&tcp);
+    let out = host(&args);
+    for port in [80, 8080, 53] {
+        assert!(
+            out.contains(&format!("{FORWARDER}:{port} REACHED LINKLOCAL-{port}")),
+            "control: the site does not route {FORWARDER}:{port} from the host: {out}"
+        );
+    }
+    assert_eq!(
+        host(&["query", FORWARDER, "example.test"]),
+        "10.77.0.9\n",
+        "control: the impostor resolver at {FORWARDER} answers from the host"
+    );
+}
+
+/// Issue #24 item 1: where the site routes the forwarder's address to a
+/// host that listens there, nothing but DNS passes to it from inside: TCP
+/// 80, 8080 and 53 (pasta relays TCP to the address itself, not to the
+/// resolver) do not answer, while DNS through the forwarder still reaches
+/// the host's resolver (the gateway), never the impostor at the address.
+#[test]
+fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
+    if !require("jail_forwarder_routed") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let l = lan.lan.clone();
+    lan.listen(&l, &["serve", INTERNET, "INTERNET", "120"]);
+    link_local_services(&mut lan);
+    let w = jail_world("jailfwdrouted", "");
+    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    for who in BOTH {
+        let script = format!(
+            "grep ^nameserver /etc/resolv.conf; {np} resolve example.test; \
+             {np} query {FORWARDER} example.test; \
+             {np} connect {FORWARDER}:80 {FORWARDER}:8080 {FORWARDER}:53 {INTERNET}"
+        );
+        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let out = stdout(&o);
+        assert!(
+            out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n203.0.113.10\n"),
+            "{who:?}: DNS did not go through the forwarder to the host's resolver: {out}{}",
+            stderr(&o)
+        );
+        for port in [80, 8080, 53] {
+            assert_blocked(&out, &format!("{FORWARDER}:{port}"), who);
+        }
+        assert!(!out.contains("LINKLOCAL"), "{who:?}: {out}");
+        // The internet still answers: the jail is up, only the forwarder is narrow.
+        assert!(reached(&out, INTERNET), "{who:?}: {out}");
+    }
+    // And through the jail itself, with the forwarder routed on every port
+    // as before issue #24 (the test mutation), the same listeners answer:
+    // what keeps them out above is that route and nothing else.
+    let m = jail_world("jailfwdopen", "");
+    m.use_mutation_binary();
+    m.install_by_hand(&m.root.join("bin/probe"), "");
+    let np = format!("python3 {}/bin/netprobe.py", m.root.display());
+    for who in BOTH {
+        let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "forwarder-all-ports")];
+        let script = format!("{np} connect {FORWARDER}:80 {FORWARDER}:8080");
+        let o = shell_in_lan(&m, &lan, who, "", &env, &script);
+        let out = stdout(&o);
+        for port in [80, 8080] {
+            assert!(
+                out.contains(&format!("{FORWARDER}:{port} REACHED LINKLOCAL-{port}")),
+                "{who:?}: mutation control: {out}{}",
+                stderr(&o)
+            );
+        }
+    }
+}
+
+/// A session that names the jail's interface to its socket, as any
+/// unprivileged process may (`SO_BINDTODEVICE`, `SO_BINDTOIFINDEX`,
+/// `IP_UNICAST_IF`, an `IP_PKTINFO` message): the kernel then skips a
+/// blackhole or unreachable route and sends "on link", to pasta. None of
+/// the internal destinations answers that way either, TCP or UDP, while
+/// the internet, a public resolver and DNS through the forwarder still do
+/// (so each refusal is the jail's, not a socket that cannot send at all).
+#[test]
+fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
+    if !require("jail_bound_sockets") {
+        return;
+    }
+    let mut lan = Lan::up();
+    start_services(&mut lan);
+    let l = lan.lan.clone();
+    for ns in ["10.77.0.1", "10.77.0.9", "169.254.169.254", "203.0.113.10"] {
+        lan.listen(&l, &["dns", ns, "120"]);
+    }
+    lan.wait_listening(
+        &l,
+        &[],
+        &[
+            "10.77.0.1:53",
+            "10.77.0.9:53",
+            "169.254.169.254:53",
+            "203.0.113.10:53",
+        ],
+    );
+    let internal = [
+        "10.77.0.1:8080",
+        "10.77.0.9:8080",
+        "172.16.5.9:8080",
+        "192.168.5.9:8080",
+        "100.64.5.9:8080",
+        "169.254.169.254:8080",
+        "169.254.0.53:8080",
+        "198.18.0.1:8080",
+        "240.0.0.1:8080",
+        "192.0.0.8:8080",
+    ];
+    // Control: from the host's namespace every one answers, TCP and UDP.
+    let np_host = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &lan.host, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .output()
+            .unwrap();
+        stdout(&o)
+    };
+    let mut args = vec!["connect"];
+    args.extend(internal);
+    let out = np_host(&args);
+    for t in internal {
+        assert!(reached(&out, t), "control: {t}: {out}");
+    }
+    for ns in ["10.77.0.9", "169.254.169.254"] {
+        assert_eq!(
+            np_host(&["query", ns, "x.test"]),
+            "203.0.113.10\n",
+            "control: {ns}"
+        );
+    }
+    let w = jail_world("jailbound", "");
+    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    let mut script = String::new();
+    for via in ["device", "ifindex"] {
+        script.push_str(&format!(
+            "echo VIA {via}; {np} connect --via {via} {} {INTERNET}\n",
+            internal.join(" ")
+        ));
+    }
+    for via in ["device", "ifindex", "unicast-if", "pktinfo"] {
+        for ns in ["10.77.0.9", "169.254.169.254", "203.0.113.10", FORWARDER] {
+            script.push_str(&format!(
+                "echo \"UDP {via} {ns} $({np} query --via {via} {ns} x.test)\"\n"
+            ));
+        }
+    }
+    for who in BOTH {
+        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let out = stdout(&o);
+        for part in out.split("VIA ").skip(1) {
+            let part = part.split("UDP ").next().unwrap();
+            for t in internal {
+                assert_blocked(part, t, who);
+            }
+            assert!(reached(part, INTERNET), "{who:?}: {part}{}", stderr(&o));
+        }
+        assert_eq!(out.matches("VIA ").count(), 2, "{who:?}: {out}");
+        for via in ["device", "ifindex", "unicast-if", "pktinfo"] {
+            for ns in ["10.77.0.9", "169.254.169.254"] {
+                let line = format!("UDP {via} {ns} NOANSWER");
+                assert!(out.contains(&line), "{who:?}: no {line:?} in {out}");
+            }
+            for ns in ["203.0.113.10", FORWARDER] {
+                let line = format!("UDP {via} {ns} 203.0.113.10\n");
+                assert!(out.contains(&line), "{who:?}: no {line:?} in {out}");
+            }
+        }
+    }
+}

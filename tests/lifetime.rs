@@ -545,17 +545,49 @@ fn allowlist_sessions_leave_no_proxy_behind() {
             // The proxy's side of the download is closed too.
             assert!(upstream(&lan).is_empty(), "{what}: {:?}", upstream(&lan));
             assert_eq!(tmp_leftovers(), tmp_before, "{what}: temporary directory");
-            // However it ended, the log holds whole lines only; a proxy that
-            // ran its end (not kill -9) logged the request it cut.
+            // However it ended, the log holds whole lines only, one for the
+            // request: written as it opened, so even kill -9 of the shadow
+            // keeps it (open, without byte counts); a proxy that ran its
+            // end completed it.
             let lines = new_log(&logs, &before);
-            if end != ProxyEnd::ShadowKill9 {
-                assert_eq!(lines.len(), 1, "{what}: {lines:?}");
-                let l = &lines[0];
-                assert_eq!(
-                    (&l["method"], &l["host"], &l["decision"]),
-                    (&"GET".into(), &"allowed.test".into(), &"allowed".into()),
-                    "{what}: {l}"
+            assert_eq!(lines.len(), 1, "{what}: {lines:?}");
+            let l = &lines[0];
+            assert_eq!(
+                (&l["method"], &l["host"], &l["decision"]),
+                (&"GET".into(), &"allowed.test".into(), &"allowed".into()),
+                "{what}: {l}"
+            );
+            if end == ProxyEnd::ShadowKill9 {
+                assert_eq!(l["open"], true, "{what}: {l}");
+                assert_eq!(l["bytes_down"], 0, "{what}: {l}");
+                // The report reads it: one request, allowed, open.
+                let id = l["session"].as_str().unwrap();
+                let o = w.run(
+                    who,
+                    &[],
+                    &[
+                        "/usr/libexec/claude-sandbox/claude-sandbox",
+                        "egress",
+                        "report",
+                        id,
+                        "--json",
+                    ],
                 );
+                let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+                    panic!("{what}: report ({e}): {}{}", stdout(&o), stderr(&o))
+                });
+                assert_eq!(
+                    (
+                        &r["requests"],
+                        &r["allowed"],
+                        &r["open"],
+                        &r["unreadable_lines"]
+                    ),
+                    (&1.into(), &1.into(), &1.into(), &0.into()),
+                    "{what}: {r:#}"
+                );
+            } else {
+                assert!(l.get("open").is_none(), "{what}: {l}");
                 assert!(l["bytes_down"].as_u64().unwrap() > 0, "{what}: {l}");
             }
         }

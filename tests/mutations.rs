@@ -30,6 +30,7 @@ const NAMES: &[&str] = &[
     "seccomp-minimal",
     "pid1-open",
     "accept-env-overrides",
+    "forwarder-all-ports",
     "CLAUDE_SANDBOX_TEST_TRIPWIRE_BUDGET_MS",
 ];
 

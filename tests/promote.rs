@@ -33,7 +33,7 @@ const TEAM_FILE: &str = r#"// Team container: keep these comments.
 "#;
 
 #[test]
-fn existing_file_gains_exactly_our_entry_and_runarg() {
+fn existing_file_gains_exactly_our_entry() {
     let ws = workspace("existing");
     std::fs::create_dir_all(ws.join(".devcontainer")).unwrap();
     std::fs::write(ws.join(".devcontainer/devcontainer.json"), TEAM_FILE).unwrap();
@@ -49,7 +49,8 @@ fn existing_file_gains_exactly_our_entry_and_runarg() {
         1,
         "{text}"
     );
-    assert_eq!(text.matches("--device=/dev/net/tun").count(), 1, "{text}");
+    // No runArgs: the feature's metadata and entrypoint need none (issue #26).
+    assert!(!text.contains("runArgs"), "{text}");
     assert_eq!(
         std::fs::read_to_string(ws.join(".claude/commands/verify-sandbox.md")).unwrap(),
         std::fs::read_to_string(concat!(
@@ -74,10 +75,46 @@ fn fresh_workspace_gets_a_minimal_file() {
     assert!(promote(&ws).status.success());
     let text = std::fs::read_to_string(ws.join(".devcontainer/devcontainer.json")).unwrap();
     assert!(
-        text.contains("claude-sandbox:1") && text.contains("--device=/dev/net/tun"),
+        text.contains("claude-sandbox:1") && !text.contains("runArgs"),
         "{text}"
     );
     std::fs::remove_dir_all(&ws).unwrap();
+}
+
+#[test]
+fn an_existing_run_args_is_left_exactly_as_it_was() {
+    // An older promote's tun device stays (removing it is the user's call),
+    // and one without it gains none.
+    for (name, run_args) in [
+        ("oldtun", r#"["--init", "--device=/dev/net/tun"]"#),
+        ("notun", r#"["--init"]"#),
+    ] {
+        let ws = workspace(name);
+        std::fs::create_dir_all(ws.join(".devcontainer")).unwrap();
+        let team = format!(
+            "{{\n  // ours\n  \"runArgs\": {run_args},\n  \"image\": \"debian:bookworm\"\n}}\n"
+        );
+        std::fs::write(ws.join(".devcontainer/devcontainer.json"), &team).unwrap();
+        let o = promote(&ws);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("added the claude-sandbox feature to"),
+            "{}",
+            stdout(&o)
+        );
+        let text = std::fs::read_to_string(ws.join(".devcontainer/devcontainer.json")).unwrap();
+        assert!(
+            text.contains(&format!("  \"runArgs\": {run_args},\n")),
+            "{name}: runArgs changed:\n{text}"
+        );
+        assert_eq!(
+            text.matches("--device=/dev/net/tun").count(),
+            team.matches("--device=/dev/net/tun").count(),
+            "{name}:\n{text}"
+        );
+        assert!(text.contains("claude-sandbox:1"), "{text}");
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
 }
 
 #[test]
@@ -126,7 +163,7 @@ fn a_top_level_devcontainer_json_is_edited_not_shadowed() {
         "{text}"
     );
     assert!(
-        text.contains("claude-sandbox:1") && text.contains("--device=/dev/net/tun"),
+        text.contains("claude-sandbox:1") && !text.contains("runArgs"),
         "{text}"
     );
     assert!(stdout(&promote(&ws)).contains("nothing changed"));

@@ -200,10 +200,10 @@ fn json_for_machines() {
     assert_eq!(
         v["domains"],
         serde_json::json!([
-            {"host": "denied.test", "ports": [443, 8443], "allowed": 0, "refused": 3,
-             "bytes_up": 0, "bytes_down": 0},
-            {"host": "allowed.test", "ports": [80, 443], "allowed": 2, "refused": 0,
-             "bytes_up": 150, "bytes_down": 1500},
+            {"host": "denied.test", "ports": [443, 8443], "allowed": 0, "failed": 0,
+             "refused": 3, "bytes_up": 0, "bytes_down": 0},
+            {"host": "allowed.test", "ports": [80, 443], "allowed": 2, "failed": 0,
+             "refused": 0, "bytes_up": 150, "bytes_down": 1500},
         ])
     );
     let refusals: Vec<serde_json::Value> = [&lines[1], &lines[4], &lines[5]]
@@ -214,6 +214,67 @@ fn json_for_machines() {
     assert_eq!(
         v["risk"],
         serde_json::json!({"score": 15, "reasons": ["denied.test refused 3 times"]})
+    );
+}
+
+#[test]
+fn a_failed_upstream_and_an_open_request_are_read_as_such() {
+    let home = Home::new("failed");
+    let reached = line(
+        NEW,
+        "2026-11-23T18:45:01.000Z",
+        "allowed.test",
+        443,
+        true,
+        10,
+    );
+    let failed = line(NEW, "2026-11-23T18:45:02.000Z", "allowed.test", 8081, true, 0).replace(
+        r#""bytes_up""#,
+        r#""error":"cannot connect to 203.0.113.10:8081: Connection refused (os error 111)","bytes_up""#,
+    );
+    // As a shadow killed with kill -9 leaves it: open, padded for its rewrite.
+    let open = format!(
+        "{}{}",
+        line(
+            NEW,
+            "2026-11-23T18:45:03.000Z",
+            "allowed.test",
+            443,
+            true,
+            0
+        )
+        .replace(r#""duration_ms":7}"#, r#""duration_ms":0,"open":true}"#),
+        " ".repeat(200)
+    );
+    home.write_log(NEW, &[reached, failed.clone(), open]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&home.report(&["--json"]))).unwrap();
+    assert_eq!(
+        (
+            &v["requests"],
+            &v["allowed"],
+            &v["failed"],
+            &v["refused"],
+            &v["open"]
+        ),
+        (&3.into(), &2.into(), &1.into(), &0.into(), &1.into()),
+        "{v:#}"
+    );
+    assert_eq!(v["unreadable_lines"], 0, "{v:#}");
+    assert_eq!(
+        v["failures"],
+        serde_json::json!([serde_json::from_str::<serde_json::Value>(&failed).unwrap()])
+    );
+    let text = ok(&home.report(&[]));
+    assert!(
+        text.starts_with(&format!(
+            "{NEW}: 3 requests, 2 allowed, 1 failed upstream, 0 refused;"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("\n1 request open when last logged"), "{text}");
+    assert!(
+        text.contains("\nallowed, upstream failed:\n  18:45:02.000  CONNECT allowed.test:8081  cannot connect"),
+        "{text}"
     );
 }
 

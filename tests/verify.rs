@@ -18,7 +18,16 @@ fn verify_world(name: &str) -> World {
     let w = World::new(name);
     w.install_by_hand(&w.root.join("bin/probe"), "");
     install_managed_settings(&w);
+    gateway_resolver(&w);
     w
+}
+
+/// The LAN's gateway as the world's resolver: internal, so the jail's DNS
+/// goes through pasta's forwarder, which `dns-forwarder-only` then checks.
+fn gateway_resolver(w: &World) {
+    let o =
+        w.run_root_raw("rm -f /etc/resolv.conf && echo 'nameserver 10.77.0.1' > /etc/resolv.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// The managed settings as install writes them, lockdown included, in `w`.
@@ -37,6 +46,7 @@ fn mutated_verify_world(name: &str) -> World {
     let w = World::new(name);
     w.use_mutation_binary();
     w.install_by_hand(&w.root.join("bin/probe"), "");
+    gateway_resolver(&w);
     w
 }
 
@@ -93,7 +103,7 @@ fn lan_with_loopback_service() -> Lan {
         &h,
         &["serve", LOOPBACK_SERVICE, "HOST-LOOPBACK-SECRET", "120"],
     );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    lan.wait_listening(&h, &[LOOPBACK_SERVICE], &[]);
     lan
 }
 
@@ -144,6 +154,18 @@ fn inside_a_jailed_sandbox_every_check_passes_for_root_and_user() {
         assert!(
             !jr["detail"].as_str().unwrap().contains("deliberately off"),
             "{who:?}: the jail was on: {jr}"
+        );
+        // The forwarder was in use, and its ports were looked up.
+        let fw = c
+            .iter()
+            .find(|x| x["name"] == "dns-forwarder-only")
+            .unwrap();
+        assert!(
+            fw["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("169.254.0.53: UDP port 53 routed"),
+            "{who:?}: {fw}"
         );
     }
     // The table a person reads ends with the summary.
@@ -329,8 +351,10 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     let lan = lan_with_loopback_service();
     let w = mutated_verify_world("verifyreg");
     w.put(Who::Root, ".ssh/id_ed25519", "DECOY-SSH-KEY\n");
-    // Claude Code's runtime state on the host, masked by a tmpfs inside.
+    // Claude Code's runtime state on the host, masked by a tmpfs inside;
+    // its ~/.claude, under which ~/.claude/local is masked.
     w.put(Who::Root, ".local/share/claude/versions", "host state\n");
+    w.put(Who::Root, ".claude/settings.json", "{}\n");
     install_managed_settings(&w);
     // A protected path in the workspace, and the user's own cache.
     std::fs::create_dir_all(w.workspace(Who::Root).join(".vscode")).unwrap();
@@ -344,6 +368,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("tmp-not-tmpfs", &["tmp-tmpfs"]),
         ("keep-caps", &["capabilities-dropped"]),
         ("jail-no-172", &["jail-routes"]),
+        // The forwarder routed on every port (before issue #24).
+        ("forwarder-all-ports", &["dns-forwarder-only"]),
         // Masks the plan takes from its tables; verify reads the same tables.
         // (/etc/shadow is root-only too, so a root launch masks it twice.)
         (
@@ -376,6 +402,8 @@ fn each_deliberate_regression_fails_exactly_its_check() {
             "drop-mount=/etc/claude-code/managed-settings.json",
             &["managed-settings-inside"],
         ),
+        // ~/.claude/local, where the old launcher alias looks (issue #24).
+        ("drop-mount=~/.claude/local", &["strict-home"]),
     ];
     for &(mutation, expected) in cases {
         let mut env = vec![

@@ -4,7 +4,9 @@
 //! makes the proxy's listening socket there
 //! ([`crate::egress::policy::PROXY_ADDR`]), sends it to the shadow over a
 //! socket pair and execs bubblewrap. The sandbox inherits that namespace;
-//! nothing inside holds the listener.
+//! nothing inside holds the listener. With `publish-port` it forks the
+//! connector first (`publish.rs`), which stays in that namespace, outside
+//! the sandbox.
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
@@ -28,8 +30,16 @@ pub(crate) fn allowlist_holder_main(args: &[OsString]) -> i32 {
 
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     const USAGE: &str =
-        "__holder-allowlist is internal (usage: __holder-allowlist UID GID CHANNEL -- BWRAP ARGS)";
-    let [uid, gid, channel, sep, bwrap, rest @ ..] = args else {
+        "__holder-allowlist is internal (usage: __holder-allowlist UID GID CHANNEL [INWARD PORTS] -- BWRAP ARGS)";
+    let [uid, gid, channel, rest @ ..] = args else {
+        return Err(USAGE.into());
+    };
+    // publish-port: the connector's channel and ports (egress/publish.rs).
+    let (inward, rest) = match rest {
+        [fd, ports, rest @ ..] if fd != "--" => (Some((fd, ports)), rest),
+        _ => (None, rest),
+    };
+    let [sep, bwrap, rest @ ..] = rest else {
         return Err(USAGE.into());
     };
     let channel: RawFd = channel.to_str().and_then(|s| s.parse().ok()).ok_or(USAGE)?;
@@ -51,6 +61,9 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     // Neither stays open in the sandbox.
     drop(listener);
     drop(channel);
+    if let Some((fd, ports)) = inward {
+        super::publish::start_connector(&fd.to_string_lossy(), &ports.to_string_lossy())?;
+    }
     let err = Command::new(bwrap).args(rest).exec();
     Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
 }

@@ -16,7 +16,9 @@
 //!    keeper's PID from outside, under **pasta's keeper**
 //!    (`claude-sandbox __pasta-keeper`), attached to that tap (`-I`), with
 //!    `--config-net` to configure it and every forwarding of host loopback turned off
-//!    (`-T none -U none`, `--no-map-gw`), IPv4 only. pasta's foreground
+//!    (`-T none -U none`, `--no-map-gw`), IPv4 only; inward only the
+//!    `publish-port` ports, from the host's 127.0.0.1 (`-t 127.0.0.1/PORT`,
+//!    else `-t none`). pasta's foreground
 //!    process exits once attached; then the shadow writes "go".
 //! 3. The route keeper locks the routes (one `ip -batch` run, started while
 //!    pasta attaches and fed the batch on "go") and opens the
@@ -77,6 +79,20 @@ fn avx2_build(pasta: &Path) -> Option<PathBuf> {
     None
 }
 
+/// pasta's inbound TCP forwarding: `publish-port`'s ports, each bound on
+/// the host's 127.0.0.1 only (`-t 127.0.0.1/PORT`, one option a port, so
+/// pasta fails when any one cannot be bound), to the same port on the
+/// namespace's loopback; none at all without them (docs/decisions/0011).
+fn inward_tcp(ports: &[u16]) -> Vec<OsString> {
+    if ports.is_empty() {
+        return vec!["-t".into(), "none".into()];
+    }
+    ports
+        .iter()
+        .flat_map(|p| ["-t".into(), format!("127.0.0.1/{p}").into()])
+        .collect()
+}
+
 /// The one-line refusal when the jail cannot be built, with the way out.
 pub(super) fn missing(what: &str, fix: &str) -> anyhow::Error {
     setup(format!(
@@ -121,6 +137,8 @@ pub(crate) struct Jail {
     dns_forward: Option<Ipv4Addr>,
     /// The jail's interface (the holder's tap) for the current attempt.
     iface: String,
+    /// `publish-port`: forwarded in by pasta from the host's loopback.
+    publish: Vec<u16>,
     /// Our end of the route keeper's "go" pipe for the current attempt.
     go: Option<OwnedFd>,
     /// pasta's keeper for the current attempt; dropping it ends pasta.
@@ -133,6 +151,11 @@ pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 impl Ends {
     pub(super) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
         Ends(v)
+    }
+
+    /// One more end, for `role`.
+    pub(crate) fn add(&mut self, role: FdContent, fd: OwnedFd) {
+        self.0.push((role, fd));
     }
 
     /// The fd for `role` (each is handed over once).
@@ -181,6 +204,7 @@ impl Jail {
             ip,
             dns_forward: None,
             iface: String::new(),
+            publish: Vec::new(),
             go: None,
             keeper: None,
         })
@@ -200,6 +224,7 @@ impl Jail {
         self.keeper = None;
         self.dns_forward = net.dns_forward;
         self.iface = net.iface.clone();
+        self.publish = net.publish.clone();
         // The holder reports the route keeper's PID straight to pasta's
         // keeper, started first: so the keeper knows the jail even when the
         // shadow dies right after spawning the holder.
@@ -246,8 +271,6 @@ impl Jail {
                 "--config-net",
                 "-4",
                 "--no-map-gw",
-                "-t",
-                "none",
                 "-u",
                 "none",
                 "-T",
@@ -271,6 +294,7 @@ impl Jail {
         // making its own, so its exit does not unregister the device (which
         // cost ~25 ms at every exit; docs/decisions/0004).
         pasta.extend(["-I".into(), self.iface.clone().into()]);
+        pasta.extend(inward_tcp(&self.publish));
         if let Some(fwd) = self.dns_forward {
             pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
         }
@@ -319,6 +343,7 @@ mod tests {
             ip: "/usr/sbin/ip".into(),
             dns_forward: None,
             iface: "csb-h0".into(),
+            publish: Vec::new(),
             go: None,
             keeper: None,
         };
@@ -331,5 +356,36 @@ mod tests {
         );
         // ...and no watch of the namespace, whose end costs ~5-15 ms more.
         assert!(args.iter().any(|a| a == "--no-netns-quit"), "{args:?}");
+    }
+
+    #[test]
+    fn pasta_forwards_in_only_the_published_ports_from_loopback() {
+        let tcp = |args: &[OsString]| -> Vec<String> {
+            args.windows(2)
+                .filter(|w| w[0] == "-t")
+                .map(|w| w[1].to_string_lossy().into_owned())
+                .collect()
+        };
+        let mut j = Jail {
+            pasta: "/usr/bin/pasta".into(),
+            ip: "/usr/sbin/ip".into(),
+            dns_forward: None,
+            iface: "eth0".into(),
+            publish: Vec::new(),
+            go: None,
+            keeper: None,
+        };
+        assert_eq!(tcp(&j.pasta_args()), ["none"]);
+        j.publish = vec![3000, 8888];
+        let args = j.pasta_args();
+        assert_eq!(tcp(&args), ["127.0.0.1/3000", "127.0.0.1/8888"]);
+        // Outward and UDP forwarding stay off whatever is published.
+        for (opt, want) in [("-u", "none"), ("-T", "none"), ("-U", "none")] {
+            assert!(
+                args.windows(2).any(|w| w[0] == opt && w[1] == want),
+                "{opt}: {args:?}"
+            );
+        }
+        assert!(args.iter().any(|a| a == "--no-map-gw"), "{args:?}");
     }
 }

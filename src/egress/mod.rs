@@ -7,9 +7,15 @@
 //! routes (SPEC §4.7; docs/decisions/0002, 0004). With `egress = allowlist`
 //! the sandbox has no route at all: its one way out is a proxy on its
 //! loopback, served from the shadow, that lets through only names on the
-//! allowlist (and only to addresses the jail would route), and logs every
-//! request for `claude-sandbox egress report` (SPEC §4.9; decision 0008).
+//! allowlist, on the ports their rules allow (and only to addresses the
+//! jail would route), decides each plain-http request on its own and
+//! sends it only where it was decided, and logs every request as it opens
+//! and as it closes for `claude-sandbox egress report` (SPEC §4.9;
+//! decision 0008).
 //! Any failed step refuses the launch; there is no unjailed fallback.
+//! Inward, in either mode, only the `publish-port` ports are reachable, and
+//! only from the host's 127.0.0.1 (decision 0011); a port taken on the host
+//! stops the launch before anything starts.
 //!
 //! Two halves. [`policy`] is the pure half (the mode, rules, presets, the
 //! proxy's decisions, the log's format, the jail's route plan); it is
@@ -18,17 +24,22 @@
 //! for the open jail `jail.rs` (the shadow's side), `jail_holder.rs` (the
 //! holder and route keeper), `pasta_keeper.rs` (pasta's keeper); for
 //! allowlist mode `allowlist_holder.rs` (the allowlist holder), `proxy.rs`
-//! (the proxy the shadow serves), `request.rs` (reading a request head),
-//! `relay.rs` (carrying an allowed connection), `broker/` (the credential
-//! broker the proxy hands brokered hosts to: issue #25, decision 0011); `report.rs` (the report over the log: reading,
-//! printing) and `tally.rs` (its sums and risk score).
+//! (the proxy the shadow serves), `connection.rs` (one client connection's
+//! requests, each decided), `request.rs` (parsing a request head),
+//! `http.rs` (plain-HTTP framing and exchanges), `relay.rs` (carrying a
+//! tunnel), `logfile.rs` (the log, written as requests open and close),
+//! `broker/` (the credential broker the proxy hands brokered hosts to:
+//! issue #25, decision 0013); `report.rs` (the report over the log:
+//! reading, printing) and `tally.rs` (its sums and risk score);
+//! `publish.rs` (`publish-port`: the host-side check, and in allowlist
+//! mode the shadow's relay and the holder's connector).
 //!
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
 //! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
-//! [`host_facts`], [`Proxy`], the credential [`Broker`] and its
-//! [`Sources`]; the hidden subcommands [`holder_main`]
+//! [`host_facts`], [`Proxy`], [`Published`], the credential [`Broker`]
+//! and its [`Sources`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
@@ -36,11 +47,15 @@
 
 mod allowlist_holder;
 mod broker;
+mod connection;
+mod http;
 mod jail;
 mod jail_holder;
+mod logfile;
 mod pasta_keeper;
 pub(crate) mod policy;
 mod proxy;
+mod publish;
 mod relay;
 mod report;
 mod request;
@@ -52,6 +67,7 @@ pub(crate) use jail::{host_facts, Ends, Jail};
 pub(crate) use jail_holder::holder_main;
 pub(crate) use pasta_keeper::keeper_main;
 pub(crate) use proxy::Proxy;
+pub(crate) use publish::Published;
 pub(crate) use report::report_main;
 pub(crate) use request::parse_request;
 pub(crate) use tally::Tally;

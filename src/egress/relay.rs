@@ -1,6 +1,7 @@
 //! Carrying an allowed connection: bytes copied both ways (by splice(2)
 //! where the kernel allows it) until both directions end, counted for the
-//! log.
+//! log; and the same kernel copy, bounded, for plain-http bodies
+//! ([`splice_upto`]).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -33,10 +34,10 @@ pub(super) fn relay(client: &mut TcpStream, upstream: TcpStream, first: &[u8]) -
 /// kernel moves the bytes (`splice` through a pipe, no copy through this
 /// process); where it cannot, a plain read/write loop does.
 fn pump(mut from: TcpStream, to: &mut TcpStream) -> u64 {
-    let n = match splice_all(&from, to) {
+    let n = match splice_upto(&from, to, u64::MAX) {
         Ok(n) => n,
-        Err((n, true)) => n + copy_all(&mut from, to),
-        Err((n, false)) => n,
+        Err((n, Stop::Unsupported)) => n + copy_all(&mut from, to),
+        Err((n, _)) => n,
     };
     // The other direction may still be blocked reading: a reset client or
     // server ends both.
@@ -44,13 +45,28 @@ fn pump(mut from: TcpStream, to: &mut TcpStream) -> u64 {
     n
 }
 
-/// `splice` from `from` to `to` until EOF. `Err((moved, fall_back))` when
-/// it stops early: `fall_back` when splicing is not supported here.
-fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<u64, (u64, bool)> {
+/// Why [`splice_upto`] stopped early.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// Splicing is not supported here (nothing was moved): copy instead.
+    Unsupported,
+    /// Reading `from` failed.
+    Read(std::io::Error),
+    /// Writing `to` failed (the bytes in flight are lost with it).
+    Write(std::io::Error),
+}
+
+/// `splice` from `from` to `to` until EOF or `limit` bytes, never reading
+/// past `limit`: the bytes moved, or how many before it stopped, and why.
+pub(super) fn splice_upto(
+    from: &TcpStream,
+    to: &TcpStream,
+    limit: u64,
+) -> Result<u64, (u64, Stop)> {
     use nix::libc;
     let mut p = [0i32; 2];
     if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err((0, true));
+        return Err((0, Stop::Unsupported));
     }
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
     const CHUNK: usize = 1 << 20;
@@ -74,26 +90,36 @@ fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<u64, (u64, bool)> {
         return r;
     };
     let mut total = 0u64;
-    loop {
-        let got = splice(from.as_raw_fd(), wr.as_raw_fd(), CHUNK);
+    while total < limit {
+        let want = usize::try_from(limit - total).unwrap_or(CHUNK).min(CHUNK);
+        let got = splice(from.as_raw_fd(), wr.as_raw_fd(), want);
         if got == 0 {
             return Ok(total);
         }
         if got < 0 {
-            let e = std::io::Error::last_os_error().raw_os_error();
-            return Err((total, total == 0 && e == Some(libc::EINVAL)));
+            let e = std::io::Error::last_os_error();
+            if total == 0 && e.raw_os_error() == Some(libc::EINVAL) {
+                return Err((0, Stop::Unsupported));
+            }
+            return Err((total, Stop::Read(e)));
         }
         let mut left = got as usize;
         while left > 0 {
             let put = splice(rd.as_raw_fd(), to.as_raw_fd(), left);
             if put <= 0 {
                 // The bytes in the pipe are lost with it: the peer is gone.
-                return Err((total, false));
+                let e = if put < 0 {
+                    std::io::Error::last_os_error()
+                } else {
+                    std::io::ErrorKind::WriteZero.into()
+                };
+                return Err((total, Stop::Write(e)));
             }
             left -= put as usize;
             total += put as u64;
         }
     }
+    Ok(total)
 }
 
 /// The plain copy loop, for where `splice` is refused.

@@ -239,6 +239,7 @@ pub(super) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
     write_header(r, spans_days, out)?;
     write_domains(&r.domains, out)?;
     write_refusals(&r.refusals, spans_days, out)?;
+    write_failures(&r.failures, spans_days, out)?;
     writeln!(out, "\nrisk: {}/100", r.risk.score)?;
     for reason in &r.risk.reasons {
         writeln!(out, "  {}", clean(reason))?;
@@ -259,9 +260,14 @@ fn write_header(r: &Report, spans_days: bool, out: &mut dyn Write) -> std::io::R
         }
         _ => String::new(),
     };
+    let failed = if r.failed > 0 {
+        format!(", {} failed upstream", r.failed)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{}: {}, {} allowed, {} refused; {} up, {} down{span}",
+        "{}: {}, {} allowed{failed}, {} refused; {} up, {} down{span}",
         r.session,
         plural(r.requests, "request", "requests"),
         r.allowed,
@@ -269,6 +275,13 @@ fn write_header(r: &Report, spans_days: bool, out: &mut dyn Write) -> std::io::R
         size(r.bytes_up),
         size(r.bytes_down),
     )?;
+    if r.open > 0 {
+        writeln!(
+            out,
+            "{} open when last logged: byte counts missing (the session is running, or its proxy was killed)",
+            plural(r.open, "request", "requests"),
+        )?;
+    }
     if r.unreadable_lines > 0 {
         writeln!(
             out,
@@ -305,14 +318,15 @@ fn write_domains(domains: &[Domain], out: &mut dyn Write) -> std::io::Result<()>
         .clamp(5, PORTS_MAX);
     writeln!(
         out,
-        "\n{:<hw$}  {:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
-        "host", "ports", "allowed", "refused", "up", "down"
+        "\n{:<hw$}  {:<pw$}  {:>7}  {:>6}  {:>7}  {:>9}  {:>9}",
+        "host", "ports", "allowed", "failed", "refused", "up", "down"
     )?;
     for ((d, host), ports) in domains.iter().zip(&hosts).zip(&ports) {
         writeln!(
             out,
-            "{host:<hw$}  {ports:<pw$}  {:>7}  {:>7}  {:>9}  {:>9}",
+            "{host:<hw$}  {ports:<pw$}  {:>7}  {:>6}  {:>7}  {:>9}  {:>9}",
             d.allowed,
+            d.failed,
             d.refused,
             size(d.bytes_up),
             size(d.bytes_down)
@@ -348,6 +362,34 @@ fn write_refusals(
     Ok(())
 }
 
+/// One line per allowed request whose upstream failed, with its error;
+/// nothing when there is none.
+fn write_failures(
+    failures: &[Refusal],
+    spans_days: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nallowed, upstream failed:")?;
+    for f in failures {
+        match f.line() {
+            Some(l) => writeln!(
+                out,
+                "  {}  {} {}:{}  {}",
+                short_time(&l.time, spans_days),
+                clean(&l.method),
+                clean(&l.host),
+                l.port,
+                clean(l.error.as_deref().unwrap_or(""))
+            )?,
+            None => writeln!(out, "  {}", clean(&f.raw))?,
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,12 +415,15 @@ mod tests {
                 "log",
                 "requests",
                 "allowed",
+                "failed",
                 "refused",
+                "open",
                 "unreadable_lines",
                 "bytes_up",
                 "bytes_down",
                 "domains",
                 "refusals",
+                "failures",
                 "risk"
             ]
         );
@@ -389,7 +434,7 @@ mod tests {
         assert_eq!(
             v["domains"][0],
             serde_json::json!({"host": "allowed.test", "ports": [80, 443], "allowed": 2,
-                "refused": 0, "bytes_up": 150, "bytes_down": 2500})
+                "failed": 0, "refused": 0, "bytes_up": 150, "bytes_down": 2500})
         );
         assert_eq!(v["risk"], serde_json::json!({"score": 0, "reasons": []}));
         let refusals = v["refusals"].as_array().unwrap();
@@ -416,10 +461,10 @@ mod tests {
     const TEXT_SAMPLE: &str = "\
 20261123T184501Z-4242: 6 requests, 3 allowed, 3 refused; 160 B up, 2.5 KiB down; 18:45:01→18:45:06
 
-host               ports   allowed  refused         up       down
-denied.test        443           0        3        0 B        0 B
-allowed.test       80,443        2        0      150 B    2.4 KiB
-api.anthropic.com  443           1        0       10 B       20 B
+host               ports   allowed  failed  refused         up       down
+denied.test        443           0       0        3        0 B        0 B
+allowed.test       80,443        2       0        0      150 B    2.4 KiB
+api.anthropic.com  443           1       0        0       10 B       20 B
 
 refused:
   18:45:04.000  CONNECT denied.test:443  denied.test is not on the allowlist
@@ -431,11 +476,50 @@ risk: 15/100
 ";
 
     #[test]
+    fn upstream_failures_and_open_requests_are_told_apart() {
+        use crate::egress::tally::tests::{failed_line, open_line};
+        let mut lines = clean_session();
+        lines.push(failed_line(
+            &at(5),
+            "allowed.test",
+            8081,
+            "cannot connect to 203.0.113.10:8081: Connection refused (os error 111)",
+        ));
+        lines.push(open_line(&at(6), "allowed.test", 443));
+        let t = text(&report_of(&lines));
+        assert_eq!(t, FAILED_SAMPLE);
+    }
+
+    /// What `upstream_failures_and_open_requests_are_told_apart` prints;
+    /// docs/egress.md shows the same.
+    const FAILED_SAMPLE: &str = "\
+20261123T184501Z-4242: 6 requests, 4 allowed, 1 failed upstream, 1 refused; 160 B up, 2.5 KiB down; 18:45:01→18:45:06
+1 request open when last logged: byte counts missing (the session is running, or its proxy was killed)
+
+host               ports        allowed  failed  refused         up       down
+allowed.test       80,443,8081        3       1        0      150 B    2.4 KiB
+api.anthropic.com  443                1       0        0       10 B       20 B
+denied.test        443                0       0        1        0 B        0 B
+
+refused:
+  18:45:04.000  CONNECT denied.test:443  denied.test is not on the allowlist
+
+allowed, upstream failed:
+  18:45:05.000  CONNECT allowed.test:8081  cannot connect to 203.0.113.10:8081: Connection refused (os error 111)
+
+risk: 0/100
+";
+
+    #[test]
     fn the_docs_show_this_output() {
         let doc = include_str!("../../docs/egress.md");
         assert!(
             doc.contains(&format!("```\n{TEXT_SAMPLE}```")),
             "docs/egress.md: text sample"
+        );
+        assert!(
+            doc.contains(&format!("```\n{FAILED_SAMPLE}```")),
+            "docs/egress.md: the sample with a failure"
         );
     }
 

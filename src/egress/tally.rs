@@ -1,7 +1,14 @@
 //! The report's arithmetic, pure: [`Tally::add_line`] takes a connection
 //! log's lines one by one, [`Tally::finish`] makes the [`Report`] on the
 //! session and its [`Risk`] score. Memory grows with the hosts, the
-//! refusals and one (time, host) pair a request, never with the log.
+//! refusals and failures, and one (time, host) pair a request, never with
+//! the log.
+//!
+//! Each request is one of three: **allowed** (and its server reached),
+//! **failed** (allowed, but the name did not resolve, no address answered,
+//! or the exchange broke: the line has an `error`), **refused**. A line
+//! still marked `open` (the session runs, or its proxy was killed) counts
+//! as what it was decided, and in `open`: its byte counts are missing.
 //!
 //! # Risk score
 //!
@@ -52,6 +59,7 @@ struct HostTally {
     id: usize,
     ports: BTreeSet<u16>,
     allowed: u64,
+    failed: u64,
     refused: u64,
     bytes_up: u64,
     bytes_down: u64,
@@ -62,12 +70,15 @@ struct HostTally {
 pub(crate) struct Tally {
     requests: u64,
     allowed: u64,
+    failed: u64,
     refused: u64,
+    open: u64,
     unreadable: u64,
     bytes_up: u64,
     bytes_down: u64,
     hosts: BTreeMap<String, HostTally>,
     refusals: Vec<Refusal>,
+    failures: Vec<Refusal>,
     /// The earliest and latest `time` that parsed: (milliseconds, as written).
     first: Option<(i64, String)>,
     last: Option<(i64, String)>,
@@ -120,7 +131,17 @@ impl Tally {
         host.ports.insert(line.port);
         host.bytes_up = host.bytes_up.saturating_add(line.bytes_up);
         host.bytes_down = host.bytes_down.saturating_add(line.bytes_down);
+        if line.open {
+            self.open += 1;
+        }
         match line.decision {
+            Decision::Allowed if line.error.is_some() => {
+                self.failed += 1;
+                host.failed += 1;
+                self.failures.push(Refusal {
+                    raw: raw.to_string(),
+                });
+            }
             Decision::Allowed => {
                 self.allowed += 1;
                 host.allowed += 1;
@@ -154,14 +175,15 @@ impl Tally {
                 host,
                 ports: t.ports.into_iter().collect(),
                 allowed: t.allowed,
+                failed: t.failed,
                 refused: t.refused,
                 bytes_up: t.bytes_up,
                 bytes_down: t.bytes_down,
             })
             .collect();
         domains.sort_by(|a, b| {
-            (b.allowed + b.refused)
-                .cmp(&(a.allowed + a.refused))
+            b.requests()
+                .cmp(&a.requests())
                 .then_with(|| a.host.cmp(&b.host))
         });
         self.events.sort_unstable();
@@ -172,12 +194,15 @@ impl Tally {
             log: log.display().to_string(),
             requests: self.requests,
             allowed: self.allowed,
+            failed: self.failed,
             refused: self.refused,
+            open: self.open,
             unreadable_lines: self.unreadable,
             bytes_up: self.bytes_up,
             bytes_down: self.bytes_down,
             domains,
             refusals: self.refusals,
+            failures: self.failures,
             risk,
             first: self.first.map(|(_, t)| t),
             last: self.last.map(|(_, t)| t),
@@ -185,7 +210,7 @@ impl Tally {
     }
 }
 
-/// One refused request's line, kept as it appears in the log.
+/// One refused (or failed) request's line, kept as it appears in the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Refusal {
     pub(super) raw: String,
@@ -214,10 +239,19 @@ pub(super) struct Domain {
     pub(super) host: String,
     /// Ascending, each once.
     pub(super) ports: Vec<u16>,
+    /// Allowed and reached.
     pub(super) allowed: u64,
+    /// Allowed, but the upstream failed (the line's `error`).
+    pub(super) failed: u64,
     pub(super) refused: u64,
     pub(super) bytes_up: u64,
     pub(super) bytes_down: u64,
+}
+
+impl Domain {
+    pub(super) fn requests(&self) -> u64 {
+        self.allowed + self.failed + self.refused
+    }
 }
 
 /// The risk score (0-100) and why, one reason a line.
@@ -233,10 +267,14 @@ pub(crate) struct Report {
     pub(super) session: String,
     /// The log's absolute path.
     pub(super) log: String,
-    /// Sums over every readable line.
+    /// Sums over every readable line: `requests` is `allowed` (reached),
+    /// `failed` (allowed, the upstream failed) and `refused`; `open` of
+    /// them were still open when last logged.
     pub(super) requests: u64,
     pub(super) allowed: u64,
+    pub(super) failed: u64,
     pub(super) refused: u64,
+    pub(super) open: u64,
     pub(super) unreadable_lines: u64,
     pub(super) bytes_up: u64,
     pub(super) bytes_down: u64,
@@ -244,6 +282,8 @@ pub(crate) struct Report {
     pub(super) domains: Vec<Domain>,
     /// In the log's order.
     pub(super) refusals: Vec<Refusal>,
+    /// The failed requests' lines, in the log's order.
+    pub(super) failures: Vec<Refusal>,
     pub(super) risk: Risk,
     /// The earliest and latest request time, as logged (text output only).
     #[serde(skip)]
@@ -358,7 +398,7 @@ fn ip_literals(domains: &[Domain], reasons: &mut Vec<String>) -> u32 {
     if ips.is_empty() {
         return 0;
     }
-    let n: u64 = ips.iter().map(|d| d.allowed + d.refused).sum();
+    let n: u64 = ips.iter().map(|d| d.requests()).sum();
     let mut named: Vec<&str> = ips.iter().take(3).map(|d| d.host.as_str()).collect();
     if ips.len() > 3 {
         named.push("…");
@@ -439,6 +479,7 @@ pub(super) mod tests {
             bytes_up: up,
             bytes_down: down,
             duration_ms: 12,
+            open: false,
         };
         serde_json::to_string(&l).unwrap()
     }
@@ -485,6 +526,7 @@ pub(super) mod tests {
                 host: "allowed.test".into(),
                 ports: vec![80, 443],
                 allowed: 2,
+                failed: 0,
                 refused: 0,
                 bytes_up: 150,
                 bytes_down: 2500,
@@ -495,6 +537,59 @@ pub(super) mod tests {
         assert_eq!(r.refusals.len(), 1);
         assert_eq!(r.first.as_deref(), Some("2026-11-23T18:45:01.000Z"));
         assert_eq!(r.last.as_deref(), Some("2026-11-23T18:45:04.000Z"));
+    }
+
+    /// `line` with an `error` (allowed, the upstream failed) or still `open`.
+    pub(in crate::egress) fn failed_line(time: &str, host: &str, port: u16, error: &str) -> String {
+        let mut l: LogLine = serde_json::from_str(&line(time, host, port, true, 0, 0)).unwrap();
+        l.error = Some(error.into());
+        serde_json::to_string(&l).unwrap()
+    }
+
+    pub(in crate::egress) fn open_line(time: &str, host: &str, port: u16) -> String {
+        let mut l: LogLine = serde_json::from_str(&line(time, host, port, true, 0, 0)).unwrap();
+        (l.open, l.duration_ms) = (true, 0);
+        // As the proxy writes it: padded for the rewrite.
+        format!("{}{}", serde_json::to_string(&l).unwrap(), " ".repeat(200))
+    }
+
+    #[test]
+    fn an_upstream_failure_is_told_apart_from_allowed_and_open_lines_count() {
+        let mut lines = clean_session();
+        lines.push(failed_line(
+            &at(5),
+            "allowed.test",
+            8081,
+            "cannot connect to 203.0.113.10:8081: Connection refused (os error 111)",
+        ));
+        lines.push(failed_line(
+            &at(6),
+            "gone.test",
+            443,
+            "cannot resolve gone.test: no such name",
+        ));
+        lines.push(open_line(&at(7), "allowed.test", 443));
+        let r = report_of(&lines);
+        assert_eq!(
+            (
+                r.requests,
+                r.allowed,
+                r.failed,
+                r.refused,
+                r.open,
+                r.unreadable_lines
+            ),
+            (7, 4, 2, 1, 1, 0)
+        );
+        let d = &r.domains[0];
+        assert_eq!(
+            (d.host.as_str(), d.allowed, d.failed, d.refused),
+            ("allowed.test", 3, 1, 0)
+        );
+        assert_eq!(d.ports, [80, 443, 8081]);
+        assert_eq!(r.failures.len(), 2);
+        assert_eq!(r.failures[0].line().unwrap().port, 8081);
+        assert_eq!(r.refusals.len(), 1);
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     check_guard_hooks(&mut r);
     check_lockdown(&mut r);
     check_host_git(&mut r);
+    check_claude_alias(&mut r);
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
         Ok(1)
@@ -385,9 +386,10 @@ fn check_guard_hooks(r: &mut Report) {
     );
 }
 
-/// The managed settings must carry the lockdown (decision 0005), or hooks,
-/// MCP servers and an apiKeyHelper a sandboxed session planted in user or
-/// project settings run when Claude Code is started outside the sandbox.
+/// The managed settings must carry the lockdown (decisions 0005, 0012), or
+/// hooks, MCP servers, helpers, bypass mode and code-loading `env` a
+/// sandboxed session planted in user or project settings take effect when
+/// Claude Code is started outside the sandbox.
 fn check_lockdown(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
     match managed_settings::lockdown_report(&settings) {
@@ -395,7 +397,7 @@ fn check_lockdown(r: &mut Report) {
             true,
             "lockdown",
             format!(
-                "{} keeps the hooks, status line, MCP servers and apiKeyHelper of user and project settings from running unsandboxed ({keys})",
+                "{} keeps the hooks, MCP servers, helpers and other command keys, bypass mode and code-loading env variables of user and project settings from taking effect unsandboxed ({keys})",
                 paths::MANAGED_SETTINGS
             ),
         ),
@@ -497,6 +499,40 @@ fn broker_summary(
             not.join(", ")
         ),
     )
+}
+
+/// An alias or function named `claude` in a shell startup file runs
+/// instead of the shadow in every interactive shell (issue #24); Claude
+/// Code's old installer wrote one that runs `~/.claude/local/claude`.
+fn check_claude_alias(r: &mut Report) {
+    let Ok(id) = crate::sys::user::identity() else {
+        return r.line(
+            false,
+            "claude alias",
+            "cannot tell this user's home; set HOME",
+        );
+    };
+    let found = super::shell_alias::find(&id.home);
+    if found.is_empty() {
+        return r.line(
+            true,
+            "claude alias",
+            "no alias or function named claude in the shell startup files",
+        );
+    }
+    for d in found {
+        r.line(
+            false,
+            "claude alias",
+            format!(
+                "{}:{}: `{}` makes an interactive shell run something else than {} for `claude`, unsandboxed; delete that line (or the function), then open a new shell",
+                d.file.display(),
+                d.line,
+                crate::plan::protect::printable(&d.text, 120),
+                paths::SHADOW
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

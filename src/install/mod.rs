@@ -10,7 +10,8 @@
 //! planted in a workspace is not used by host git), appended as one block
 //! that uninstall takes out again; `promote` (§9) edits a devcontainer
 //! file changing only the inserted text; `doctor` reports one line per
-//! fact and exits 0 only when all is in place.
+//! fact and exits 0 only when all is in place, naming any alias or
+//! function `claude` in the user's shell startup files (issue #24).
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `plan` (the managed settings, the
 //! git config), `launch` (its preflight checks and the pin), `egress`
@@ -30,6 +31,7 @@ mod manifest;
 pub(crate) mod promote;
 mod real_claude;
 mod setup;
+mod shell_alias;
 mod uninstall;
 
 pub(crate) use setup::{main, Args};

@@ -1,8 +1,10 @@
-//! `claude-sandbox promote [DIR]` (SPEC §9): wire the devcontainer feature,
-//! the `/dev/net/tun` device and the `/verify-sandbox` command into a
-//! workspace, editing its `.devcontainer/devcontainer.json` as JSON with
-//! comments: only the inserted text changes; every comment, trailing comma
-//! and the formatting of untouched parts stay as they were. Idempotent.
+//! `claude-sandbox promote [DIR]` (SPEC §9): wire the devcontainer feature
+//! and the `/verify-sandbox` command into a workspace, editing its
+//! `.devcontainer/devcontainer.json` as JSON with comments: only the
+//! inserted `features` entry changes; every comment, trailing comma and the
+//! formatting of untouched parts stay as they were. Idempotent. `runArgs`
+//! is left as it is, neither added nor removed: the feature's metadata and
+//! entrypoint give the sandbox what it needs (issue #26).
 //!
 //! Parsing and insertion are `jsonc_parser`'s CST; this module decides what
 //! goes where, and undoes the crate's reflowing of one-line containers and
@@ -19,8 +21,6 @@ use crate::error::{bad_input, Fail};
 
 /// The published feature this entry refers to.
 pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1";
-/// The device the egress jail needs; a feature cannot add it itself.
-const TUN_ARG: &str = "--device=/dev/net/tun";
 /// The slash command seeded into the workspace (compiled in).
 pub(crate) const VERIFY_COMMAND: &str = include_str!("../../.claude/commands/verify-sandbox.md");
 
@@ -212,8 +212,9 @@ fn restore_blank_lines(container: &CstContainerNode, before: &[CstNode]) {
     }
 }
 
-/// Add the feature and the tun device to a devcontainer.json text. Returns
-/// the new text (equal to the input when nothing was missing).
+/// Add the feature to a devcontainer.json text (nothing else: `runArgs`
+/// and every other member stay as they are). Returns the new text (equal to
+/// the input when the feature was there).
 pub fn edit(text: &str) -> Result<String, JsoncError> {
     let root = CstRootNode::parse(text, &DEVCONTAINER_JSON).map_err(|e| parse_error(text, &e))?;
     let Some(obj) = root.object_value() else {
@@ -222,30 +223,11 @@ pub fn edit(text: &str) -> Result<String, JsoncError> {
             what: "the document is not an object".into(),
         });
     };
-    // Both refusals before any change.
-    let run_args = member(&obj, "runArgs", CstNode::as_array, "an array")?;
+    // The refusal before any change.
     let features = member(&obj, "features", CstNode::as_object, "an object")?;
-
-    // runArgs first (each container edited once, with everything it gains).
-    if let Some(args) = &run_args {
-        let has_tun = args.elements().iter().any(|e| {
-            e.as_string_lit()
-                .is_some_and(|s| s.decoded_value().is_ok_and(|v| v == TUN_ARG))
-        });
-        if !has_tun {
-            append_in_style(args.clone().into(), || {
-                args.append(TUN_ARG.into());
-            });
-        }
-    }
-    if run_args.is_none() || features.is_none() {
+    if features.is_none() {
         append_in_style(obj.clone().into(), || {
-            if run_args.is_none() {
-                obj.append("runArgs", vec![TUN_ARG].into());
-            }
-            if features.is_none() {
-                obj.append("features", CstInputValue::Object(Vec::new()));
-            }
+            obj.append("features", CstInputValue::Object(Vec::new()));
         });
     }
     // Any version of our feature counts as present.
@@ -278,7 +260,7 @@ pub fn edit(text: &str) -> Result<String, JsoncError> {
 /// A devcontainer.json for a workspace that has none.
 fn minimal(name: &str) -> String {
     format!(
-        "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }},\n  // The feature creates the tun device itself; this line keeps engines that\n  // run no feature entrypoint working too.\n  \"runArgs\": [\"{TUN_ARG}\"]\n}}\n",
+        "// Created by claude-sandbox promote: every terminal's `claude` runs sandboxed.\n{{\n  \"name\": {},\n  \"image\": \"mcr.microsoft.com/devcontainers/base:bookworm\",\n  \"features\": {{\n    \"{FEATURE_REF}\": {{}}\n  }}\n}}\n",
         serde_json::to_string(name).expect("a string serializes")
     )
 }
@@ -342,8 +324,8 @@ fn devcontainer_file(dir: &Path) -> PathBuf {
     }
 }
 
-/// Add the feature and the tun device to the workspace's devcontainer.json
-/// (created when missing); returns what changed, if anything.
+/// Add the feature to the workspace's devcontainer.json (created when
+/// missing); returns what changed, if anything.
 fn wire_devcontainer(dir: &Path) -> anyhow::Result<Option<String>> {
     let dc = devcontainer_file(dir);
     match std::fs::read_to_string(&dc) {
@@ -364,7 +346,7 @@ fn wire_devcontainer(dir: &Path) -> anyhow::Result<Option<String>> {
             }
             fs_err::write(&dc, new)?;
             Ok(Some(format!(
-                "added the claude-sandbox feature and {TUN_ARG} to {}",
+                "added the claude-sandbox feature to {}",
                 dc.display()
             )))
         }
@@ -439,16 +421,39 @@ mod tests {
             out.contains(&format!("\"{FEATURE_REF}\": {{}},\n  }}")),
             "{out}"
         );
-        assert!(
-            out.contains("\"runArgs\": [\"--init\", \"--device=/dev/net/tun\"]"),
-            "{out}"
-        );
-        // Only insertions: removing them gives the input back.
-        let back = out
-            .replace(&format!("\n    \"{FEATURE_REF}\": {{}},"), "")
-            .replace(", \"--device=/dev/net/tun\"", "");
+        // Only the feature's entry is inserted: removing it gives the input
+        // back, `runArgs` included.
+        let back = out.replace(&format!("\n    \"{FEATURE_REF}\": {{}},"), "");
         assert_eq!(back, WITH_COMMENTS);
         assert_eq!(edit(&out).unwrap(), out, "second edit changes nothing");
+    }
+
+    #[test]
+    fn leaves_run_args_alone() {
+        // Whatever `runArgs` holds, or whether it exists at all, it stays as
+        // it was: no tun device added, none removed, no shape checked.
+        for run_args in [
+            None,
+            Some("[]"),
+            Some("[\"--init\"]"),
+            Some("[\"--device=/dev/net/tun\"]"),
+            Some("[\"--init\", \"--device=/dev/net/tun\"]"),
+            Some("5"),
+        ] {
+            let text = match run_args {
+                Some(r) => format!("{{\n  \"runArgs\": {r},\n  \"name\": \"x\"\n}}\n"),
+                None => "{\n  \"name\": \"x\"\n}\n".to_string(),
+            };
+            let out = edit(&text).unwrap();
+            assert!(out.contains(FEATURE_REF), "{out}");
+            let tun = "--device=/dev/net/tun";
+            assert_eq!(out.matches(tun).count(), text.matches(tun).count(), "{out}");
+            match run_args {
+                Some(r) => assert!(out.contains(&format!("\"runArgs\": {r},")), "{out}"),
+                None => assert!(!out.contains("runArgs"), "{out}"),
+            }
+            assert_eq!(edit(&out).unwrap(), out);
+        }
     }
 
     #[test]
@@ -456,17 +461,20 @@ mod tests {
         let out = edit("{\n    \"name\": \"x\"\n}\n").unwrap();
         assert_eq!(
             out,
-            format!("{{\n    \"name\": \"x\",\n    \"runArgs\": [\"{TUN_ARG}\"],\n    \"features\": {{ \"{FEATURE_REF}\": {{}} }}\n}}\n")
+            format!(
+                "{{\n    \"name\": \"x\",\n    \"features\": {{ \"{FEATURE_REF}\": {{}} }}\n}}\n"
+            )
         );
         let out = edit("{}").unwrap();
-        assert!(out.contains(FEATURE_REF) && out.contains(TUN_ARG));
+        assert!(
+            out.contains(FEATURE_REF) && !out.contains("runArgs"),
+            "{out}"
+        );
         assert_eq!(edit(&out).unwrap(), out);
         let out = edit("{\"features\": {}, \"runArgs\": []}").unwrap();
         assert_eq!(
             out,
-            format!(
-                "{{\"features\": {{ \"{FEATURE_REF}\": {{}} }}, \"runArgs\": [ \"{TUN_ARG}\" ]}}"
-            )
+            format!("{{\"features\": {{ \"{FEATURE_REF}\": {{}} }}, \"runArgs\": []}}")
         );
     }
 
@@ -483,10 +491,7 @@ mod tests {
             .map(str::to_string)
             .collect::<Vec<_>>()
             .join("");
-        assert!(
-            stripped.contains(FEATURE_REF) && stripped.contains(TUN_ARG),
-            "{once}"
-        );
+        assert!(stripped.contains(FEATURE_REF), "{once}");
     }
 
     #[test]
@@ -495,16 +500,17 @@ mod tests {
         assert_eq!(e.line, 3, "{e:?}");
         assert_eq!(edit("{\n /* open").unwrap_err().line, 2);
         assert!(edit("[1]").is_err());
-        assert!(edit("{\"runArgs\": 5}")
+        assert!(edit("{\"features\": 5}")
             .unwrap_err()
             .what
-            .contains("runArgs"));
+            .contains("features"));
     }
 
     #[test]
     fn minimal_file_is_valid_and_complete() {
         let m = minimal("my \"app\"");
         assert_eq!(edit(&m).unwrap(), m);
+        assert!(!m.contains("runArgs"), "{m}");
     }
 
     #[test]
@@ -513,14 +519,16 @@ mod tests {
         let text = "{\n\n  \"features\": {\n\n    \"a\": {}\n  \n  },\n  \"runArgs\": [\n    \"--init\"\n\n  ]\n}\n";
         assert_eq!(
             edit(text).unwrap(),
-            format!("{{\n\n  \"features\": {{\n\n    \"a\": {{}},\n    \"{FEATURE_REF}\": {{}}\n  \n  }},\n  \"runArgs\": [\n    \"--init\",\n    \"{TUN_ARG}\"\n\n  ]\n}}\n")
+            format!("{{\n\n  \"features\": {{\n\n    \"a\": {{}},\n    \"{FEATURE_REF}\": {{}}\n  \n  }},\n  \"runArgs\": [\n    \"--init\"\n\n  ]\n}}\n")
         );
         assert_eq!(
             edit("{\n\n  \"name\": \"x\"\n}\n").unwrap(),
-            format!("{{\n\n  \"name\": \"x\",\n  \"runArgs\": [\"{TUN_ARG}\"],\n  \"features\": {{ \"{FEATURE_REF}\": {{}} }}\n}}\n")
+            format!(
+                "{{\n\n  \"name\": \"x\",\n  \"features\": {{ \"{FEATURE_REF}\": {{}} }}\n}}\n"
+            )
         );
         let out = edit("{\r\n  \"name\": \"x\"\r\n}\r\n").unwrap();
-        assert!(out.contains(TUN_ARG), "{out}");
+        assert!(out.contains(FEATURE_REF), "{out}");
         assert!(!out.replace("\r\n", "").contains('\n'), "{out:?}");
     }
 

@@ -124,7 +124,8 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
             | FdContent::HolderReady
             | FdContent::HolderGo
             | FdContent::HolderGate
-            | FdContent::ProxyChannel => ends
+            | FdContent::ProxyChannel
+            | FdContent::InwardChannel => ends
                 .as_mut()
                 .and_then(|e| e.take(content))
                 .ok_or_else(|| setup(format!("internal error: no network pipe for fd {num}")))?,
@@ -136,7 +137,12 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
 
 /// Start bubblewrap for `sb` (through the jail's holder when jailed), its
 /// fds in place. Returns the child and the shadow's ends of its pipes.
-fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(Child, ShadowEnds)> {
+fn spawn(
+    bwrap: &Path,
+    sb: &Sandbox,
+    net: Option<&mut Net>,
+    published: &mut egress::Published,
+) -> anyhow::Result<(Child, ShadowEnds)> {
     let r = crate::sandbox::render(sb);
     let (mut cmd, ends) = match (net, &sb.network, r.holder, r.proxy_channel) {
         (Some(Net::Jail(j)), Network::Jail(jn), Some(holder), _) => {
@@ -144,7 +150,11 @@ fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(C
             (c, Some(e))
         }
         (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
-            let (c, e) = p.command(bwrap, &r, channel)?;
+            let (c, mut e) = p.command(bwrap, &r, channel)?;
+            // publish-port: the allowlist holder's connector (egress/publish.rs).
+            if let Some(end) = published.attempt()? {
+                e.add(FdContent::InwardChannel, end);
+            }
             (c, Some(e))
         }
         (_, Network::Host, _, _) => {
@@ -206,20 +216,22 @@ fn spawn(bwrap: &Path, sb: &Sandbox, net: Option<&mut Net>) -> anyhow::Result<(C
     ))
 }
 
-/// Run one attempt of `sb`.
+/// Run one attempt of `sb` (`published`: its `publish-port` listeners).
 pub(super) fn execute(
     bwrap: &Path,
     sb: &Sandbox,
     mut net: Option<&mut Net>,
     git: &host::GitIdentity,
+    published: &mut egress::Published,
 ) -> anyhow::Result<Outcome> {
-    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut())?;
+    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut(), published)?;
     let mut jail = match net {
         Some(Net::Jail(j)) => Some(j),
         Some(Net::Proxy(p)) => {
             // The holder sends the listener before it execs bubblewrap; if
             // it fails instead, its message is bubblewrap's (below).
             p.serve();
+            published.serve();
             None
         }
         None => None,

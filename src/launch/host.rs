@@ -58,6 +58,11 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .into_iter()
         .filter(|p| p.symlink_metadata().is_ok())
         .collect();
+    let not_directories = existing
+        .iter()
+        .filter(|p| p.symlink_metadata().is_ok_and(|m| !m.is_dir()))
+        .cloned()
+        .collect();
     let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
     let (root_masks, hidden_whole) = root_view(uid, &resolved);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
@@ -95,6 +100,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         cwd,
         env,
         existing,
+        not_directories,
         run_dirs,
         run_keep,
         root_masks,

@@ -121,11 +121,19 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
             eprintln!("{}", o.notice(ws));
         }
     }
+    // publish-port: each port free on the host's loopback, or nothing starts.
+    let mut published = egress::Published::open(&first.network)?;
     let watch = first
         .workspace()
         .map(|ws| tripwire::Watch::start(&home, ws, facts.discovered));
     let mut net = None;
-    let result = attempts(cfg, args, first, &bwrap, &mut net, &git, &broker);
+    let from = Planning {
+        cfg,
+        args,
+        broker: broker.as_ref(),
+    };
+    let result = attempts(&from, first, &bwrap, &mut net, &git, &mut published);
+    published.finish();
     match net {
         // Ends pasta (its keeper waits until it is gone).
         Some(Net::Jail(j)) => drop(j),
@@ -142,14 +150,21 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     result
 }
 
+/// What every attempt plans from: the configuration, Claude Code's
+/// arguments and the launch's credential broker (issue #25), if any.
+struct Planning<'a> {
+    cfg: &'a Config,
+    args: &'a [OsString],
+    broker: Option<&'a std::sync::Arc<egress::Broker>>,
+}
+
 fn attempts(
-    cfg: &Config,
-    args: &[OsString],
+    from: &Planning<'_>,
     first: Sandbox,
     bwrap: &Path,
     net: &mut Option<Net>,
     git: &host::GitIdentity,
-    broker: &Option<std::sync::Arc<egress::Broker>>,
+    published: &mut egress::Published,
 ) -> anyhow::Result<i32> {
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
@@ -158,7 +173,7 @@ fn attempts(
     loop {
         let mut sb = match next.take() {
             Some(sb) => sb,
-            None => sandbox_with(cfg, args, mode, broker.as_deref())?.0,
+            None => sandbox_with(from.cfg, from.args, mode, from.broker.map(|b| &**b))?.0,
         };
         if !userns_lock {
             sb.nested_userns = true;
@@ -168,11 +183,11 @@ fn attempts(
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
             (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
             (Network::Allowlist(p), _) => {
-                *net = Some(Net::Proxy(egress::Proxy::prepare(p, broker.clone())?))
+                *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
             }
             (Network::Host, _) => {}
         }
-        match execute(bwrap, &sb, net.as_mut(), git)? {
+        match execute(bwrap, &sb, net.as_mut(), git, published)? {
             Outcome::Exited(code) => return Ok(code),
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails
@@ -216,7 +231,7 @@ fn attempts(
     }
 }
 
-/// The credential broker (issue #25, decision 0011), in allowlist mode
+/// The credential broker (issue #25, decision 0013), in allowlist mode
 /// unless `broker = off`: `None` when there is nothing to broker; a broker
 /// that cannot start stops the launch (exit 125).
 fn start_broker(

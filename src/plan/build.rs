@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::env::{claude_args, environment};
 use super::facts::Facts;
-use super::mounts::{home_mounts, other_homes, rw_binds, system_mounts};
+use super::mounts::{check_home_masks, home_mounts, other_homes, rw_binds, system_mounts};
 use super::network::{egress, network};
 use super::protect;
 use crate::config::Config;
@@ -29,6 +29,7 @@ pub(crate) fn build(
     user_args: &[OsString],
 ) -> anyhow::Result<Sandbox> {
     let rw = rw_binds(cfg, facts)?;
+    check_home_masks(facts)?;
     let workspace = rw[0].resolved.clone();
     let (network, resolv_conf) = network(cfg, facts, &rw)?;
     let mounts = mounts(cfg, facts, rw, &network, resolv_conf);
@@ -205,6 +206,7 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         allow_env_overrides: cfg.allow_env_overrides,
         root_view: facts.uid == 0,
         weakened_by_env: cfg.weakened_by_env.clone(),
+        publish_port: network.published().to_vec(),
     }
 }
 
@@ -437,6 +439,30 @@ mod tests {
         ] {
             assert!(!all.contains(hidden), "{hidden} appears in the plan");
         }
+    }
+
+    #[test]
+    fn claude_local_is_masked_under_a_bound_back_claude_dir_and_never_through_a_link() {
+        // Issue #24: the old launcher alias runs ~/.claude/local/claude outside.
+        let plan = build(&Config::default(), &facts(), &[]).unwrap();
+        let bound = pos(&plan, &["--bind", "/home/dev/.claude", "/home/dev/.claude"]);
+        assert!(pos(&plan, &["--tmpfs", "/home/dev/.claude/local"]) > bound);
+        // No ~/.claude on the host: it is the home tmpfs's own, nothing to mask.
+        let mut f = facts();
+        f.existing.remove(Path::new("/home/dev/.claude"));
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        assert!(!has_seq(&plan, &["--tmpfs", "/home/dev/.claude/local"]));
+        // A link (or a file) there would take the mask elsewhere: refused.
+        let mut f = facts();
+        let local = PathBuf::from("/home/dev/.claude/local");
+        f.existing.insert(local.clone());
+        f.not_directories.insert(local);
+        let err = build(&Config::default(), &f, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("/home/dev/.claude/local is not a directory")
+                && err.contains("rm /home/dev/.claude/local"),
+            "{err}"
+        );
     }
 
     #[test]

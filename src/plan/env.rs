@@ -12,7 +12,7 @@ use crate::egress::policy::Egress;
 use crate::sys::paths;
 
 /// System directories that lead `PATH` inside the sandbox.
-const SYSTEM_PATH: &[&str] = &[
+pub(super) const SYSTEM_PATH: &[&str] = &[
     "/usr/local/sbin",
     "/usr/local/bin",
     "/usr/sbin",

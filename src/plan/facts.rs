@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::mounts::{HOME_FORGE, HOME_RO, HOME_RW, PRIVATE_STATE, SYSTEM_NULLED};
+use super::mounts::{
+    HOME_CLAUDE_MASKED, HOME_FORGE, HOME_RO, HOME_RW, PRIVATE_STATE, SYSTEM_NULLED,
+};
 use crate::config::Config;
 use crate::egress::policy::{ClaudeTraffic, JailFacts};
 use crate::sandbox::RwBind;
@@ -49,6 +51,9 @@ pub(crate) struct Facts {
     pub(crate) env: BTreeMap<OsString, OsString>,
     /// Which of [`candidates`] exist.
     pub(crate) existing: BTreeSet<PathBuf>,
+    /// Which of [`candidates`] exist and are no directory (a symbolic link
+    /// is none: not followed).
+    pub(crate) not_directories: BTreeSet<PathBuf>,
     /// The [`super::SYSTEM_TMPFS`] entries that are real directories (a `/var/run`
     /// symlink to `/run` is not masked twice).
     pub(crate) run_dirs: Vec<PathBuf>,
@@ -95,6 +100,7 @@ pub(crate) fn candidates(home: &Path) -> Vec<PathBuf> {
         .iter()
         .chain(HOME_FORGE)
         .chain(HOME_RO)
+        .chain(HOME_CLAUDE_MASKED)
         .map(|r| home.join(r))
         .collect();
     v.extend(SYSTEM_NULLED.iter().map(PathBuf::from));

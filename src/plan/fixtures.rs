@@ -57,6 +57,7 @@ pub(crate) fn facts() -> Facts {
         cwd: ws,
         env,
         existing,
+        not_directories: BTreeSet::new(),
         run_dirs: vec![PathBuf::from("/run")],
         run_keep: vec![PathBuf::from("/run/systemd/resolve")],
         root_masks: Vec::new(),

@@ -1,12 +1,16 @@
-//! Claude Code's managed settings (SPEC §6, decision 0005): the merge that
-//! installs the guard hooks, the process wrapper and the *lockdown*
-//! ([`LOCKDOWN`]: keys that make Claude Code, started outside the sandbox,
-//! ignore the hooks, status line, MCP servers and API-key helper of user and
-//! project settings, which a sandboxed session can write), its undoing, and
-//! [`inside_managed`]: the same settings without the lockdown, which the
-//! launch binds over the file inside. Pure JSON in, JSON out.
+//! Claude Code's managed settings (SPEC §6, decisions 0005 and 0012): the
+//! merge that installs the guard hooks, the process wrapper and the
+//! *lockdown* (`plan::lockdown::LOCKDOWN`: settings that make Claude
+//! Code, started outside the sandbox, ignore or never run the hooks, MCP
+//! servers, command keys, code-loading `env` variables and bypass mode of
+//! user and project settings, which a sandboxed session can write), its
+//! undoing, and [`inside_managed`]: the same settings without the lockdown,
+//! which the launch binds over the file inside. Pure JSON in, JSON out.
 
 use serde_json::{json, Map, Value};
+
+pub(crate) use super::lockdown::command_keys;
+use super::lockdown::{get, pinned, remove, set, Claim, Kind};
 
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
@@ -24,7 +28,7 @@ pub struct Added {
     pub disable_autoupdater: bool,
     pub auto_updates: bool,
     pub process_wrapper: bool,
-    /// Keys of the [`LOCKDOWN`] the merge added where they were absent.
+    /// Keys of the the lockdown the merge added where they were absent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lockdown: Vec<String>,
     /// Values found before the merge overwrote them, by setting
@@ -51,59 +55,6 @@ impl Added {
         }
     }
 }
-
-/// How the merge takes a [`LOCKDOWN`] key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Claim {
-    /// Always ours: a foreign value is replaced, and put back by uninstall.
-    Force,
-    /// Ours only where the key is absent: whatever value an administrator
-    /// put there already outranks every user and project setting, and stays.
-    IfAbsent,
-}
-
-/// One managed setting of the lockdown (decision 0005).
-#[derive(Debug)]
-pub(crate) struct LockKey {
-    pub key: &'static str,
-    pub claim: Claim,
-    /// Our value.
-    pub ours: fn() -> Value,
-    /// What it keeps from running outside the sandbox.
-    pub stops: &'static str,
-}
-
-/// The managed settings that keep Claude Code, started outside the sandbox,
-/// from running what a sandboxed session can plant in `~/.claude/settings.json`,
-/// `~/.claude.json`, a project's `.claude/settings*.json` or `.mcp.json`,
-/// while the guard hooks (managed) still run. Verified against the pinned
-/// Claude Code, see docs/decisions/0005-managed-settings-lockdown.md.
-pub(crate) const LOCKDOWN: &[LockKey] = &[
-    LockKey {
-        key: "allowManagedHooksOnly",
-        claim: Claim::Force,
-        ours: || json!(true),
-        stops: "hooks and the status line of user, project and local settings and of user-installed plugins",
-    },
-    LockKey {
-        key: "allowManagedMcpServersOnly",
-        claim: Claim::Force,
-        ours: || json!(true),
-        stops: "allowedMcpServers entries outside the managed settings",
-    },
-    LockKey {
-        key: "allowedMcpServers",
-        claim: Claim::IfAbsent,
-        ours: || json!([]),
-        stops: "MCP servers of ~/.claude.json, .mcp.json, settings and plugins",
-    },
-    LockKey {
-        key: "apiKeyHelper",
-        claim: Claim::IfAbsent,
-        ours: || json!(API_KEY_HELPER_CMD),
-        stops: "an apiKeyHelper of user or project settings",
-    },
-];
 
 /// Set `map[key] = ours`; note in `added`/`replaced` what was there before.
 fn set_ours(
@@ -140,6 +91,19 @@ fn unset_ours(
         map.insert(key.into(), old.clone());
     } else if was_added {
         map.remove(key);
+    }
+}
+
+/// [`unset_ours`] for a lockdown key, dotted (`env.PATH`).
+fn unset_pin(root: &mut Map<String, Value>, key: &str, ours: &Value, added: &Added) {
+    if get(root, key) != Some(ours) {
+        return;
+    }
+    if let Some(old) = added.replaced.get(key) {
+        // The object holding it exists: the key is there.
+        let _ = set(root, key, old.clone());
+    } else if added.lockdown.iter().any(|a| a == key) {
+        remove(root, key);
     }
 }
 
@@ -212,21 +176,17 @@ pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added
         &mut added.auto_updates,
         &mut added.replaced,
     );
-    for k in LOCKDOWN {
-        if k.claim == Claim::IfAbsent && root.contains_key(k.key) {
+    for k in pinned() {
+        if k.claim == Claim::IfAbsent && get(&root, k.key).is_some() {
             continue;
         }
-        let mut was_added = false;
-        set_ours(
-            &mut root,
-            k.key,
-            k.key,
-            (k.ours)(),
-            &mut was_added,
-            &mut added.replaced,
-        );
-        if was_added {
-            added.lockdown.push(k.key.into());
+        let ours = (k.ours)();
+        match set(&mut root, k.key, ours.clone())? {
+            None => added.lockdown.push(k.key.into()),
+            Some(old) if old != ours => {
+                added.replaced.insert(k.key.into(), old);
+            }
+            Some(_) => {}
         }
     }
     Ok((
@@ -265,6 +225,9 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
             root.remove("hooks");
         }
     }
+    for k in pinned() {
+        unset_pin(&mut root, k.key, &(k.ours)(), added);
+    }
     if let Some(Value::Object(env)) = root.get_mut("env") {
         unset_ours(
             env,
@@ -294,16 +257,12 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
         added,
         added.auto_updates,
     );
-    for k in LOCKDOWN {
-        let was_added = added.lockdown.iter().any(|a| a == k.key);
-        unset_ours(&mut root, k.key, k.key, &(k.ours)(), added, was_added);
-    }
     (!root.is_empty())
         .then(|| serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n")
 }
 
 /// The managed settings as a sandboxed session sees them: the host's
-/// `text` without the [`LOCKDOWN`] keys that still hold our values (an
+/// `text` without the the lockdown keys that still hold our values (an
 /// administrator's own value of such a key stays), so the user's hooks,
 /// status line, MCP servers and apiKeyHelper work inside while the guard
 /// hooks stay. `None` when `text` is not a JSON object: the launch then
@@ -315,16 +274,19 @@ pub fn inside_managed(text: &str) -> Option<String> {
     let Ok(Value::Object(mut root)) = serde_json::from_str::<Value>(text) else {
         return None;
     };
-    root.retain(|key, v| !LOCKDOWN.iter().any(|k| k.key == key && *v == (k.ours)()));
+    for k in pinned() {
+        if get(&root, k.key) == Some(&(k.ours)()) {
+            remove(&mut root, k.key);
+        }
+    }
     Some(serde_json::to_string(&Value::Object(root)).expect("serializes"))
 }
 
 /// The lockdown keys of the parsed managed settings `root` that still hold
 /// our values (what [`inside_managed`] removes).
 pub(crate) fn lockdown_in_effect(root: &Map<String, Value>) -> Vec<&'static str> {
-    LOCKDOWN
-        .iter()
-        .filter(|k| root.get(k.key) == Some(&(k.ours)()))
+    pinned()
+        .filter(|k| get(root, k.key) == Some(&(k.ours)()))
         .map(|k| k.key)
         .collect()
 }
@@ -338,8 +300,8 @@ pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
     };
     let mut missing = Vec::new();
     let mut foreign = Vec::new();
-    for k in LOCKDOWN {
-        match (root.get(k.key), k.claim) {
+    for k in pinned() {
+        match (get(&root, k.key), k.claim) {
             (Some(v), _) if *v == (k.ours)() => {}
             (Some(_), Claim::IfAbsent) => foreign.push(k.key),
             _ => missing.push(format!("{} (stops {})", k.key, k.stops)),
@@ -348,13 +310,17 @@ pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
     if !missing.is_empty() {
         return Err(format!("missing: {}", missing.join("; ")));
     }
-    let keys: Vec<&str> = LOCKDOWN.iter().map(|k| k.key).collect();
+    let keys: Vec<&str> = pinned()
+        .filter(|k| k.kind != Kind::Env)
+        .map(|k| k.key)
+        .collect();
+    let vars = pinned().filter(|k| k.kind == Kind::Env).count();
+    let summary = format!("{}; env: {vars} variables that load code", keys.join(", "));
     Ok(if foreign.is_empty() {
-        keys.join(", ")
+        summary
     } else {
         format!(
-            "{} ({} set by the administrator)",
-            keys.join(", "),
+            "{summary} ({} set by the administrator)",
             foreign.join(", ")
         )
     })
@@ -453,9 +419,8 @@ mod tests {
 
     /// The lockdown keys of `v` and their values.
     fn lockdown_of(v: &Value) -> Vec<(&'static str, Option<Value>)> {
-        LOCKDOWN
-            .iter()
-            .map(|k| (k.key, v.get(k.key).cloned()))
+        pinned()
+            .map(|k| (k.key, get(v.as_object().unwrap(), k.key).cloned()))
             .collect()
     }
 
@@ -464,14 +429,22 @@ mod tests {
         let (text, added) = merge_managed(Some(FOREIGN), false).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         for (key, value) in lockdown_of(&v) {
-            let ours = (LOCKDOWN.iter().find(|k| k.key == key).unwrap().ours)();
+            let ours = (pinned().find(|k| k.key == key).unwrap().ours)();
             assert_eq!(value, Some(ours), "{key}: {text}");
         }
         assert_eq!(v["allowManagedHooksOnly"], true);
         assert_eq!(v["allowManagedMcpServersOnly"], true);
         assert_eq!(v["allowedMcpServers"], json!([]));
         assert_eq!(v["apiKeyHelper"], API_KEY_HELPER_CMD);
-        assert_eq!(added.lockdown.len(), LOCKDOWN.len(), "{added:?}");
+        assert_eq!(v["env"]["LD_PRELOAD"], "");
+        assert_eq!(v["awsAuthRefresh"], "");
+        assert_eq!(v["statusLine"]["command"], "");
+        assert_eq!(v["permissions"]["disableBypassPermissionsMode"], "disable");
+        assert_eq!(
+            v["permissions"]["deny"][0], "Bash(curl:*)",
+            "foreign permissions stay"
+        );
+        assert_eq!(added.lockdown.len(), pinned().count(), "{added:?}");
         assert_eq!(lockdown_report(&text).map(|_| ()), Ok(()));
         let back: Value = serde_json::from_str(&unmerge_managed(&text, &added).unwrap()).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(FOREIGN).unwrap());
@@ -493,11 +466,14 @@ mod tests {
         assert_eq!(v["allowManagedMcpServersOnly"], true);
         assert_eq!(v["allowedMcpServers"][0]["serverName"], "corp-docs");
         assert_eq!(v["apiKeyHelper"], "/opt/corp/key-helper");
-        assert!(added.lockdown.is_empty(), "{added:?}");
+        for theirs in ["allowManagedHooksOnly", "allowedMcpServers", "apiKeyHelper"] {
+            assert!(!added.lockdown.iter().any(|k| k == theirs), "{added:?}");
+        }
+        assert!(added.lockdown.iter().any(|k| k == "env.PATH"), "{added:?}");
         assert_eq!(added.replaced["allowManagedHooksOnly"], false);
         let report = lockdown_report(&text).unwrap();
         assert!(
-            report.contains("allowedMcpServers, apiKeyHelper set by the administrator"),
+            report.ends_with("(allowedMcpServers, apiKeyHelper set by the administrator)"),
             "{report}"
         );
         // Inside, the administrator's allowlist and helper stay.
@@ -519,9 +495,14 @@ mod tests {
         assert!(inside_text.len() <= text.len());
         let inside: Value = serde_json::from_str(&inside_text).unwrap();
         let mut expected: Value = serde_json::from_str(&text).unwrap();
-        for k in LOCKDOWN {
-            expected.as_object_mut().unwrap().shift_remove(k.key);
+        for k in pinned() {
+            remove(expected.as_object_mut().unwrap(), k.key);
         }
+        assert_eq!(inside["env"]["CORP"], "1");
+        assert!(inside["env"].get("PATH").is_none(), "{inside}");
+        assert!(inside["permissions"]
+            .get("disableBypassPermissionsMode")
+            .is_none());
         assert_eq!(inside, expected);
         assert!(inside_text.contains(SESSION_START_CMD) && inside_text.contains(PROMPT_GATE_CMD));
         assert!(lockdown_in_effect(inside.as_object().unwrap()).is_empty());
@@ -539,6 +520,71 @@ mod tests {
             assert_eq!(inside_managed(bad), None, "{bad:?}");
         }
         assert_eq!(inside_managed("{}").as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn an_administrators_env_and_permissions_stay_theirs() {
+        let foreign = r#"{
+  "env": { "PATH": "/opt/corp/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": "/opt/corp/lib" },
+  "permissions": { "disableBypassPermissionsMode": "disable", "allow": ["Read"] }
+}"#;
+        let (text, added) = merge_managed(Some(foreign), false).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["env"]["PATH"], "/opt/corp/bin:/usr/bin:/bin");
+        assert_eq!(v["env"]["LD_LIBRARY_PATH"], "/opt/corp/lib");
+        assert_eq!(v["env"]["LD_PRELOAD"], "");
+        let report = lockdown_report(&text).unwrap();
+        assert!(
+            report.contains("env.LD_LIBRARY_PATH, env.PATH set by the administrator"),
+            "{report}"
+        );
+        // Inside: ours go, theirs stay (an administrator's PATH is theirs to pin).
+        let inside: Value = serde_json::from_str(&inside_managed(&text).unwrap()).unwrap();
+        assert_eq!(inside["env"]["PATH"], "/opt/corp/bin:/usr/bin:/bin");
+        assert!(inside["env"].get("LD_PRELOAD").is_none());
+        // A value identical to ours cannot be told apart: it goes too (decision 0005).
+        assert!(inside["permissions"]
+            .get("disableBypassPermissionsMode")
+            .is_none());
+        assert_eq!(inside["permissions"]["allow"][0], "Read");
+        let back: Value = serde_json::from_str(&unmerge_managed(&text, &added).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(foreign).unwrap());
+        // Not an object where the lockdown goes: refused, like a bad `env`.
+        let err = merge_managed(Some(r#"{"permissions": "all"}"#), false).unwrap_err();
+        assert!(err.contains("`permissions` is not an object"), "{err}");
+    }
+
+    #[test]
+    fn an_upgrade_adds_the_new_pins_and_uninstall_takes_all_out() {
+        // A file as an install before issue #24 left it, and its record.
+        let old = r#"{
+  "hooks": { "SessionStart": [ { "hooks": [ { "type": "command", "command": "/usr/libexec/claude-sandbox/claude-sandbox hook session-start" } ] } ],
+    "UserPromptSubmit": [ { "hooks": [ { "type": "command", "command": "/usr/libexec/claude-sandbox/claude-sandbox hook prompt-gate" } ] } ] },
+  "env": { "DISABLE_AUTOUPDATER": "1" },
+  "autoUpdates": false,
+  "allowManagedHooksOnly": true,
+  "allowManagedMcpServersOnly": true,
+  "allowedMcpServers": [],
+  "apiKeyHelper": "/usr/libexec/claude-sandbox/claude-sandbox hook api-key-helper"
+}"#;
+        let mut added = Added {
+            disable_autoupdater: true,
+            auto_updates: true,
+            lockdown: [
+                "allowManagedHooksOnly",
+                "allowManagedMcpServersOnly",
+                "allowedMcpServers",
+                "apiKeyHelper",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..Default::default()
+        };
+        let (text, later) = merge_managed(Some(old), false).unwrap();
+        assert_eq!(lockdown_report(&text).map(|_| ()), Ok(()), "{text}");
+        assert_eq!(later.lockdown.len(), pinned().count() - 4, "{later:?}");
+        added.absorb(later);
+        assert_eq!(unmerge_managed(&text, &added), None, "everything was ours");
     }
 
     #[test]

@@ -3,14 +3,15 @@
 //! [`crate::sandbox::Sandbox`], with no kernel effect, so every rule is
 //! unit-tested without namespaces.
 //!
-//! Promise: `$HOME` is hidden by inversion (§4.2), system secrets and
+//! Promise: `$HOME` is hidden by inversion (§4.2; under a bound-back
+//! `~/.claude`, `~/.claude/local` masked, issue #24), system secrets and
 //! runtime sockets are masked (§4.1, issue #13), a read-write root never
 //! exposes `$HOME`, `/` or a security input (§4.3), the environment is
 //! built from an allowlist (§4.5), the network mode is decided in one place
 //! ([`egress`], §4.7, §4.9), protected workspace paths are bound read-only
 //! or guarded (§4.8, issue #12) and never outside the workspace (issue
 //! #22), and the managed settings go in without their lockdown (§6,
-//! decisions/0005).
+//! decisions 0005, 0012; the lockdown is one table, `lockdown.rs`).
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `seccomp`,
 //! `egress::policy` (a pure unit: tests/layout.rs).
@@ -32,6 +33,7 @@ pub(crate) mod fixtures;
 pub(crate) mod gitconfig;
 #[cfg(test)]
 mod golden;
+mod lockdown;
 pub(crate) mod managed_settings;
 mod mounts;
 mod network;
@@ -41,7 +43,7 @@ pub(crate) use build::build;
 pub(crate) use env::claude_args;
 pub(crate) use facts::{candidates, private_dir, rw_requests, Facts, ProcMode, Unreadable};
 pub(crate) use mounts::{
-    HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED, PID1_MEM,
-    PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,
+    HOME_CLAUDE_MASKED, HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED,
+    PID1_MEM, PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,
 };
 pub(crate) use network::{egress, jailed};

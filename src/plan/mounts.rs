@@ -32,6 +32,14 @@ pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
 /// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
 pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
 
+/// Under a bound-back `~/.claude`, masked by a tmpfs: `~/.claude/local` is
+/// where Claude Code's old npm-local install lived, and its launcher alias
+/// (`alias claude=~/.claude/local/claude`, still in many shell startup
+/// files) runs whatever is there, unsandboxed (issue #24). A session
+/// writes there into the tmpfs, which goes with it. The first launch
+/// leaves the mount point, an empty directory, in the host's `~/.claude`.
+pub(crate) const HOME_CLAUDE_MASKED: &[&str] = &[".claude/local"];
+
 /// uv's binaries: bound back read-only, so nothing inside can trojan a
 /// program the user later runs outside the sandbox.
 pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
@@ -231,6 +239,11 @@ pub(super) fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
         src: home.join(rel),
         dst: home.join(rel),
     }));
+    if present(&&".claude") {
+        m.extend(HOME_CLAUDE_MASKED.iter().map(|rel| Mount::Tmpfs {
+            dst: home.join(rel),
+        }));
+    }
     for (rel, name) in HOME_PRIVATE {
         m.push(Mount::ReadWrite {
             src: private_dir(home, name),
@@ -263,6 +276,27 @@ pub(super) fn home_mounts(cfg: &Config, facts: &Facts) -> Vec<Mount> {
         dst: home.join(rel),
     }));
     m
+}
+
+/// Refuse a [`HOME_CLAUDE_MASKED`] entry that is there and no directory: a
+/// symbolic link would take the mask elsewhere and let a session write
+/// through it what the launcher alias runs; a file cannot be masked.
+pub(super) fn check_home_masks(facts: &Facts) -> anyhow::Result<()> {
+    if !facts.existing.contains(&facts.home.join(".claude")) {
+        return Ok(());
+    }
+    match HOME_CLAUDE_MASKED
+        .iter()
+        .map(|rel| facts.home.join(rel))
+        .find(|p| facts.not_directories.contains(p))
+    {
+        Some(p) => Err(bad_input(format!(
+            "refusing to launch: {} is not a directory (a symbolic link or a file), so the sandbox cannot mask it and a session could put there what Claude Code's old launcher alias (claude=~/.claude/local/claude) runs unsandboxed; remove it (rm {}) and launch again",
+            p.display(),
+            p.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The user database's home, masked too when it differs from `$HOME` and

@@ -45,6 +45,7 @@ pub(super) fn network(
             route_batch: plan.route_batch,
             dns_forward: plan.dns_forward,
             iface: j.routes.iface.clone(),
+            publish: cfg.publish_port.clone(),
         }),
         resolv_conf,
     ))
@@ -68,8 +69,16 @@ pub(super) fn proxy_net(
             paths::CONFIG_FILE
         )));
     }
+    let listen = crate::egress::policy::PROXY_ADDR;
+    if cfg.publish_port.contains(&listen.port()) {
+        return Err(bad_input(format!(
+            "refusing publish-port = {}: with egress = allowlist that port inside the sandbox is the proxy's ({listen}); pick another port in {}",
+            listen.port(),
+            paths::CONFIG_FILE
+        )));
+    }
     Ok(ProxyNet {
-        listen: crate::egress::policy::PROXY_ADDR,
+        listen,
         policy: crate::egress::policy::Policy::new(
             &cfg.allow_domain,
             &cfg.allow_domains,
@@ -79,5 +88,54 @@ pub(super) fn proxy_net(
         ),
         session: facts.session.clone(),
         log,
+        publish: cfg.publish_port.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::facts;
+
+    fn plan(egress: Egress, ports: &[u16]) -> anyhow::Result<crate::sandbox::Sandbox> {
+        let mut f = facts();
+        f.existing
+            .insert(std::path::PathBuf::from(paths::LAUNCH_RECORD));
+        let cfg = Config {
+            egress,
+            publish_port: ports.to_vec(),
+            ..Default::default()
+        };
+        crate::plan::build(&cfg, &f, &[])
+    }
+
+    #[test]
+    fn published_ports_reach_the_network_runtime_and_the_record() {
+        for mode in [Egress::Open, Egress::Allowlist] {
+            let sb = plan(mode, &[3000, 8888]).unwrap();
+            assert_eq!(sb.network.published(), [3000, 8888], "{mode:?}");
+            assert_eq!(sb.record().unwrap().publish_port, [3000, 8888]);
+            let sb = plan(mode, &[]).unwrap();
+            assert!(sb.network.published().is_empty());
+            assert!(sb.record().unwrap().publish_port.is_empty());
+        }
+        // The host's network shares every port: nothing to forward.
+        let sb = plan(Egress::Off, &[3000]).unwrap();
+        assert!(sb.network.published().is_empty());
+        assert!(sb.record().unwrap().publish_port.is_empty());
+    }
+
+    #[test]
+    fn the_proxys_own_port_is_not_published_in_allowlist_mode() {
+        let port = crate::egress::policy::PROXY_ADDR.port();
+        let e = plan(Egress::Allowlist, &[3000, port]).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_BAD_INPUT);
+        assert!(
+            e.to_string()
+                .starts_with(&format!("refusing publish-port = {port}: ")),
+            "{e}"
+        );
+        // The open jail has no proxy there.
+        assert!(plan(Egress::Open, &[port]).is_ok());
+    }
 }

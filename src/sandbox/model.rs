@@ -156,6 +156,16 @@ impl Network {
     pub(crate) fn is_jail(&self) -> bool {
         matches!(self, Network::Jail(_))
     }
+
+    /// The ports published from the host's loopback (`publish-port`): none
+    /// with the host's network, which shares every port already.
+    pub(crate) fn published(&self) -> &[u16] {
+        match self {
+            Network::Host => &[],
+            Network::Jail(j) => &j.publish,
+            Network::Allowlist(p) => &p.publish,
+        }
+    }
 }
 
 /// What allowlist mode needs: where the proxy listens inside, what it
@@ -168,6 +178,10 @@ pub(crate) struct ProxyNet {
     pub(crate) session: String,
     /// The connection log (outside everything the sandbox can write).
     pub(crate) log: PathBuf,
+    /// `publish-port`: TCP ports the shadow relays from the host's
+    /// 127.0.0.1 to the same port on the namespace's loopback.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) publish: Vec<u16>,
 }
 
 /// What the jail's processes need to wire the namespace.
@@ -181,6 +195,10 @@ pub(crate) struct JailNet {
     /// (the route batch's `dev`): a persistent tap the holder makes, which
     /// pasta attaches to (`-I`).
     pub(crate) iface: String,
+    /// `publish-port`: TCP ports pasta forwards from the host's 127.0.0.1
+    /// into the namespace (`-t 127.0.0.1/PORT`); nothing else comes in.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) publish: Vec<u16>,
 }
 
 /// The program the shim execs inside.

@@ -49,6 +49,10 @@ pub(crate) struct LaunchRecord {
     /// `CLAUDE_SANDBOX_*` overrides that weakened this sandbox (`NAME=value`).
     #[serde(default)]
     pub(crate) weakened_by_env: Vec<String>,
+    /// `publish-port`: the ports forwarded in from the host's loopback
+    /// (empty with the host's network). Absent from the file when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) publish_port: Vec<u16>,
 }
 
 impl LaunchRecord {

@@ -24,6 +24,7 @@ const FD_DYNAMIC_BASE: i32 = 210;
 const FD_HOLDER_GATE: i32 = 199;
 const FD_PROXY_CHANNEL: i32 = 198;
 const FD_SHIM_CREATION_GUARD: i32 = 197;
+const FD_INWARD_CHANNEL: i32 = 196;
 
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
@@ -50,6 +51,9 @@ pub(crate) enum FdContent {
     /// Allowlist mode: the holder's end of the socket it sends the proxy's
     /// listening socket over.
     ProxyChannel,
+    /// Allowlist mode with `publish-port`: the holder's end of the socket
+    /// its connector takes requests on (`egress/publish.rs`).
+    InwardChannel,
 }
 
 /// The fd numbers the jail's holder receives, in its argument order
@@ -84,6 +88,9 @@ pub(crate) struct Rendered {
     pub(crate) holder: Option<Holder>,
     /// In allowlist mode: the fd the allowlist holder sends the listener on.
     pub(crate) proxy_channel: Option<i32>,
+    /// Allowlist mode with `publish-port`: the allowlist holder's arguments
+    /// for its connector (`FD PORT,PORT…`, before its `--`); else empty.
+    pub(crate) inward_args: Vec<OsString>,
 }
 
 struct Out {
@@ -200,12 +207,14 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
     }
     after_mounts(&mut o, sb);
     let (holder, proxy_channel) = network(&mut o, &sb.network);
+    let inward_args = inward(&mut o, &sb.network);
     shim_command(&mut o, sb, holder.is_some());
     Rendered {
         args: o.args,
         fds: o.fds,
         holder,
         proxy_channel,
+        inward_args,
     }
 }
 
@@ -252,6 +261,20 @@ fn network(o: &mut Out, net: &Network) -> (Option<Holder>, Option<i32>) {
             };
             (Some(holder), None)
         }
+    }
+}
+
+/// Allowlist mode's `publish-port`: the connector's channel in the table
+/// and its arguments for the allowlist holder. (The open jail's pasta
+/// forwards the ports itself: no fd.)
+fn inward(o: &mut Out, net: &Network) -> Vec<OsString> {
+    match net {
+        Network::Allowlist(p) if !p.publish.is_empty() => {
+            o.fds.push((FD_INWARD_CHANNEL, FdContent::InwardChannel));
+            let ports: Vec<String> = p.publish.iter().map(u16::to_string).collect();
+            vec![FD_INWARD_CHANNEL.to_string().into(), ports.join(",").into()]
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -350,11 +373,13 @@ mod tests {
                 ),
                 session: "s".into(),
                 log: "/l".into(),
+                publish: vec![3000],
             }),
             Network::Jail(JailNet {
                 route_batch: "link set lo up\n".into(),
                 dns_forward: None,
                 iface: "eth0".into(),
+                publish: vec![3000],
             }),
         ] {
             let r = render(&minimal(net.clone()));
@@ -390,6 +415,15 @@ mod tests {
                 matches!(net, Network::Allowlist(_)),
                 r.proxy_channel.is_some()
             );
+            // publish-port: the allowlist holder's connector gets a channel;
+            // pasta needs none.
+            if matches!(net, Network::Allowlist(_)) {
+                assert_eq!(r.inward_args, ["196", "3000"]);
+                assert!(r.fds.contains(&(196, FdContent::InwardChannel)));
+            } else {
+                assert!(r.inward_args.is_empty());
+                assert!(!r.fds.iter().any(|(_, c)| *c == FdContent::InwardChannel));
+            }
             assert_eq!(&a[a.len() - 2..], ["/bin/true", "-x"]);
         }
     }

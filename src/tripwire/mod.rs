@@ -7,8 +7,10 @@
 //! written inside could run outside: the workspace's protected paths (git
 //! config keys that run commands, git hooks and attributes, editor,
 //! devcontainer, direnv and MCP files, in every repository) and Claude Code's
-//! settings files (`hooks`, `apiKeyHelper`, `mcpServers`, `env`,
-//! `statusLine`). When the session ends it compares and reports each change
+//! settings files (every key Claude Code runs as a command, from the
+//! lockdown's table in `plan`, and `hooks`, `mcpServers`, `env`,
+//! `permissions`, `enabledPlugins`, `extraKnownMarketplaces`: issue #24).
+//! When the session ends it compares and reports each change
 //! that adds, alters or removes something executable in one block on stderr,
 //! recording it with the old content in a per-user log under
 //! `$HOME/.local/state/claude-sandbox/tripwire/` that the sandbox never sees.
@@ -27,7 +29,8 @@
 //! and left alone.
 //!
 //! May import: `plan` (the protected paths, the git config parser, the
-//! private state directory), `sys`, `error`.
+//! private state directory, the managed settings' command keys), `sys`,
+//! `error`.
 //!
 //! Exports: [`Watch`] (start before the sandbox, finish after it) and
 //! [`review_main`] (`claude-sandbox review [--revert]`).

@@ -1,38 +1,83 @@
 //! Claude Code's settings as the tripwire compares them: only the keys
-//! through which they run code ([`SETTINGS_KEYS`], and in `~/.claude.json`
-//! each project's MCP servers), the rest skipped unparsed; what changed in
-//! them, and the fingerprint a revert checks them against.
+//! through which they run code or widen what runs ([`watched`]: every key
+//! Claude Code runs as a command, from the lockdown's one table, and
+//! [`SETTINGS_KEYS`]; in `~/.claude.json` each project's MCP servers), the
+//! rest skipped unparsed; what changed in them, and the fingerprint a
+//! revert checks them against.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::compare::{file_items, sha256, shown, Ident, Item, Old};
 use super::scan::{Entry, Kind, Tree, SETTINGS_MAX};
+use crate::plan::managed_settings::command_keys;
 
-/// The keys of Claude Code's settings through which they run code.
-const SETTINGS_KEYS: &[&str] = &["hooks", "apiKeyHelper", "mcpServers", "env", "statusLine"];
+/// The keys of Claude Code's settings through which they run code or let
+/// more run, besides those it runs as a command: hooks, MCP servers,
+/// `env` (which loads code into every process it starts, and turns on the
+/// helpers of Bedrock, Vertex, telemetry), permissions (`defaultMode =
+/// bypassPermissions`, `allow` rules), plugins and the marketplaces they
+/// come from (`additionalMarketplaces` is an alias Claude Code reads as
+/// `extraKnownMarketplaces`).
+const SETTINGS_KEYS: &[&str] = &[
+    "hooks",
+    "mcpServers",
+    "env",
+    "permissions",
+    "enabledPlugins",
+    "extraKnownMarketplaces",
+    "additionalMarketplaces",
+];
 
-/// Settings keys → their values ([`SETTINGS_KEYS`], and with `projects`
+/// Whether the tripwire compares settings key `k`.
+fn watched(k: &str) -> bool {
+    SETTINGS_KEYS.contains(&k) || command_keys().any(|c| c == k)
+}
+
+/// Settings keys → their values ([`watched`] keys, and with `projects`
 /// `projects.P.mcpServers`); an empty value (`{}`, `[]`, `""`, `null`)
 /// counts as not set.
 type Projection = BTreeMap<Vec<String>, Value>;
 
-/// The keys of a settings file that run code; everything else is skipped
-/// unparsed (a long-used `~/.claude.json` holds megabytes of history).
-#[derive(Deserialize)]
+/// The watched keys of a settings file; everything else is skipped
+/// unparsed (a long-used `~/.claude.json` holds megabytes of history). A
+/// key given twice counts as Claude Code reads it: the last one.
 struct SettingsKeys {
-    hooks: Option<Value>,
-    #[serde(rename = "apiKeyHelper")]
-    api_key_helper: Option<Value>,
-    #[serde(rename = "mcpServers")]
-    mcp_servers: Option<Value>,
-    env: Option<Value>,
-    #[serde(rename = "statusLine")]
-    status_line: Option<Value>,
+    keys: BTreeMap<String, Value>,
     projects: Option<BTreeMap<String, ProjectKeys>>,
+}
+
+impl<'de> Deserialize<'de> for SettingsKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = SettingsKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SettingsKeys, A::Error> {
+                let mut out = SettingsKeys {
+                    keys: BTreeMap::new(),
+                    projects: None,
+                };
+                while let Some(k) = map.next_key::<String>()? {
+                    if k == "projects" {
+                        out.projects = map.next_value()?;
+                    } else if watched(&k) {
+                        out.keys.insert(k, map.next_value()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Keys)
+    }
 }
 
 #[derive(Deserialize)]
@@ -51,18 +96,9 @@ fn project(text: &[u8], projects: bool) -> Result<Projection, String> {
         _ => false,
     };
     let s: SettingsKeys = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
-    let top = [
-        s.hooks,
-        s.api_key_helper,
-        s.mcp_servers,
-        s.env,
-        s.status_line,
-    ];
     let mut out = Projection::new();
-    for (k, v) in SETTINGS_KEYS.iter().zip(top) {
-        if let Some(v) = v.filter(|v| !empty(v)) {
-            out.insert(vec![k.to_string()], v);
-        }
+    for (k, v) in s.keys.into_iter().filter(|(_, v)| !empty(v)) {
+        out.insert(vec![k], v);
     }
     for (p, pv) in s.projects.into_iter().flatten().filter(|_| projects) {
         if let Some(m) = pv.mcp_servers.filter(|v| !empty(v)) {
@@ -213,14 +249,14 @@ mod tests {
     fn settings_report_only_the_keys_that_run_code() {
         let p = Path::new("/ws/.claude/settings.json");
         let k = Kind::Settings { projects: false };
-        let before = r#"{"permissions":{"allow":["Bash(ls)"]},"env":{"A":"1"},"hooks":{}}"#;
-        let perms = r#"{"env":{"A":"1"},"permissions":{"allow":["Bash(*)"]}}"#;
+        let before = r#"{"model":"a","env":{"A":"1"},"hooks":{}}"#;
+        let other = r#"{"env":{"A":"1"},"model":"b","theme":"dark"}"#;
         assert_eq!(
-            compare(p, k, &root(file(before)), &root(file(perms))),
+            compare(p, k, &root(file(before)), &root(file(other))),
             None,
-            "permissions, key order and an empty `hooks` do not run code"
+            "a model, key order and an empty `hooks` do not run code"
         );
-        let after = r#"{"env":{"A":"2","B":"secret"},"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"evil"}]}]},"apiKeyHelper":"curl x","permissions":{}}"#;
+        let after = r#"{"env":{"A":"2","B":"secret"},"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"evil"}]}]},"apiKeyHelper":"curl x","model":"a"}"#;
         let c = compare(p, k, &root(file(before)), &root(file(after))).unwrap();
         assert_eq!(c.mark, Mark::Changed);
         assert_eq!(
@@ -250,5 +286,34 @@ mod tests {
         let c = compare(p, k, &root(file(a)), &root(file("{"))).unwrap();
         assert!(c.what.starts_with("not JSON"), "{}", c.what);
         assert!(matches!(c.items[0].old, Old::File { .. }));
+    }
+
+    #[test]
+    fn every_command_key_and_what_widens_what_runs_is_reported_alone() {
+        // Each on its own, with no `env` change beside it: the report never
+        // depends on what the user's own environment already turns on.
+        let p = Path::new("/home/u/.claude/settings.json");
+        let k = Kind::Settings { projects: false };
+        let before = r#"{"model":"a"}"#;
+        let mut keys: Vec<&str> = command_keys().collect();
+        keys.extend(SETTINGS_KEYS);
+        assert!(keys.len() > 15, "{keys:?}");
+        for key in keys {
+            let after = serde_json::json!({ "model": "a", key: "touch /tmp/x" }).to_string();
+            let c = compare(p, k, &root(file(before)), &root(file(&after)))
+                .unwrap_or_else(|| panic!("{key} not reported"));
+            assert_eq!(c.what, format!("{key} = touch /tmp/x"));
+        }
+        let after = r#"{"model":"a","permissions":{"defaultMode":"bypassPermissions"},"enabledPlugins":{"evil@m":true},"extraKnownMarketplaces":{"m":{"source":{"source":"directory","path":"/w"}}},"fileSuggestion":{"type":"command","command":"x"}}"#;
+        let c = compare(p, k, &root(file(before)), &root(file(after))).unwrap();
+        assert_eq!(
+            c.what,
+            "enabledPlugins.evil@m added; extraKnownMarketplaces.m added; fileSuggestion.command added; fileSuggestion.type added; permissions.defaultMode added"
+        );
+        // The last of a key given twice, as Claude Code reads it.
+        let twice = r#"{"awsAuthRefresh":"evil","awsAuthRefresh":""}"#;
+        assert_eq!(compare(p, k, &root(file(before)), &root(file(twice))), None);
+        let twice = r#"{"awsAuthRefresh":"","awsAuthRefresh":"evil"}"#;
+        assert!(compare(p, k, &root(file(before)), &root(file(twice))).is_some());
     }
 }

@@ -12,7 +12,8 @@ use super::check_files::{
 };
 use super::check_home::{check_home, check_private_state};
 use super::check_net::{
-    check_egress_allowlist, check_internal, check_ipv6, check_jail_routes, check_loopback,
+    check_egress_allowlist, check_forwarder, check_internal, check_ipv6, check_jail_routes,
+    check_loopback, check_published,
 };
 use super::check_process::{
     check_caps, check_inside, check_ipc_uts, check_keyring, check_nnp, check_pid1, check_pid_ns,
@@ -100,6 +101,8 @@ pub(super) const BATTERY: &[Def] = &[
     def("protected-creation", "a protected path that does not exist cannot be created either: the creation guard refuses it (§4.8)", check_protected_creation),
     def("pid1-sealed", "the sandbox's PID 1 (bubblewrap's init, outside the seccomp filter) cannot be traced or have its memory written from inside (§4.4)", check_pid1),
     def("git-rule", "a repository made inside cannot be given a config key or hook that host git runs: the creation guard's git rule (issue #22)", check_git_rule),
+    def("published-ports", "only the ports publish-port names are reachable inward, from the host's loopback (§4.7, issue #26)", check_published),
+    def("dns-forwarder-only", "egress jail: pasta's DNS forwarder address passes DNS (UDP port 53) only; nothing else sent there reaches the host's network (§4.7, issue #24)", check_forwarder),
 ];
 
 /// Evaluate every check against `o`.
@@ -325,6 +328,13 @@ mod tests {
             (
                 "managed-settings-inside",
                 Box::new(|o| o.managed_settings_writable = true),
+            ),
+            (
+                "dns-forwarder-only",
+                Box::new(|o| {
+                    let l = o.forwarder.iter_mut().find(|l| l.proto == "tcp").unwrap();
+                    l.result = Ok(1);
+                }),
             ),
         ];
         for (name, mutate) in cases {

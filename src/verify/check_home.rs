@@ -12,7 +12,8 @@ use crate::{plan, sys::paths};
 
 /// The plan's masks and read-only bind-backs around `$HOME` that are not in
 /// effect: the runtime directories under a bound-back `~/.local/share` must
-/// be tmpfs ([`plan::HOME_SHARE_MASKED`]), uv's binaries and the real
+/// be tmpfs ([`plan::HOME_SHARE_MASKED`]), and so must `~/.claude/local`
+/// under a bound-back `~/.claude` ([`plan::HOME_CLAUDE_MASKED`]), uv's binaries and the real
 /// binary read-only ([`plan::HOME_RO`]), the user database's own home a
 /// tmpfs when it differs from `$HOME`.
 fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
@@ -20,6 +21,14 @@ fn home_masks_missing(mounts: &[Mount], record: &LaunchRecord) -> Vec<String> {
     let mut out = Vec::new();
     if top_mount(mounts, &home.join(".local/share")).is_some() {
         for rel in plan::HOME_SHARE_MASKED {
+            let p = home.join(rel);
+            if top_mount(mounts, &p).is_none_or(|m| m.fstype != "tmpfs") {
+                out.push(format!("{} is not a fresh tmpfs", p.display()));
+            }
+        }
+    }
+    if top_mount(mounts, &home.join(".claude")).is_some() {
+        for rel in plan::HOME_CLAUDE_MASKED {
             let p = home.join(rel);
             if top_mount(mounts, &p).is_none_or(|m| m.fstype != "tmpfs") {
                 out.push(format!("{} is not a fresh tmpfs", p.display()));
@@ -55,6 +64,7 @@ fn unexpected_home_mounts(mounts: &[Mount], record: &LaunchRecord) -> Vec<String
         .iter()
         .chain(plan::HOME_PRIVATE.iter().map(|(rel, _)| rel))
         .chain(plan::HOME_SHARE_MASKED)
+        .chain(plan::HOME_CLAUDE_MASKED)
         .chain(plan::HOME_RO)
         .chain(plan::HOME_NULLED)
         .chain(std::iter::once(&paths::INSIDE_REAL_CLAUDE_REL))
@@ -173,13 +183,15 @@ mod tests {
         let base = "\
 22 1 252:1 / / ro,relatime - ext4 /dev/vda1 rw\n\
 25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
-26 25 252:1 /home/dev/.local/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n";
+26 25 252:1 /home/dev/.local/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n\
+31 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n";
         let good = format!(
             "{base}\
 27 26 0:8 / /home/dev/.local/share/applications rw - tmpfs tmpfs rw\n\
 28 26 0:9 / /home/dev/.local/share/claude rw - tmpfs tmpfs rw\n\
 29 25 252:1 /usr/libexec/claude-sandbox/claude /home/dev/.local/bin/claude ro - ext4 /dev/vda1 rw\n\
-30 22 0:10 / /home/real rw - tmpfs tmpfs rw\n"
+30 22 0:10 / /home/real rw - tmpfs tmpfs rw\n\
+32 31 0:11 / /home/dev/.claude/local rw - tmpfs tmpfs rw\n"
         );
         assert_eq!(
             home_masks_missing(&parse_mountinfo(&good), &r),
@@ -195,6 +207,7 @@ mod tests {
             missing,
             [
                 "/home/dev/.local/share/claude is not a fresh tmpfs",
+                "/home/dev/.claude/local is not a fresh tmpfs",
                 "/home/dev/.local/bin/claude is bound back writable",
                 "the user database's home /home/real is not masked"
             ]

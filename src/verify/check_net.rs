@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use super::battery::{record, Outcome};
 use super::observe::Observed;
+use super::probe_forwarder::{ForwarderLookup, FORWARDER_PORTS};
 use super::probe_net::{
     required_rejects, subnet_samples, ALLOWLIST_PROBE, METADATA, PUBLIC_SAMPLE, V6_SAMPLE,
 };
@@ -164,6 +165,62 @@ pub(super) fn check_loopback(o: &Observed) -> Outcome {
     ))
 }
 
+/// The DNS forwarder's address passes DNS only (issue #24): pasta relays
+/// anything else sent there to that address on the host's network.
+pub(super) fn check_forwarder(o: &Observed) -> Outcome {
+    if let Err(note) = jail_on(o)? {
+        return Ok(note);
+    }
+    let fwd = crate::egress::policy::DNS_FORWARDER;
+    if !o.forwarder.iter().any(|l| l.bound) {
+        return Err(format!(
+            "the routes to {fwd} were not looked up as a socket bound to the jail's interface (no default route)"
+        ));
+    }
+    // With no forwarder in use (public resolvers), UDP port 53 must not
+    // leave either: pasta would relay it to the address itself.
+    let in_use = o.resolvers.contains(&fwd);
+    let dns = |l: &&ForwarderLookup| in_use && l.proto == "udp" && l.port == 53;
+    let open: Vec<String> = o
+        .forwarder
+        .iter()
+        .filter(|l| !dns(l) && l.leaves())
+        .map(ForwarderLookup::label)
+        .collect();
+    if !open.is_empty() {
+        return Err(format!(
+            "{fwd} is routed out for {}: pasta relays those to {fwd} on the host's network, where a link-local service may answer",
+            open.join(", ")
+        ));
+    }
+    let others = FORWARDER_PORTS
+        .iter()
+        .filter(|p| **p != 53)
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !in_use {
+        return Ok(format!(
+            "no forwarder in this jail (public resolvers); {fwd} unrouted on TCP and UDP 53, {others}, bound or not"
+        ));
+    }
+    let broken: Vec<String> = o
+        .forwarder
+        .iter()
+        .filter(|l| dns(l) && !l.leaves())
+        .map(|l| format!("{}: {:?}", l.label(), l.result))
+        .collect();
+    if !broken.is_empty() {
+        return Err(format!(
+            "resolv.conf names the forwarder {fwd}, but UDP port 53 has no route to it ({})",
+            broken.join(", ")
+        ));
+    }
+    Ok(format!(
+        "{fwd}: UDP port 53 routed (DNS through pasta's forwarder); TCP 53 and TCP and UDP {others} unrouted, bound to the jail's interface or not"
+    ))
+}
+
 pub(super) fn check_egress_allowlist(o: &Observed) -> Outcome {
     let rec = record(o)?;
     if rec.egress != crate::egress::policy::Egress::Allowlist {
@@ -210,6 +267,55 @@ pub(super) fn check_egress_allowlist(o: &Observed) -> Outcome {
     }
 }
 
+/// `publish-port` (§4.7, decision 0011): what the launch forwards in is
+/// what the configuration names, each port's listener inside named.
+pub(super) fn check_published(o: &Observed) -> Outcome {
+    let rec = record(o)?;
+    if !rec.egress.jailed() {
+        return Ok(format!(
+            "{JAIL_OFF}: the sandbox shares the host's network, so any port a server opens here is open there"
+        ));
+    }
+    let list = |p: &[u16]| {
+        if p.is_empty() {
+            "none".to_string()
+        } else {
+            p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let ports = &rec.publish_port;
+    match &o.publish_configured {
+        Ok(conf) if conf == ports => {}
+        Ok(conf) => {
+            return Err(format!(
+                "the launch forwarded in {} but {} names {}",
+                list(ports),
+                crate::sys::paths::CONFIG_FILE,
+                list(conf)
+            ))
+        }
+        Err(e) => return Err(format!("cannot read publish-port: {e}")),
+    }
+    if ports.is_empty() {
+        return Ok("none: nothing inside is reachable from the host".into());
+    }
+    let each: Vec<String> = ports
+        .iter()
+        .map(|p| {
+            let state = if o.listening.contains(p) {
+                "a server listens here"
+            } else {
+                "nothing listens here yet"
+            };
+            format!("{p} ({state})")
+        })
+        .collect();
+    Ok(format!(
+        "the host's 127.0.0.1:PORT reaches 127.0.0.1:PORT here for {}, and nothing else comes in",
+        each.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::battery::{evaluate, Status};
@@ -247,6 +353,7 @@ mod tests {
                 "internal-unroutable",
                 "no-ipv6",
                 "host-loopback-unreachable",
+                "dns-forwarder-only",
             ]
             .contains(&c.name)
             {
@@ -262,6 +369,48 @@ mod tests {
         for n in ["jail-routes", "internal-unroutable"] {
             assert!(f.contains(&n), "{n}: {f:?}");
         }
+    }
+
+    #[test]
+    fn the_forwarder_passes_dns_only_and_each_leak_fails() {
+        let detail = |o: &Observed| check_forwarder(o);
+        let o = healthy();
+        let ok = detail(&o).unwrap();
+        assert!(ok.contains("UDP port 53 routed"), "{ok}");
+        // Any other port or protocol routed out, bound or not, fails by name.
+        for (proto, port, bound) in [("tcp", 80, false), ("udp", 8080, false), ("tcp", 53, true)] {
+            let mut o = healthy();
+            let l = o
+                .forwarder
+                .iter_mut()
+                .find(|l| l.proto == proto && l.port == port && l.bound == bound)
+                .unwrap();
+            l.result = Ok(super::super::probe_forwarder::RTN_UNICAST);
+            let e = detail(&o).unwrap_err();
+            let want = format!("{proto}/{port}{}", if bound { " (bound)" } else { "" });
+            assert!(e.contains(&want) && e.contains("host's network"), "{e}");
+        }
+        // The forwarder named but DNS unrouted: a failure too.
+        let mut o = healthy();
+        for l in o
+            .forwarder
+            .iter_mut()
+            .filter(|l| l.port == 53 && l.proto == "udp")
+        {
+            l.result = Err(nix::libc::EHOSTUNREACH);
+        }
+        assert!(detail(&o).unwrap_err().contains("UDP port 53 has no route"));
+        // Public resolvers: no forwarder in use, the address closed all the
+        // same, UDP port 53 included.
+        o.resolvers = vec![Ipv4Addr::new(9, 9, 9, 9)];
+        assert!(detail(&o).unwrap().contains("no forwarder in this jail"));
+        let mut o = healthy();
+        o.resolvers = vec![Ipv4Addr::new(9, 9, 9, 9)];
+        assert!(detail(&o).unwrap_err().contains("udp/53"));
+        // Nothing looked up as a bound socket: not proven.
+        let mut o = healthy();
+        o.forwarder.retain(|l| !l.bound);
+        assert!(detail(&o).unwrap_err().contains("bound"));
     }
 
     /// What allowlist mode looks like from inside when it holds.
@@ -340,5 +489,47 @@ mod tests {
         let c = evaluate(&off);
         let d = &c.iter().find(|x| x.name == "egress-allowlist").unwrap();
         assert!(d.status == Status::Pass && d.detail.contains("not in allowlist mode"));
+    }
+
+    #[test]
+    fn published_ports_are_the_configured_ones_each_named() {
+        let detail = |o: &Observed| {
+            let c = evaluate(o);
+            let c = c.iter().find(|c| c.name == "published-ports").unwrap();
+            (c.status, c.detail.clone())
+        };
+        let mut o = healthy();
+        o.publish_configured = Ok(Vec::new());
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass, "{d}");
+        assert!(d.starts_with("none"), "{d}");
+        if let Ok(r) = o.record.as_mut() {
+            r.publish_port = vec![3000, 8888];
+        }
+        o.publish_configured = Ok(vec![3000, 8888]);
+        o.listening = vec![3000];
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass, "{d}");
+        assert!(
+            d.contains("3000 (a server listens here), 8888 (nothing listens here yet)"),
+            "{d}"
+        );
+        // A port the configuration does not name, or a file that does not parse.
+        o.publish_configured = Ok(vec![3000]);
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Fail);
+        assert!(
+            d.contains("forwarded in 3000, 8888") && d.contains("names 3000"),
+            "{d}"
+        );
+        o.publish_configured = Err("/etc/claude-sandbox.conf:2: publish-port: `x`".into());
+        assert_eq!(detail(&o).0, Status::Fail);
+        // The host's network: nothing to forward, said so.
+        if let Ok(r) = o.record.as_mut() {
+            r.egress = crate::egress::policy::Egress::Off;
+        }
+        let (st, d) = detail(&o);
+        assert_eq!(st, Status::Pass);
+        assert!(d.contains("deliberately off"), "{d}");
     }
 }

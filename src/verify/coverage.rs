@@ -51,6 +51,7 @@ pub(super) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         sandbox::Mount::Tmpfs { dst }
             if dst == home
                 || in_home(plan::HOME_SHARE_MASKED, dst)
+                || in_home(plan::HOME_CLAUDE_MASKED, dst)
                 || rec.other_homes.contains(dst) =>
         {
             "strict-home"
@@ -118,11 +119,22 @@ pub(super) fn coverage(sb: &Sandbox, rec: &LaunchRecord) -> Vec<(String, Option<
     }
     v.push(("environment".into(), Some("token-env-absent")));
     match &sb.network {
-        sandbox::Network::Jail(_) => v.push(("network jail".into(), Some("jail-routes"))),
+        sandbox::Network::Jail(j) => {
+            v.push(("network jail".into(), Some("jail-routes")));
+            if j.dns_forward.is_some() {
+                v.push((
+                    "the jail's DNS forwarder".into(),
+                    Some("dns-forwarder-only"),
+                ));
+            }
+        }
         sandbox::Network::Allowlist(_) => {
             v.push(("allowlist proxy".into(), Some("egress-allowlist")))
         }
         sandbox::Network::Host => {}
+    }
+    if !sb.network.published().is_empty() {
+        v.push(("published ports".into(), Some("published-ports")));
     }
     v.extend(
         sb.mounts
@@ -155,6 +167,7 @@ fn full_sandbox() -> (Sandbox, LaunchRecord) {
     f.managed_settings = Some(lockdown_settings());
     let cfg = crate::config::Config {
         allow_write: vec![extra],
+        publish_port: vec![3000],
         ..Default::default()
     };
     let sb = plan::build(&cfg, &f, &[]).unwrap();

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use super::battery::{evaluate, Status};
 use super::mountinfo::parse_mountinfo;
 use super::observe::Observed;
+use super::probe_forwarder::{ForwarderLookup, FORWARDER_PORTS, RTN_UNICAST};
 use super::probe_net::{required_rejects, subnet_samples, METADATA, PUBLIC_SAMPLE};
 use super::probe_process::SyscallSample;
 use crate::sandbox::{LaunchRecord, RECORD_VERSION};
@@ -19,6 +20,7 @@ pub(super) const MOUNTINFO: &str = "\
 35 22 0:10 / /run rw,nosuid - tmpfs tmpfs rw\n\
 25 22 0:7 / /home/dev rw - tmpfs tmpfs rw\n\
 26 25 252:1 /home/dev/.claude /home/dev/.claude rw - ext4 /dev/vda1 rw\n\
+36 26 0:11 / /home/dev/.claude/local rw - tmpfs tmpfs rw\n\
 27 25 252:1 /home/dev/.config/gh /home/dev/.config/gh ro - ext4 /dev/vda1 rw\n\
 32 25 252:1 /home/dev/.local/state/claude-sandbox/cache /home/dev/.cache rw - ext4 /dev/vda1 rw\n\
 33 25 252:1 /home/dev/.local/state/claude-sandbox/share /home/dev/.local/share rw - ext4 /dev/vda1 rw\n\
@@ -85,6 +87,7 @@ pub(super) fn healthy() -> Observed {
         gitconfig: Ok("[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n".into()),
         pin: Ok(()),
         managed_settings: Ok(crate::plan::managed_settings::inside_managed(&lockdown_settings())),
+        publish_configured: Ok(Vec::new()),
         ..Default::default()
     };
     o.mounts.pop();
@@ -100,6 +103,8 @@ pub(super) fn healthy() -> Observed {
     o.lookups
         .insert(IpAddr::V4(METADATA), Err("No route to host".into()));
     o.lookups.insert(IpAddr::V4(PUBLIC_SAMPLE), Ok(()));
+    o.resolvers = vec![crate::egress::policy::DNS_FORWARDER];
+    o.forwarder = forwarder_healthy();
     let mut r = rec();
     for k in NS_KINDS {
         r.launcher_ns.insert(k.to_string(), 1);
@@ -107,6 +112,30 @@ pub(super) fn healthy() -> Observed {
     }
     o.record = Ok(r);
     o
+}
+
+/// The forwarder's lookups in a sound jail: UDP port 53 routed, every other
+/// lookup refused unbound and local for a socket bound to the interface.
+pub(super) fn forwarder_healthy() -> Vec<ForwarderLookup> {
+    let mut v = Vec::new();
+    for proto in ["udp", "tcp"] {
+        for &port in FORWARDER_PORTS {
+            for bound in [false, true] {
+                let result = match (proto, port, bound) {
+                    ("udp", 53, _) => Ok(RTN_UNICAST),
+                    (_, _, false) => Err(nix::libc::EHOSTUNREACH),
+                    (_, _, true) => Ok(2), // RTN_LOCAL
+                };
+                v.push(ForwarderLookup {
+                    proto,
+                    port,
+                    bound,
+                    result,
+                });
+            }
+        }
+    }
+    v
 }
 
 /// What the filter answers to the samples.

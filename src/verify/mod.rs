@@ -18,6 +18,7 @@
 //! mechanism behind it (a unit test keeps the two in step).
 //!
 //! May import: `plan`, `sandbox` (the launch record), `egress::policy`,
+//! `config` (`publish-port` as the file inside names it),
 //! `launch` (the pin check, the host's sockets and listeners, the root
 //! view's walk), `install` (in tests: the slash command), `sys`. It is off
 //! the launch path: only `cli` uses it.
@@ -25,7 +26,8 @@
 //! Exports: [`Args`] and [`main`] (`claude-sandbox verify [--json]`).
 //!
 //! Files: `observe` gathers what the `probe_*` files sample (`mountinfo`
-//! parses the mount table); the `check_*` files judge it by area;
+//! parses the mount table; `probe_forwarder` asks the kernel for routes to
+//! the jail's DNS forwarder by protocol, port and interface); the `check_*` files judge it by area;
 //! `battery` lists the checks in order and prints the result; `coverage`
 //! (test code) ties the list to the plan and to docs/verify.md.
 
@@ -42,6 +44,7 @@ mod fixtures;
 mod mountinfo;
 mod observe;
 mod probe_files;
+mod probe_forwarder;
 mod probe_net;
 mod probe_process;
 

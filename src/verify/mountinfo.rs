@@ -70,11 +70,11 @@ mod tests {
     #[test]
     fn mountinfo_parsed_with_escapes() {
         let m = parse_mountinfo(MOUNTINFO);
-        assert_eq!(m.len(), 14);
+        assert_eq!(m.len(), 15);
         assert!(m[0].read_only && m[0].fstype == "ext4");
-        assert_eq!(m[13].point, PathBuf::from("/home/dev/my dir"));
+        assert_eq!(m[14].point, PathBuf::from("/home/dev/my dir"));
         assert_eq!(
-            m[7].root,
+            m[8].root,
             PathBuf::from("/home/dev/.local/state/claude-sandbox/cache")
         );
         assert_eq!(top_mount(&m, Path::new("/tmp")).unwrap().fstype, "tmpfs");

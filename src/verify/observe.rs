@@ -13,6 +13,7 @@ use super::probe_files::{
     config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
 };
+use super::probe_forwarder::{jail_lookups, ForwarderLookup};
 use super::probe_net::{probe_host_loopback, probe_proxy, route_lookups};
 use super::probe_process::{
     keyctl_errno, ns_inodes, pid1_mem_writable, pid1_samples, syscall_samples, tiocsti_errno,
@@ -85,6 +86,15 @@ pub(super) struct Observed {
     /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
     /// planted in it was not refused, or why none could be made.
     pub(super) git_rule: Result<Vec<String>, String>,
+    /// `publish-port` as `/etc/claude-sandbox.conf` names it inside, or why
+    /// it could not be read.
+    pub(super) publish_configured: Result<Vec<u16>, String>,
+    /// TCP ports with a listener on this namespace's loopback (or every
+    /// address).
+    pub(super) listening: Vec<u16>,
+    /// Route lookups to the jail's DNS forwarder address by protocol, port
+    /// and output interface (open jail only; empty otherwise).
+    pub(super) forwarder: Vec<ForwarderLookup>,
 }
 
 impl Default for Observed {
@@ -124,6 +134,9 @@ impl Default for Observed {
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
+            publish_configured: Err("not observed".into()),
+            listening: Vec::new(),
+            forwarder: Vec::new(),
         }
     }
 }
@@ -139,6 +152,7 @@ impl Observed {
         let run_sockets = run_sockets(&rec);
         let routes = parse_routes(&read("/proc/net/route"));
         let lookups = route_lookups(&rec);
+        let forwarder = jail_lookups(&rec, &routes);
         let loopback = probe_host_loopback(&rec);
         let tiocsti_errno = tiocsti_errno();
         let keyctl_errno = keyctl_errno();
@@ -186,6 +200,11 @@ impl Observed {
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             git_rule: git_rule_probe(),
+            publish_configured: crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
+                .map(|a| a.config.publish_port)
+                .map_err(|e| e.to_string()),
+            listening: crate::launch::loopback_listeners(),
+            forwarder,
             env,
         }
     }

@@ -12,6 +12,10 @@
 //! | `allowed.test`  | 203.0.113.10 (the "internet")       | [`INDEX`], `/blob`, `/repo.git`, `/trickle` |
 //! | `denied.test`   | 203.0.113.10                        | the same              |
 //! | `internal.test` | 10.77.0.9 (the LAN host)            | [`INTERNAL_INDEX`]    |
+//!
+//! Every other name resolves to the internet host too; with
+//! [`Site::start_echo`] it also answers on port [`ECHO_PORT`] with what
+//! reached it (`netprobe.py echo`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -30,6 +34,8 @@ pub(crate) const BLOB_LEN: usize = 100_000;
 pub(crate) const README: &str = "cloned through the proxy\n";
 /// The resolver's address (the gateway).
 pub(crate) const RESOLVER: &str = "10.77.0.1";
+/// The internet host's port where `netprobe.py echo` answers.
+pub(crate) const ECHO_PORT: u16 = 8080;
 /// How long the site's listeners live (seconds).
 const LIFETIME: &str = "120";
 
@@ -260,5 +266,17 @@ impl Site {
             std::os::unix::fs::chown(&p, Some(TEST_UID), Some(TEST_UID)).unwrap();
         }
         p
+    }
+}
+
+impl Site {
+    /// Start `netprobe.py echo` on the internet host's [`ECHO_PORT`] (an
+    /// HTTP/1.1 peer answering each request with what reached it), and
+    /// wait until it listens.
+    pub(crate) fn start_echo(&self, lan: &mut Lan) {
+        let l = lan.lan.clone();
+        let at = format!("203.0.113.10:{ECHO_PORT}");
+        lan.listen(&l, &["echo", &at, LIFETIME]);
+        lan.wait_listening(&l, &[&at], &[]);
     }
 }

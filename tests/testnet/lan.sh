@@ -13,6 +13,8 @@
 #                                                    192.168.5.9    RFC1918
 #                                                    100.64.5.9     CGNAT
 #                                                    169.254.169.254 metadata
+#                                                    169.254.0.53   the jail's DNS forwarder address,
+#                                                                   as a link-local service the site routes
 #                                                    198.18.0.1     benchmarking range, used internally
 #                                                    240.0.0.1      reserved (class E), used internally
 #                                                    192.0.0.8      IETF protocol assignments
@@ -39,7 +41,7 @@ host_if="$prefix-h0"
 lan_if="$prefix-l0"
 
 # Addresses on the LAN side's loopback: each one a distinct kind of destination.
-lo_hosts=(172.16.5.9 192.168.5.9 100.64.5.9 169.254.169.254 198.18.0.1 240.0.0.1 192.0.0.8 203.0.113.10)
+lo_hosts=(172.16.5.9 192.168.5.9 100.64.5.9 169.254.169.254 169.254.0.53 198.18.0.1 240.0.0.1 192.0.0.8 203.0.113.10)
 
 in_host() { ip -n "$host_ns" "$@"; }
 in_lan() { ip -n "$lan_ns" "$@"; }
@@ -93,6 +95,7 @@ build() {
         "LAN_RFC1918_C=192.168.5.9" \
         "LAN_CGNAT=100.64.5.9" \
         "LAN_METADATA=169.254.169.254" \
+        "LAN_FORWARDER_ADDR=169.254.0.53" \
         "LAN_INTERNET=203.0.113.10" \
         "LAN_IPV6=fd77::1"
 }

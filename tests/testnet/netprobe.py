@@ -8,10 +8,19 @@
                                                answered with its IP (an address of the test
                                                network), every other A query with 203.0.113.10;
                                                stop after SECONDS (default 30)
-  netprobe.py connect ADDR:PORT [...]          one line per target:
+  netprobe.py connect [--via MODE] ADDR:PORT [...]
+                                               one line per target:
                                                "ADDR:PORT REACHED <what it sent>" or
                                                "ADDR:PORT BLOCKED <reason>"
   netprobe.py resolve NAME                     the first IPv4 address of NAME, or "NORESOLVE <reason>"
+  netprobe.py query [--via MODE] ADDR NAME     one DNS A query for NAME sent over UDP to ADDR:53
+                                               (not through the system's resolver): the first
+                                               address answered, or "NOANSWER <reason>"
+
+--via MODE sends through the interface of the default route (the jail's tap),
+named to the socket as an unprivileged process may: "device" (SO_BINDTODEVICE),
+"ifindex" (SO_BINDTOIFINDEX), and for query also "unicast-if" (IP_UNICAST_IF)
+and "pktinfo" (an IP_PKTINFO message naming the interface).
   netprobe.py unix-serve PATH TOKEN [SECONDS]  a unix socket at PATH (mode 0777) sending TOKEN to
                                                each connection; stop after SECONDS (default 30) or
                                                as soon as the process that started it is gone
@@ -28,6 +37,14 @@
                                                or `x-api-key: T`): 401 naming what came without
                                                one, else "authenticated" or the file under
                                                /private/ stripped; stop after SECONDS (default 30)
+  netprobe.py echo ADDR:PORT [SECONDS]         an HTTP/1.1 peer that shows what reached it: each
+                                               request it reads (its head, then a chunked or
+                                               Content-Length body, chunked first) is answered
+                                               200 with the body "connection N" (its connections
+                                               counted from 1), a newline and the request exactly
+                                               as received; it answers every request it reads,
+                                               whatever `Connection` says, until the client
+                                               closes; stop after SECONDS (default 30)
 
 IPv6 is written [addr]:port. Every wait is bounded: 2 s per connection attempt,
 10 s of silence on a web connection, and a listener's lifetime is at most 600 s.
@@ -369,13 +386,60 @@ def web(target, root, seconds, tls=None):
         srv.serve_forever(poll_interval=0.1)
 
 
-def connect(targets):
+VIA_MODES = ("device", "ifindex", "unicast-if", "pktinfo")
+
+
+def split_via(args, modes):
+    """(MODE or None, the other arguments) of `[--via MODE] ARGS...`."""
+    if args[:1] != ["--via"]:
+        return None, args
+    if len(args) < 2 or args[1] not in modes:
+        fail(f"--via takes one of {', '.join(modes)}")
+    return args[1], args[2:]
+
+
+def default_iface():
+    """The interface of the IPv4 default route (/proc/net/route)."""
+    with open("/proc/net/route") as f:
+        for line in f.read().splitlines()[1:]:
+            cols = line.split()
+            if len(cols) > 7 and cols[1] == "00000000" and cols[7] == "00000000":
+                return cols[0]
+    fail("no IPv4 default route to take the interface of")
+
+
+def bind_via(s, mode):
+    """Name the default route's interface to socket `s` as `mode` says
+    (pktinfo: nothing here, see pktinfo_cmsg)."""
+    iface = default_iface()
+    if mode == "device":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.encode())
+    elif mode == "ifindex":
+        SO_BINDTOIFINDEX = 62
+        idx = socket.if_nametoindex(iface)
+        s.setsockopt(socket.SOL_SOCKET, SO_BINDTOIFINDEX, struct.pack("=I", idx))
+    elif mode == "unicast-if":
+        IP_UNICAST_IF = 50
+        idx = socket.if_nametoindex(iface)
+        s.setsockopt(socket.IPPROTO_IP, IP_UNICAST_IF, struct.pack(">I", idx))
+
+
+def pktinfo_cmsg():
+    """An IP_PKTINFO control message naming the default route's interface."""
+    IP_PKTINFO = 8
+    idx = socket.if_nametoindex(default_iface())
+    return [(socket.IPPROTO_IP, IP_PKTINFO, struct.pack("=I4s4s", idx, bytes(4), bytes(4)))]
+
+
+def connect(targets, via=None):
     # Every target is checked before the first packet is sent.
     parsed = [(t, *parse_endpoint(t)) for t in targets]
     for text, ip, port in parsed:
         with socket.socket(family(ip), socket.SOCK_STREAM) as s:
             s.settimeout(CONNECT_TIMEOUT)
             try:
+                if via:
+                    bind_via(s, via)
                 s.connect((str(ip), port))
             except OSError as e:
                 print(f"{text} BLOCKED {type(e).__name__}: {e}", flush=True)
@@ -395,12 +459,127 @@ def connect(targets):
             print(f"{text} REACHED {got.decode(errors='replace')}", flush=True)
 
 
+def dns_query(name):
+    """A recursive A query for `name`, id 0x4e50."""
+    labels = b"".join(bytes([len(p)]) + p.encode() for p in name.rstrip(".").split("."))
+    return struct.pack(">HHHHHH", 0x4E50, 0x0100, 1, 0, 0, 0) + labels + b"\0" + struct.pack(">HH", 1, 1)
+
+
+def first_a(reply):
+    """The first A record's address in `reply` (names compressed to the question)."""
+    if len(reply) < 12 or struct.unpack(">H", reply[:2])[0] != 0x4E50:
+        return None
+    ancount = struct.unpack(">H", reply[6:8])[0]
+    end = labels_end(reply, 12)
+    pos = end + 4 if end else len(reply)
+    for _ in range(ancount):
+        if pos + 12 > len(reply) or reply[pos] & 0xC0 != 0xC0:
+            return None
+        rtype, _, _, rdlen = struct.unpack(">HHIH", reply[pos + 2 : pos + 12])
+        if rtype == 1 and rdlen == 4 and pos + 16 <= len(reply):
+            return socket.inet_ntoa(reply[pos + 12 : pos + 16])
+        pos += 12 + rdlen
+    return None
+
+
+def query(addr, name, via=None):
+    ip = parse_addr(addr, wildcard_ok=False)
+    if ip.version != 4:
+        fail("query is IPv4 only")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(CONNECT_TIMEOUT)
+        try:
+            if via and via != "pktinfo":
+                bind_via(s, via)
+            cmsg = pktinfo_cmsg() if via == "pktinfo" else []
+            s.sendmsg([dns_query(name)], cmsg, 0, (str(ip), 53))
+            answer = first_a(s.recv(512))
+        except OSError as e:
+            print(f"NOANSWER {type(e).__name__}: {e}", flush=True)
+            return
+    print(answer or "NOANSWER no A record", flush=True)
+
+
 def resolve(name):
     try:
         infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
         print(infos[0][4][0])
     except OSError as e:
         print(f"NORESOLVE {e}")
+
+
+def echo_request(conn, buf):
+    """The next whole request on `conn` (buf: bytes already read), and what
+    follows it; None when the client closed or went quiet."""
+    def more():
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise EOFError
+        return chunk
+
+    try:
+        while b"\r\n\r\n" not in buf:
+            buf += more()
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        head += b"\r\n\r\n"
+        fields = [line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line]
+        te = [v.strip().lower() for k, v in fields if k.strip().lower() == b"transfer-encoding"]
+        cl = [v.strip() for k, v in fields if k.strip().lower() == b"content-length"]
+        if te and te[-1].endswith(b"chunked"):
+            body = b""
+            while True:
+                while b"\r\n" not in rest:
+                    rest += more()
+                line, _, rest = rest.partition(b"\r\n")
+                size = int(line.split(b";")[0], 16)
+                while len(rest) < size + 2:
+                    rest += more()
+                body += line + b"\r\n" + rest[: size + 2]
+                rest = rest[size + 2 :]
+                if size == 0:
+                    return head + body, rest
+        n = int(cl[0]) if cl else 0
+        while len(rest) < n:
+            rest += more()
+        return head + rest[:n], rest[n:]
+    except (EOFError, OSError, ValueError):
+        return None
+
+
+def echo(target, seconds):
+    """HTTP/1.1 that answers each request with what reached it (see above)."""
+    import threading
+
+    ip, port = parse_endpoint(target, wildcard_ok=False)
+    deadline = time.monotonic() + seconds
+    count = [0]
+
+    def serve_one(conn, n):
+        with conn:
+            conn.settimeout(WEB_IDLE)
+            buf = b""
+            while until(deadline) is not None:
+                got = echo_request(conn, buf)
+                if got is None:
+                    return
+                request, buf = got
+                body = f"connection {n}\n".encode() + request
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+                try:
+                    conn.sendall(head.encode() + body)
+                except OSError:
+                    return
+
+    with bound_socket(ip, port, socket.SOCK_STREAM) as srv:
+        srv.listen(16)
+        while (left := until(deadline)) is not None:
+            srv.settimeout(left)
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                break
+            count[0] += 1
+            threading.Thread(target=serve_one, args=(conn, count[0]), daemon=True).start()
 
 
 def main(args):
@@ -412,7 +591,15 @@ def main(args):
         fixed = 3 if len(args) > 2 and "=" not in args[2] else 2
         dns(args[1], lifetime(args[:fixed], 2), dns_names(args[fixed:]))
     elif cmd == "connect" and len(args) >= 2:
-        connect(args[1:])
+        via, targets = split_via(args[1:], ("device", "ifindex"))
+        if not targets:
+            sys.exit(__doc__)
+        connect(targets, via)
+    elif cmd == "query" and len(args) >= 3:
+        via, rest = split_via(args[1:], VIA_MODES)
+        if len(rest) != 2:
+            sys.exit(__doc__)
+        query(rest[0], rest[1], via)
     elif cmd == "resolve" and len(args) == 2:
         resolve(args[1])
     elif cmd == "unix-serve" and len(args) in (3, 4):
@@ -426,6 +613,8 @@ def main(args):
         if len(rest) > 1:
             sys.exit(__doc__)
         web(args[1], args[2], lifetime(args[:3] + rest, 3), tls)
+    elif cmd == "echo" and len(args) in (2, 3):
+        echo(args[1], lifetime(args, 2))
     else:
         sys.exit(__doc__)
 

@@ -34,6 +34,7 @@ NOFORGE="${NOFORGE:-false}"
 WORKSPACEROOT="${WORKSPACEROOT:-}"
 CLAUDEVERSION="${CLAUDEVERSION:-2.1.330}"
 CLAUDESOURCE="${CLAUDESOURCE:-npm}"
+PUBLISHPORTS="${PUBLISHPORTS:-}"
 user="${_REMOTE_USER:-root}"
 
 case "$CLAUDESOURCE" in
@@ -75,6 +76,7 @@ trap 'rm -f "$conf"' EXIT
     [ "$NOFORGE" = true ] && echo "no-forge"
     [ -n "$WORKSPACEROOT" ] && echo "workspace-root = $WORKSPACEROOT"
     [ -n "$PASSENV" ] && echo "pass-env = $PASSENV"
+    [ -n "$PUBLISHPORTS" ] && echo "publish-port = $PUBLISHPORTS"
     for ip in $(printf '%s' "$ALLOWIP" | tr ',' ' '); do echo "allow-ip = $ip"; done
     for p in $(printf '%s' "$ALLOWWRITE" | tr ',' ' '); do echo "allow-write = $p"; done
 } > "$conf"

@@ -1,4 +1,4 @@
-//! The session CA (decision 0011): made in memory at launch, its key never
+//! The session CA (decision 0013): made in memory at launch, its key never
 //! written anywhere; name constraints limit it to the brokered hosts. A
 //! leaf certificate (and its TLS server configuration) per brokered host
 //! is made on first use and kept for the session.

@@ -1,4 +1,4 @@
-//! The credential broker (issue #25, docs/decisions/0011, docs/egress.md
+//! The credential broker (issue #25, docs/decisions/0013, docs/egress.md
 //! "Credential broker"): inside the sandbox a brokered credential is a
 //! stand-in; the real value stays here, in the shadow, and is swapped in on
 //! the way out, only towards the hosts the table gives it.
@@ -274,19 +274,19 @@ fn upstream_config(
     Ok(Arc::new(cfg))
 }
 
-/// The proxy's hand-over (`proxy.rs`): serve an allowed `CONNECT` that
-/// [`Broker::intercepts`] through the broker, filling the request's log
-/// line; each swap is a line of its own, written at once by `write`.
-/// Always `true` (the request is logged).
+/// The proxy's hand-over (`connection.rs`): serve an allowed `CONNECT`
+/// that [`Broker::intercepts`] through the broker, filling the request's
+/// log line (bytes, or the error); each swap is a line of its own, written
+/// at once by `write`.
 pub(super) fn serve(
     b: &Broker,
     session: &str,
-    client: &mut TcpStream,
+    client: &TcpStream,
     upstream: TcpStream,
     early: &[u8],
     line: &mut crate::egress::policy::LogLine,
     write: &(dyn Fn(String) + Sync),
-) -> bool {
+) {
     use crate::egress::policy::broker::{InjectLine, INJECT_EVENT};
     let host = line.host.clone();
     let swapped = |method: &str, credential: &str| {
@@ -307,5 +307,4 @@ pub(super) fn serve(
         }
         Err(e) => line.error = Some(format!("credential broker: {e}")),
     }
-    true
 }

@@ -1,4 +1,4 @@
-//! The credential broker's pure half (issue #25, docs/decisions/0011): the
+//! The credential broker's pure half (issue #25, docs/decisions/0013): the
 //! table of brokered hosts, stand-ins, the stand-in copy of `gh`'s
 //! `hosts.yml`, the header swap, the log line of an injection, and what
 //! the plan binds inside ([`Inside`]). No real value is ever a field of

@@ -7,9 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Serialize;
 
-use super::rules::{
-    claude_code_rules, normalise_host, ClaudeTraffic, DomainRule, Preset, DEFAULT_PORTS,
-};
+use super::rules::{claude_code_rules, normalise_host, ClaudeTraffic, DomainRule, Preset, Via};
 
 /// Where a rule of the policy came from, for the log and the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -79,8 +77,9 @@ impl Policy {
         }
     }
 
-    /// Decide on `host` (as requested) and `port`, before any lookup.
-    pub(crate) fn check_name(&self, host: &str, port: u16) -> NameVerdict {
+    /// Decide on `host` (as requested) and `port`, reached `via` a tunnel
+    /// or plain HTTP, before any lookup.
+    pub(crate) fn check_name(&self, host: &str, port: u16, via: Via) -> NameVerdict {
         let Some(h) = normalise_host(host) else {
             return NameVerdict::Refused {
                 reason: format!("`{}` is not a host name", host.escape_debug()),
@@ -100,23 +99,24 @@ impl Policy {
                 },
             };
         }
-        match self.rules.iter().find(|r| r.rule.matches(&h, port)) {
-            Some(r) => NameVerdict::Name(r.origin.clone()),
-            None => {
-                let on_list = self.rules.iter().any(|r| r.rule.matches(&h, 443));
-                NameVerdict::Refused {
-                    reason: if on_list {
-                        format!("port {port} is not allowed for {h}")
-                    } else {
-                        format!("{h} is not on the allowlist")
-                    },
-                    fix: if DEFAULT_PORTS.contains(&port) {
-                        format!("allow-domain = {h}")
-                    } else {
-                        format!("allow-domain = {h}:{port}")
-                    },
-                }
-            }
+        if let Some(r) = self.rules.iter().find(|r| r.rule.matches(&h, port, via)) {
+            return NameVerdict::Name(r.origin.clone());
+        }
+        let on_list = self.rules.iter().any(|r| r.rule.matches_name(&h));
+        NameVerdict::Refused {
+            reason: if on_list {
+                format!(
+                    "port {port} is not allowed for {} to {h} (without a port, a rule allows tunnels to 443 and plain HTTP to 80)",
+                    via.name()
+                )
+            } else {
+                format!("{h} is not on the allowlist")
+            },
+            fix: if port == via.default_port() {
+                format!("allow-domain = {h}")
+            } else {
+                format!("allow-domain = {h}:{port}")
+            },
         }
     }
 
@@ -173,6 +173,7 @@ pub(crate) fn proxy_env() -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use crate::egress::policy::preset;
+    use Via::{Connect, Http};
 
     fn rule(s: &str) -> DomainRule {
         DomainRule::parse(s).unwrap()
@@ -195,29 +196,54 @@ mod tests {
     fn names_are_decided_with_the_line_that_would_allow_them() {
         let p = policy(ClaudeTraffic::default());
         assert_eq!(
-            p.check_name("ALLOWED.test", 443),
+            p.check_name("ALLOWED.test", 443, Connect),
             NameVerdict::Name("allow-domain = allowed.test".into())
         );
         assert_eq!(
-            p.check_name("api.github.com", 443),
+            p.check_name("allowed.test.", 80, Http),
+            NameVerdict::Name("allow-domain = allowed.test".into())
+        );
+        assert_eq!(
+            p.check_name("api.github.com", 443, Connect),
             NameVerdict::Name("allow-domains = github".into())
         );
         assert_eq!(
-            p.check_name("api.anthropic.com", 443),
+            p.check_name("api.anthropic.com", 443, Connect),
             NameVerdict::Name("claude-code".into())
         );
         assert!(matches!(
-            p.check_name("api.anthropic.com", 80),
+            p.check_name("api.anthropic.com", 80, Http),
             NameVerdict::Refused { .. }
         ));
-        match p.check_name("denied.test", 443) {
+        // A tunnel to port 80 and plain HTTP to 443 need the port named.
+        for (port, via) in [(80, Connect), (443, Http)] {
+            match p.check_name("allowed.test", port, via) {
+                NameVerdict::Refused { reason, fix } => {
+                    assert_eq!(fix, format!("allow-domain = allowed.test:{port}"));
+                    assert!(
+                        reason.contains(&format!("port {port} is not allowed")),
+                        "{reason}"
+                    );
+                    assert!(reason.contains(via.name()), "{reason}");
+                }
+                v => panic!("{port} {via:?}: {v:?}"),
+            }
+        }
+        assert!(matches!(
+            p.check_name("git.test", 8443, Http),
+            NameVerdict::Name(_)
+        ));
+        assert!(
+            matches!(p.check_name("git.test", 443, Connect), NameVerdict::Refused { fix, .. } if fix == "allow-domain = git.test")
+        );
+        match p.check_name("denied.test", 443, Connect) {
             NameVerdict::Refused { reason, fix } => {
                 assert_eq!(fix, "allow-domain = denied.test");
                 assert!(reason.contains("not on the allowlist"));
             }
             v => panic!("{v:?}"),
         }
-        match p.check_name("allowed.test", 8080) {
+        match p.check_name("allowed.test", 8080, Http) {
             NameVerdict::Refused { reason, fix } => {
                 assert_eq!(fix, "allow-domain = allowed.test:8080");
                 assert!(reason.contains("port 8080"), "{reason}");
@@ -225,18 +251,18 @@ mod tests {
             v => panic!("{v:?}"),
         }
         assert_eq!(
-            p.check_name("10.77.0.9", 22),
+            p.check_name("10.77.0.9", 22, Connect),
             NameVerdict::AllowedIp(Ipv4Addr::new(10, 77, 0, 9))
         );
         assert!(
-            matches!(p.check_name("203.0.113.10", 443), NameVerdict::Refused { fix, .. } if fix == "allow-ip = 203.0.113.10")
+            matches!(p.check_name("203.0.113.10", 443, Connect), NameVerdict::Refused { fix, .. } if fix == "allow-ip = 203.0.113.10")
         );
         assert!(matches!(
-            p.check_name("[::1]", 443),
+            p.check_name("[::1]", 443, Connect),
             NameVerdict::Refused { .. }
         ));
         assert!(matches!(
-            p.check_name("a/b", 443),
+            p.check_name("a/b", 443, Connect),
             NameVerdict::Refused { .. }
         ));
     }
@@ -252,9 +278,12 @@ mod tests {
             "http-intake.logs.us5.datadoghq.com",
             "o1.ingest.us.sentry.io",
         ] {
-            assert!(matches!(on.check_name(h, 443), NameVerdict::Name(_)), "{h}");
             assert!(
-                matches!(off.check_name(h, 443), NameVerdict::Refused { .. }),
+                matches!(on.check_name(h, 443, Connect), NameVerdict::Name(_)),
+                "{h}"
+            );
+            assert!(
+                matches!(off.check_name(h, 443, Connect), NameVerdict::Refused { .. }),
                 "{h}"
             );
         }

@@ -1,6 +1,9 @@
 //! The connection log (SPEC §4.9): where each session's log lives, how
 //! sessions are named and listed, and the format of its lines (one
-//! [`LogLine`] a line, JSON), which the proxy writes and the report reads.
+//! [`LogLine`] a request, JSON), which the proxy writes and the report
+//! reads. A request's line is written as it opens (`"open": true`, byte
+//! counts 0, padded with spaces) and rewritten in place, complete, as it
+//! closes: a proxy killed meanwhile leaves the open line.
 
 use std::path::{Path, PathBuf};
 
@@ -68,7 +71,8 @@ pub(crate) enum Decision {
     Refused,
 }
 
-/// One line of the connection log: one request, written as it closes.
+/// One line of the connection log: one request, written as it opens and
+/// rewritten as it closes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LogLine {
     /// When the request arrived, RFC 3339 UTC with milliseconds.
@@ -93,6 +97,15 @@ pub(crate) struct LogLine {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub duration_ms: u64,
+    /// The request was still open when the line was last written: its
+    /// byte counts and duration are not known (the session is running, or
+    /// its proxy was killed). Absent once the request closed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub open: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[cfg(test)]

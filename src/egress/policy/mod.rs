@@ -9,9 +9,11 @@
 //! unless `allow-ip` names it. `log.rs`: the connection log's format and
 //! paths (SPEC §4.9, decision 0008). `routes.rs`: the jail's routes and
 //! DNS as functions of the host's routing table and resolv.conf —
-//! internal ranges blackholed, link-local unreachable (SPEC §4.7,
-//! decisions 0002 and 0004). `broker.rs`: the credential broker's table
-//! of hosts, stand-ins and header swap (issue #25, decision 0011).
+//! internal ranges blackholed, link-local unreachable, pasta's DNS
+//! forwarder routed for UDP port 53 only, and sockets bound to the jail's
+//! interface kept off the blocked ranges too (SPEC §4.7, decisions 0002
+//! and 0004, issue #24). `broker.rs`: the credential broker's table of
+//! hosts, stand-ins and header swap (issue #25, decision 0013).
 //!
 //! May import: `sys` only.
 //!
@@ -35,9 +37,9 @@ pub(crate) use log::{
 };
 pub(crate) use routes::{
     blocked_ranges, parse_resolv, parse_routes, parse_routes_any, plan_jail, JailFacts, BLACKHOLES,
-    UNREACHABLE,
+    DNS_FORWARDER, UNREACHABLE,
 };
-pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, PRESETS};
+pub(crate) use rules::{normalise_host, preset, ClaudeTraffic, Via, PRESETS};
 
 // Named only by the host facts that unit tests build (plan::fixtures).
 #[cfg(test)]

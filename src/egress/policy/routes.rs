@@ -5,11 +5,27 @@
 
 use std::net::Ipv4Addr;
 
-/// Where DNS queries go inside the jail when the host only lists loopback
-/// resolvers: a link-local address (never routed on any network), punched
-/// through the 169.254/16 block, which pasta answers by forwarding the query
-/// to the host's resolver.
-const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+/// Where DNS queries go inside the jail when the host's resolvers are
+/// loopback stubs or internal: a link-local address, which pasta answers by
+/// forwarding UDP port 53 to the host's first resolver. Everything else
+/// sent there pasta relays to this same address *from the host*, where a
+/// link-local service may answer: so only UDP port 53 is routed to it, by a
+/// rule ([`FORWARDER_TABLE`]); the 169.254/16 block covers the rest.
+pub(crate) const DNS_FORWARDER: Ipv4Addr = Ipv4Addr::new(169, 254, 0, 53);
+
+/// The routing table holding the forwarder's one route, consulted (by a
+/// rule) only for UDP to port 53 of [`DNS_FORWARDER`].
+const FORWARDER_TABLE: u32 = 53;
+
+/// The routing table that lookups naming the jail's interface as output
+/// interface consult first: sockets bound to it (`SO_BINDTODEVICE`,
+/// `SO_BINDTOIFINDEX`, `IP_UNICAST_IF`, an `IP_PKTINFO` message; none needs
+/// a privilege). For those the kernel takes a failed lookup — a blackhole or
+/// unreachable route — as "the destination is on link" and sends there,
+/// to pasta. In this table every blocked range is a `local` route instead:
+/// the lookup succeeds and the packet stays inside the jail. The punched
+/// hosts are routed via the gateway as in the main table.
+const BOUND_TABLE: u32 = 54;
 
 /// Internal ranges that are always blackholed.
 pub(crate) const BLACKHOLES: &[(Ipv4Addr, u8)] = &[
@@ -133,8 +149,8 @@ fn is_internal(ip: Ipv4Addr, routes: &HostRoutes) -> bool {
 pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Addr]) -> JailPlan {
     // Loopback stubs and internal resolvers (the gateway, a metadata server
     // that also answers DNS, a VPC resolver) are reached only through pasta's
-    // forwarder, which passes UDP port 53 and nothing else: punching them as
-    // /32s would open every port of those hosts. Public resolvers stay as
+    // forwarder, to which only UDP port 53 is routed: punching them as /32s
+    // would open every port of those hosts. Public resolvers stay as
     // they are (punched, which for them changes nothing).
     let (public, via_forwarder): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = resolv
         .nameservers
@@ -178,7 +194,7 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
         "route replace default via {gw} dev {ifc} onlink\n"
     ));
     let mut punched: Vec<Ipv4Addr> = Vec::new();
-    for ip in public.iter().chain(allow_ip).chain(dns_forward.iter()) {
+    for ip in public.iter().chain(allow_ip) {
         if !punched.contains(ip) {
             punched.push(*ip);
             b.push_str(&format!(
@@ -186,6 +202,10 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
             ));
         }
     }
+    if let Some(fwd) = dns_forward {
+        b.push_str(&forwarder_rules(fwd, gw, ifc));
+    }
+    b.push_str(&bound_socket_rules(routes, &punched, gw, ifc));
     // No IPv6 at all (pasta runs IPv4-only; addresses the kernel made go too).
     b.push_str(&format!(
         "address flush dev {ifc} to ::/0\naddress flush dev lo to ::/0\n"
@@ -195,6 +215,48 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
         dns_forward,
         resolv_conf,
     }
+}
+
+/// The forwarder's route, in a table of its own that only UDP to its port
+/// 53 looks up (a rule's `ipproto`/`dport` selector, Linux 4.17): TCP, other
+/// ports and ICMP to the forwarder meet the 169.254/16 block and never reach
+/// pasta. (pasta forwards TCP port 53 to the address itself, not to the
+/// resolver, so TCP is not DNS there and is refused too.)
+fn forwarder_rules(fwd: Ipv4Addr, gw: Ipv4Addr, ifc: &str) -> String {
+    format!(
+        "route replace {fwd}/32 via {gw} dev {ifc} onlink table {FORWARDER_TABLE}\n\
+         rule add pref 100 to {fwd}/32 ipproto udp dport 53 lookup {FORWARDER_TABLE}\n"
+    )
+}
+
+/// [`BOUND_TABLE`] and the rule that sends lookups with the jail's interface
+/// as output interface to it (after the forwarder's rule, so DNS through
+/// the forwarder works from a bound socket too).
+fn bound_socket_rules(
+    routes: &HostRoutes,
+    punched: &[Ipv4Addr],
+    gw: Ipv4Addr,
+    ifc: &str,
+) -> String {
+    let mut b = String::new();
+    let ranges = BLACKHOLES
+        .iter()
+        .chain(std::iter::once(&UNREACHABLE))
+        .chain(&routes.connected);
+    for (net, len) in ranges {
+        b.push_str(&format!(
+            "route replace local {net}/{len} dev {ifc} table {BOUND_TABLE}\n"
+        ));
+    }
+    for ip in punched {
+        b.push_str(&format!(
+            "route replace {ip}/32 via {gw} dev {ifc} onlink table {BOUND_TABLE}\n"
+        ));
+    }
+    b.push_str(&format!(
+        "rule add pref 200 oif {ifc} lookup {BOUND_TABLE}\n"
+    ));
+    b
 }
 
 /// The host's network facts the egress jail is planned from.
@@ -279,7 +341,11 @@ mod tests {
             b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink\n"),
             "allow-ip punched"
         );
-        assert_eq!(b.matches("/32 via").count(), 2, "nothing else punched: {b}");
+        let main_punches = b
+            .lines()
+            .filter(|l| l.contains("/32 via") && !l.contains(" table "))
+            .count();
+        assert_eq!(main_punches, 2, "nothing else punched: {b}");
         assert!(
             b.contains("address flush dev csb-h0 to ::/0\n")
                 && b.contains("address flush dev lo to ::/0\n")
@@ -313,14 +379,73 @@ mod tests {
             "{rc}"
         );
         assert!(rc.contains("options edns0 trust-ad\n") && rc.contains("search corp.example\n"));
+        // The forwarder is routed in a table of its own, which only UDP to
+        // its port 53 looks up; the main table keeps it in the link-local
+        // block, so TCP and every other port meet the block.
+        let b = &p.route_batch;
+        assert!(
+            b.contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink table 53\n"),
+            "{b}"
+        );
+        assert!(
+            b.contains("rule add pref 100 to 169.254.0.53/32 ipproto udp dport 53 lookup 53\n"),
+            "{b}"
+        );
+        assert!(
+            !b.contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink\n"),
+            "the forwarder is not punched in the main table: {b}"
+        );
+        assert_eq!(b.matches("lookup 53").count(), 1, "{b}");
+        assert_eq!(b.matches("table 53").count(), 1, "{b}");
+    }
+
+    #[test]
+    fn sockets_bound_to_the_interface_meet_local_routes_for_every_blocked_range() {
+        let allow = Ipv4Addr::new(10, 77, 0, 9);
+        let p = plan_jail(&lan(), &parse_resolv("nameserver 127.0.0.53\n"), &[allow]);
+        let b = &p.route_batch;
+        let mut ranges: Vec<(Ipv4Addr, u8)> = BLACKHOLES.to_vec();
+        ranges.push(UNREACHABLE);
+        ranges.extend(lan().connected);
+        for (net, len) in &ranges {
+            assert!(
+                b.contains(&format!(
+                    "route replace local {net}/{len} dev csb-h0 table 54\n"
+                )),
+                "{net}/{len}: {b}"
+            );
+        }
+        assert_eq!(
+            b.matches("route replace local").count(),
+            ranges.len(),
+            "{b}"
+        );
+        // allow-ip stays open to bound sockets too; nothing else is routed there.
+        assert!(
+            b.contains("route replace 10.77.0.9/32 via 10.77.0.1 dev csb-h0 onlink table 54\n"),
+            "{b}"
+        );
+        assert_eq!(b.matches("table 54\n").count(), ranges.len() + 1, "{b}");
+        // Consulted only with the jail's interface as output interface, and
+        // after the forwarder's rule (DNS from a bound socket still works).
+        assert!(
+            b.contains("rule add pref 200 oif csb-h0 lookup 54\n"),
+            "{b}"
+        );
+        assert!(b.find("rule add pref 100").unwrap() < b.find("rule add pref 200").unwrap());
+    }
+
+    #[test]
+    fn allow_ip_naming_the_forwarder_opens_it_as_it_says() {
+        // An explicit `allow-ip` is the operator's word, even for this address.
+        let p = plan_jail(
+            &lan(),
+            &parse_resolv("nameserver 127.0.0.53\n"),
+            &[DNS_FORWARDER],
+        );
         assert!(p
             .route_batch
             .contains("route replace 169.254.0.53/32 via 10.77.0.1 dev csb-h0 onlink\n"));
-        // The forwarder is punched after the link-local block is set.
-        assert!(
-            p.route_batch.find("unreachable 169.254.0.0/16").unwrap()
-                < p.route_batch.find("169.254.0.53/32").unwrap()
-        );
     }
 
     #[test]

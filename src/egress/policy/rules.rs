@@ -43,8 +43,32 @@ impl Egress {
     }
 }
 
-/// Ports an `allow-domain` without `:PORT` opens.
-pub(super) const DEFAULT_PORTS: &[u16] = &[443, 80];
+/// How a request reaches its port through the proxy: a `CONNECT` tunnel
+/// (https, or any protocol inside) or a plain-HTTP request the proxy reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    Connect,
+    Http,
+}
+
+impl Via {
+    /// The one port an `allow-domain` without `:PORT` opens for this kind
+    /// of request: 443 for a tunnel, 80 for plain HTTP.
+    pub(crate) fn default_port(self) -> u16 {
+        match self {
+            Via::Connect => 443,
+            Via::Http => 80,
+        }
+    }
+
+    /// As the refusal names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Via::Connect => "a tunnel (CONNECT)",
+            Via::Http => "plain HTTP",
+        }
+    }
+}
 
 /// One `allow-domain = NAME[:PORT]`: `NAME` matches itself and every
 /// subdomain, `*.NAME` subdomains only.
@@ -54,28 +78,53 @@ pub struct DomainRule {
     pub name: String,
     /// `*.NAME`: subdomains only.
     pub subdomains_only: bool,
-    /// The port given, or `None` for [`DEFAULT_PORTS`].
+    /// The port given (tunnels and plain HTTP alike), or `None`: tunnels
+    /// to 443 and plain HTTP to 80 ([`Via::default_port`]).
     pub port: Option<u16>,
+}
+
+/// `NAME[:PORT]`'s forms, with the error each wrong one gets.
+fn address_error(text: &str) -> String {
+    format!(
+        "`{text}` is an address, not a name (allow-ip = ADDR keeps an internal IPv4 host reachable)"
+    )
+}
+
+/// The `PORT` of `NAME:PORT`: 1-5 ASCII digits, 1-65535.
+fn parse_port(p: &str, text: &str) -> Result<u16, String> {
+    if p.is_empty() {
+        return Err(format!(
+            "`{text}` ends in `:` with no port: write NAME, or NAME:PORT with a port 1-65535"
+        ));
+    }
+    p.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then_some(p)
+        .filter(|p| p.len() <= 5)
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("`{p}` in `{text}` is not a port (1-65535)"))
 }
 
 impl DomainRule {
     /// Parse `NAME[:PORT]` or `*.NAME[:PORT]`.
     pub(crate) fn parse(text: &str) -> Result<DomainRule, String> {
         let text = text.trim();
-        if text.starts_with('[') || text.matches(':').count() > 1 {
+        if text.contains('/') {
             return Err(format!(
-                "`{text}` is an address, not a name (allow-ip = ADDR keeps an internal IPv4 host reachable)"
+                "`{text}` is a URL or a path, not a name: write the name alone, and `:PORT` for a port other than 443 (allow-domain = NAME[:PORT])"
+            ));
+        }
+        if text.starts_with('[') || text.parse::<std::net::Ipv6Addr>().is_ok() {
+            return Err(address_error(text));
+        }
+        if text.matches(':').count() > 1 {
+            return Err(format!(
+                "`{text}` has more than one `:`: allow-domain = NAME[:PORT] takes one port (one line per port)"
             ));
         }
         let (name, port) = match text.rsplit_once(':') {
-            Some((n, p)) => {
-                let port = p
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|p| *p != 0)
-                    .ok_or_else(|| format!("`{p}` in `{text}` is not a port (1-65535)"))?;
-                (n, Some(port))
-            }
+            Some((n, p)) => (n, Some(parse_port(p, text)?)),
             None => (text, None),
         };
         let (subdomains_only, bare) = match name.strip_prefix("*.") {
@@ -84,9 +133,7 @@ impl DomainRule {
         };
         let bare = bare.strip_suffix('.').unwrap_or(bare).to_ascii_lowercase();
         if bare.parse::<IpAddr>().is_ok() {
-            return Err(format!(
-                "`{text}` is an address, not a name (allow-ip = ADDR keeps an internal IPv4 host reachable)"
-            ));
+            return Err(address_error(text));
         }
         if !is_hostname(&bare) {
             return Err(format!(
@@ -100,16 +147,23 @@ impl DomainRule {
         })
     }
 
-    /// Whether `host` (normalised by [`normalise_host`]) on `port` matches.
-    pub(crate) fn matches(&self, host: &str, port: u16) -> bool {
-        let ports_ok = match self.port {
-            Some(p) => p == port,
-            None => DEFAULT_PORTS.contains(&port),
-        };
+    /// Whether `host` (normalised by [`normalise_host`]) matches the name,
+    /// whatever the port.
+    pub(crate) fn matches_name(&self, host: &str) -> bool {
         let sub = host.len() > self.name.len()
             && host.ends_with(&self.name)
             && host.as_bytes()[host.len() - self.name.len() - 1] == b'.';
-        ports_ok && (sub || (!self.subdomains_only && host == self.name))
+        sub || (!self.subdomains_only && host == self.name)
+    }
+
+    /// Whether a request `via` a tunnel or plain HTTP to `host` (normalised
+    /// by [`normalise_host`]) on `port` matches.
+    pub(crate) fn matches(&self, host: &str, port: u16, via: Via) -> bool {
+        let port_ok = match self.port {
+            Some(p) => p == port,
+            None => port == via.default_port(),
+        };
+        port_ok && self.matches_name(host)
     }
 
     /// The rule as a config value (`*.x.test:8443`).
@@ -285,18 +339,31 @@ mod tests {
             (r.name.as_str(), r.subdomains_only, r.port),
             ("allowed.test", false, None)
         );
-        assert!(r.matches("allowed.test", 443) && r.matches("allowed.test", 80));
-        assert!(r.matches("a.b.allowed.test", 443));
-        assert!(!r.matches("allowed.test", 8443));
+        use Via::{Connect, Http};
+        assert!(r.matches("allowed.test", 443, Connect) && r.matches("allowed.test", 80, Http));
+        // Without a port: tunnels to 443 only, plain HTTP to 80 only.
         assert!(
-            !r.matches("notallowed.test", 443),
+            !r.matches("allowed.test", 80, Connect),
+            "a tunnel to port 80"
+        );
+        assert!(
+            !r.matches("allowed.test", 443, Http),
+            "plain HTTP to port 443"
+        );
+        assert!(r.matches("a.b.allowed.test", 443, Connect));
+        assert!(!r.matches("allowed.test", 8443, Connect));
+        assert!(
+            !r.matches("notallowed.test", 443, Connect),
             "a suffix that is not a label"
         );
-        assert!(!r.matches("allowed.test.evil", 443));
+        assert!(!r.matches("allowed.test.evil", 443, Connect));
         let w = rule("*.allowed.test");
-        assert!(w.matches("x.allowed.test", 80) && !w.matches("allowed.test", 80));
+        assert!(w.matches("x.allowed.test", 80, Http) && !w.matches("allowed.test", 80, Http));
+        // A port named: that port only, tunnel or plain HTTP.
         let p = rule("git.test:8443");
-        assert!(p.matches("git.test", 8443) && !p.matches("git.test", 443));
+        assert!(p.matches("git.test", 8443, Connect) && p.matches("git.test", 8443, Http));
+        assert!(!p.matches("git.test", 443, Connect) && !p.matches("git.test", 80, Http));
+        assert_eq!(rule("git.test:08443"), p, "leading zeros are the same port");
         assert_eq!(p.text(), "git.test:8443");
         assert_eq!(w.text(), "*.allowed.test");
     }
@@ -313,6 +380,19 @@ mod tests {
             ("a.test:0", "not a port"),
             ("a.test:99999", "not a port"),
             ("a.test:x", "not a port"),
+            ("a.test:+443", "not a port"),
+            ("a.test:-1", "not a port"),
+            ("a.test: 443", "not a port"),
+            ("a.test:443.x", "not a port"),
+            ("a.test:000443", "not a port"),
+            ("a.test:", "no port"),
+            ("a.test:443:443", "more than one `:`"),
+            ("https://a.test", "is a URL"),
+            ("a.test/x", "is a URL"),
+            ("2001:db8::1", "is an address"),
+            ("[::1]:443", "is an address"),
+            ("10.0.0.5:443", "is an address"),
+            (":443", "not a domain name"),
             ("a b.test", "not a domain name"),
             ("", "not a domain name"),
         ] {
