@@ -40,6 +40,9 @@ pub struct Config {
     pub allow_env_overrides: bool,
     /// The weakening overrides applied (`NAME=value`), for the launch record.
     pub weakened_by_env: Vec<String>,
+    /// `broker` (default on): brokered credentials are stand-ins inside
+    /// (issue #25, decision 0015); `broker = off` binds the real ones.
+    pub broker: bool,
     /// `publish-port`: TCP ports a server inside listens on that the host's
     /// loopback reaches (SPEC §4.7), in order, each once.
     pub publish_port: Vec<u16>,
@@ -104,6 +107,7 @@ impl Default for Config {
             allow_domains: Vec::new(),
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
+            broker: true,
             publish_port: Vec::new(),
             pids_limit: Some(DEFAULT_PIDS_LIMIT),
             tmpfs_size: DEFAULT_TMPFS_SIZE,
@@ -235,6 +239,7 @@ fn set(
         }
         "allow-domains" => add_presets(cfg, l)?,
         "allow-env-overrides" => cfg.allow_env_overrides = l.flag()?,
+        "broker" => cfg.broker = l.flag()?,
         "pass-env" => {
             let v = l.need()?;
             for name in split_list(&v) {
@@ -255,7 +260,7 @@ fn set(
         "pids-limit" | "tmpfs-size" | "private-state-max" => set_limit(cfg, l)?,
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker)"
             )))
         }
     }
@@ -1373,6 +1378,15 @@ mod tests {
         let l = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
         assert_eq!(l.config, Config::default());
         assert!(l.weakened.is_empty());
+    }
+
+    #[test]
+    fn the_broker_is_on_unless_turned_off() {
+        assert!(parse("", "t").unwrap().broker);
+        assert!(!parse("broker = off\n", "t").unwrap().broker);
+        assert!(parse("broker = on\n", "t").unwrap().broker);
+        let e = parse("broker = maybe\n", "t").unwrap_err().to_string();
+        assert!(e.contains("t:1") && e.contains("maybe"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! the first or sent later — is decided anew and gets a connection of its
 //! own, the previous one closed. Nothing the client sends is forwarded
 //! except as the request it was read as (`http.rs` frames each body).
+//! A tunnel the credential broker intercepts (a brokered host, port 443)
+//! is handed to it once allowed and connected (`broker/`, issue #25).
 
 use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -208,9 +210,24 @@ fn tunnel(
         return;
     }
     let (mut stream, first) = client.into_parts();
-    let (up, down) = relay(&mut stream, up, &first);
-    entry.line.bytes_up = up;
-    entry.line.bytes_down = down;
+    // A tunnel to a brokered host (decided above like any other, port
+    // rule included) goes through the credential broker (issue #25).
+    if let Some(b) = shared.broker_for(&entry.line.host, req.port) {
+        let write = |text: String| shared.log_event(&text);
+        super::broker::serve(
+            b,
+            &shared.session,
+            &stream,
+            up,
+            &first,
+            &mut entry.line,
+            &write,
+        );
+    } else {
+        let (up, down) = relay(&mut stream, up, &first);
+        entry.line.bytes_up = up;
+        entry.line.bytes_down = down;
+    }
     entry.close(shared);
 }
 

@@ -9,7 +9,8 @@
 //! Lines never interleave: the file is written only under the proxy's
 //! lock, at offsets this writer keeps (the file is its own, created with
 //! `O_EXCL`). A line the proxy completes at once (a refusal) is written
-//! once, complete.
+//! once, complete; so is each line of the credential broker (issue #25),
+//! appended as the swap happens, between requests' lines, never rewritten.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -91,6 +92,16 @@ impl LogFile {
         if let Err(e) = self.file.write_all_at(&text, slot.at) {
             self.failed.get_or_insert(e.to_string());
         }
+    }
+
+    /// Write `text` (one JSON object, no newline) as a complete line of
+    /// its own at the end: a line that is not a request's (the credential
+    /// broker's, issue #25), never rewritten.
+    pub(super) fn event(&mut self, text: &str) {
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.retain(|&b| b != b'\n');
+        bytes.push(b'\n');
+        self.append(&bytes);
     }
 
     /// Add `text` at the end; whether it was written.
@@ -211,6 +222,28 @@ mod tests {
         let e = got[2].error.as_deref().unwrap();
         assert!(e.ends_with('…') && e.len() > 60, "{e}");
         assert!(!text.contains("\"open\""), "{text}");
+        assert_eq!(log.written(), text.len() as u64);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn an_event_line_is_appended_whole_and_a_request_closing_later_leaves_it_alone() {
+        let (p, mut log) = temp("event");
+        let a = log.open(&line()).unwrap();
+        let event = r#"{"time":"2026-11-23T18:45:01.500Z","session":"s","event":"credential","method":"GET","host":"allowed.test","credential":"github"}"#;
+        log.event(event);
+        log.event("{\"x\":1}\n{\"y\":2}");
+        let mut done = line();
+        done.bytes_up = 777;
+        log.close(Some(a), &done);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        let first: LogLine = serde_json::from_str(rows[0]).unwrap();
+        assert_eq!((first.bytes_up, first.open), (777, false));
+        // Exactly as given, no padding; a newline inside cannot split it.
+        assert_eq!(rows[1], event);
+        assert_eq!(rows[2], r#"{"x":1}{"y":2}"#);
         assert_eq!(log.written(), text.len() as u64);
         let _ = std::fs::remove_file(&p);
     }

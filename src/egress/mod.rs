@@ -27,11 +27,12 @@
 //! (the proxy the shadow serves), `connection.rs` (one client connection's
 //! requests, each decided), `request.rs` (parsing a request head),
 //! `http.rs` (plain-HTTP framing and exchanges), `relay.rs` (carrying a
-//! tunnel), `logfile.rs` (the log, written as requests open and close);
-//! `report.rs` (the report over the log: reading, printing) and `tally.rs`
-//! (its sums and risk score); `publish.rs`
-//! (`publish-port`: the host-side check, and in allowlist mode the shadow's
-//! relay and the holder's connector); `tun.rs` (whether
+//! tunnel), `logfile.rs` (the log, written as requests open and close),
+//! `broker/` (the credential broker the proxy hands brokered hosts to:
+//! issue #25, decision 0015); `report.rs` (the report over the log:
+//! reading, printing) and `tally.rs` (its sums and risk score);
+//! `publish.rs` (`publish-port`: the host-side check, and in allowlist
+//! mode the shadow's relay and the holder's connector); `tun.rs` (whether
 //! `/dev/net/tun` is usable, and the exact fix when not: the container's own
 //! device, or the host's that the devcontainer feature binds).
 //!
@@ -39,13 +40,15 @@
 //! `testhooks`; `policy` only `sys`.
 //!
 //! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
-//! [`host_facts`], [`Proxy`], [`Published`]; the hidden subcommands [`holder_main`]
+//! [`host_facts`], [`Proxy`], [`Published`], the credential [`Broker`]
+//! and its [`Sources`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
 //! [`Tally`].
 
 mod allowlist_holder;
+mod broker;
 mod connection;
 mod http;
 mod jail;
@@ -62,6 +65,7 @@ mod tally;
 mod tun;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
+pub(crate) use broker::{Broker, Sources};
 pub(crate) use jail::{host_facts, Ends, Jail};
 pub(crate) use jail_holder::holder_main;
 pub(crate) use pasta_keeper::keeper_main;

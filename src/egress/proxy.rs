@@ -58,6 +58,8 @@ pub(super) struct Shared {
     log: Mutex<LogFile>,
     state: Mutex<State>,
     idle: Condvar,
+    /// The credential broker, when this session brokers (issue #25).
+    broker: Option<Arc<super::Broker>>,
 }
 
 /// An open connection's sockets (handles of them), to shut down at the end.
@@ -78,7 +80,10 @@ struct State {
 impl Proxy {
     /// Create the session's log (its directory private to the user) before
     /// anything starts: a launch that cannot log does not run.
-    pub(crate) fn prepare(net: &ProxyNet) -> anyhow::Result<Proxy> {
+    pub(crate) fn prepare(
+        net: &ProxyNet,
+        broker: Option<Arc<super::Broker>>,
+    ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
             setup(format!(
@@ -113,6 +118,7 @@ impl Proxy {
                 log: Mutex::new(LogFile::new(file)),
                 state: Mutex::new(State::default()),
                 idle: Condvar::new(),
+                broker,
             }),
             channel: None,
             listener: None,
@@ -341,6 +347,19 @@ impl Shared {
         lock(&self.log).open(line)
     }
 
+    /// The credential broker's line for one swap (issue #25): a complete
+    /// line of its own, appended at once (never an open one).
+    pub(super) fn log_event(&self, line: &str) {
+        lock(&self.log).event(line);
+    }
+
+    /// The credential broker, when it intercepts a tunnel to `host:port`
+    /// (issue #25): only a brokered host, on port 443, with a credential
+    /// this session holds.
+    pub(super) fn broker_for(&self, host: &str, port: u16) -> Option<&super::Broker> {
+        self.broker.as_deref().filter(|b| b.intercepts(host, port))
+    }
+
     /// A request is over: its complete line, over its open one if any.
     pub(super) fn log_close(&self, slot: Option<Slot>, line: &LogLine) {
         lock(&self.log).close(slot, line);
@@ -416,7 +435,7 @@ pub(super) mod tests {
             log: log.clone(),
             publish: Vec::new(),
         };
-        let mut proxy = Proxy::prepare(&net).unwrap();
+        let mut proxy = Proxy::prepare(&net, None).unwrap();
         let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
         let addr = listener.local_addr().unwrap();
         proxy.listener = Some(listener.clone());

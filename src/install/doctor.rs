@@ -134,6 +134,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     check_prerequisites(&mut r);
     if let Ok(c) = &cfg {
         check_egress_jail(&mut r, c);
+        check_broker(&mut r, c);
     }
     check_guard_hooks(&mut r);
     check_lockdown(&mut r);
@@ -503,6 +504,85 @@ fn check_host_git(r: &mut Report) {
     }
 }
 
+/// Which credentials the broker keeps out of the sandbox, which it does
+/// not and why (issue #25); `broker = off` named as weaker. A FAIL only
+/// when a launch would stop: something to broker and no system CA bundle.
+fn check_broker(r: &mut Report, c: &config::Config) {
+    let home = crate::sys::user::identity().map(|i| i.home).ok();
+    let has = |rel: &str| home.as_ref().is_some_and(|h| h.join(rel).exists());
+    let gh = has(".config/gh/hosts.yml") && !c.no_forge;
+    let key = c.pass_env.iter().any(|n| n == "ANTHROPIC_API_KEY");
+    let (ok, detail) = broker_summary(
+        c,
+        gh,
+        key,
+        has(".config/glab-cli") && !c.no_forge,
+        std::path::Path::new(crate::egress::policy::broker::SYSTEM_BUNDLE).is_file(),
+    );
+    r.line(ok, "credential broker", detail);
+}
+
+/// The broker's line for [`check_broker`]: `gh`, `api_key`, `glab`:
+/// whether the session would see that credential; `bundle`: whether the
+/// system CA bundle is there.
+fn broker_summary(
+    c: &config::Config,
+    gh: bool,
+    api_key: bool,
+    glab: bool,
+    bundle: bool,
+) -> (bool, String) {
+    let mut held = Vec::new();
+    if gh {
+        held.push("gh's GitHub token");
+    }
+    if api_key {
+        held.push("ANTHROPIC_API_KEY");
+    }
+    let mut not = vec!["Claude Code's own login (~/.claude/.credentials.json: planned)"];
+    if glab {
+        not.push("GitLab's token (~/.config/glab-cli: planned)");
+    }
+    let mode = crate::plan::egress(c);
+    if !c.broker || mode != crate::egress::policy::Egress::Allowlist {
+        let why = if c.broker {
+            format!(
+                "egress = {} (the broker runs in allowlist mode only, so far)",
+                mode.name()
+            )
+        } else {
+            "broker = off in the configuration (weaker)".to_string()
+        };
+        held.extend(not);
+        return (
+            true,
+            format!("off: {why}; readable inside: {}", held.join(", ")),
+        );
+    }
+    if !held.is_empty() && !bundle {
+        return (
+            false,
+            format!(
+                "{} is missing: every launch that brokers {} stops (exit 125); install ca-certificates",
+                crate::egress::policy::broker::SYSTEM_BUNDLE,
+                held.join(" and ")
+            ),
+        );
+    }
+    let brokered = if held.is_empty() {
+        "nothing to broker".to_string()
+    } else {
+        format!("stand-ins inside for {}", held.join(", "))
+    };
+    (
+        true,
+        format!(
+            "{brokered}; not brokered, readable inside: {}",
+            not.join(", ")
+        ),
+    )
+}
+
 /// An alias or function named `claude` in a shell startup file runs
 /// instead of the shadow in every interactive shell (issue #24); Claude
 /// Code's old installer wrote one that runs `~/.claude/local/claude`.
@@ -562,5 +642,40 @@ mod tests {
         let found = claude_on_path(&path, Path::new("claude"));
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(found, vec![c.join("claude"), a.join("claude")]);
+    }
+
+    #[test]
+    fn the_broker_line_names_what_is_brokered_and_what_is_weaker() {
+        let allow = config::Config {
+            egress: crate::egress::policy::Egress::Allowlist,
+            ..config::Config::default()
+        };
+        let (ok, d) = broker_summary(&allow, true, true, true, true);
+        assert!(ok, "{d}");
+        assert!(
+            d.starts_with("stand-ins inside for gh's GitHub token, ANTHROPIC_API_KEY;"),
+            "{d}"
+        );
+        assert!(
+            d.contains("GitLab") && d.contains("Claude Code's own login"),
+            "{d}"
+        );
+        let (ok, d) = broker_summary(&allow, true, false, false, false);
+        assert!(!ok && d.contains("exit 125"), "{d}");
+        assert!(broker_summary(&allow, false, false, false, false).0);
+        let off = config::Config {
+            broker: false,
+            ..allow.clone()
+        };
+        let (ok, d) = broker_summary(&off, true, false, false, true);
+        assert!(
+            ok && d.contains("broker = off") && d.contains("weaker"),
+            "{d}"
+        );
+        let (_, d) = broker_summary(&config::Config::default(), true, false, false, true);
+        assert!(
+            d.starts_with("off: egress = open") && d.contains("gh's GitHub token"),
+            "{d}"
+        );
     }
 }

@@ -117,6 +117,8 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         claude_traffic,
         memory: crate::limits::memory(),
         pids: crate::limits::detect_pids(uid),
+        // Set by the launch, which starts the broker once for every attempt.
+        broker: None,
     })
 }
 

@@ -114,7 +114,9 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     // Issue #24: the private state within its bound before anything runs.
     let private = crate::limits::PrivateState::at_launch(&home, cfg.private_state_max)?;
     let git = host::GitIdentity::start(home.clone());
-    let (first, facts) = sandbox(cfg, args, ProcMode::Fresh)?;
+    // Issue #25: started once, before the first plan, for every attempt.
+    let broker = start_broker(cfg, &home)?;
+    let (first, facts) = sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref())?;
     // Issue #24: the process limit the plan chose, in force for every attempt.
     let pids = crate::limits::Enforced::start(&first.limits.pids)?;
     // Issue #22: a pointer out of the workspace is not followed, and said.
@@ -135,7 +137,12 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         published: &mut published,
         limits: pids.spawn(),
     };
-    let result = attempts(cfg, args, first, &mut net, &mut run);
+    let from = Planning {
+        cfg,
+        args,
+        broker: broker.as_ref(),
+    };
+    let result = attempts(&from, first, &mut net, &mut run);
     published.finish();
     match net {
         // Ends pasta (its keeper waits until it is gone).
@@ -168,9 +175,16 @@ struct Run<'a> {
     limits: crate::limits::Spawn,
 }
 
+/// What every attempt plans from: the configuration, Claude Code's
+/// arguments and the launch's credential broker (issue #25), if any.
+struct Planning<'a> {
+    cfg: &'a Config,
+    args: &'a [OsString],
+    broker: Option<&'a std::sync::Arc<egress::Broker>>,
+}
+
 fn attempts(
-    cfg: &Config,
-    args: &[OsString],
+    from: &Planning<'_>,
     first: Sandbox,
     net: &mut Option<Net>,
     run: &mut Run<'_>,
@@ -182,7 +196,7 @@ fn attempts(
     loop {
         let mut sb = match next.take() {
             Some(sb) => sb,
-            None => sandbox(cfg, args, mode)?.0,
+            None => sandbox_with(from.cfg, from.args, mode, from.broker.map(|b| &**b))?.0,
         };
         if !userns_lock {
             sb.nested_userns = true;
@@ -191,7 +205,9 @@ fn attempts(
             (Network::Jail(_), Some(Net::Jail(_)))
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
             (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
-            (Network::Allowlist(p), _) => *net = Some(Net::Proxy(egress::Proxy::prepare(p)?)),
+            (Network::Allowlist(p), _) => {
+                *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
+            }
             (Network::Host, _) => {}
         }
         match execute(run.bwrap, &sb, net.as_mut(), run.git, run.published, run.limits)? {
@@ -245,6 +261,65 @@ fn attempts(
     }
 }
 
+/// The credential broker (issue #25, decision 0015), in allowlist mode
+/// unless `broker = off`: `None` when there is nothing to broker; a broker
+/// that cannot start stops the launch (exit 125).
+fn start_broker(
+    cfg: &Config,
+    home: &Path,
+) -> anyhow::Result<Option<std::sync::Arc<egress::Broker>>> {
+    if !cfg.broker || plan::egress(cfg) != egress::policy::Egress::Allowlist {
+        return Ok(None);
+    }
+    let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
+    let gh = home.join(".config/gh/hosts.yml");
+    let key = "ANTHROPIC_API_KEY";
+    let src = egress::Sources {
+        session: host::session_id().to_string(),
+        gh_hosts: (!cfg.no_forge && gh.symlink_metadata().is_ok()).then_some(gh),
+        anthropic_key: cfg
+            .pass_env
+            .iter()
+            .any(|n| n == key)
+            .then(|| std::env::var(key).ok())
+            .flatten()
+            .filter(|v| !v.is_empty() && !base_url_elsewhere(cfg, &home)),
+        bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
+    };
+    let broker = egress::Broker::start(&src)?;
+    if broker.is_some() {
+        // The real values are in this process's memory (and, for
+        // ANTHROPIC_API_KEY, its initial environment): not dumpable, so no
+        // process without CAP_SYS_PTRACE here reads /proc/PID/mem or
+        // environ, even where the sandbox sees the host's /proc (§4.1).
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
+    Ok(broker.map(std::sync::Arc::new))
+}
+
+/// Whether Claude Code inside would send `ANTHROPIC_API_KEY` to a host
+/// the broker does not serve: an `ANTHROPIC_BASE_URL` (forwarded, or in
+/// the `env` of `~/.claude/settings.json`) other than
+/// `https://api.anthropic.com`. Such a key is left as it is (a stand-in
+/// would break that gateway) and stays readable inside.
+fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
+    let name = "ANTHROPIC_BASE_URL";
+    let forwarded = cfg
+        .pass_env
+        .iter()
+        .any(|n| n == name)
+        .then(|| std::env::var(name).ok())
+        .flatten();
+    let settings = crate::sys::files::read_text(&home.join(".claude/settings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("env")?.get(name)?.as_str().map(str::to_string));
+    [forwarded, settings].into_iter().flatten().any(|u| {
+        let u = u.trim().trim_end_matches('/');
+        !u.is_empty() && u != "https://api.anthropic.com"
+    })
+}
+
 /// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path
 /// that no longer exists: bubblewrap cannot mount over it on the read-only
 /// root.
@@ -283,7 +358,18 @@ pub(crate) fn sandbox(
     args: &[OsString],
     mode: ProcMode,
 ) -> anyhow::Result<(Sandbox, plan::Facts)> {
-    let facts = host::gather(cfg, mode)?;
+    sandbox_with(cfg, args, mode, None)
+}
+
+/// [`sandbox`] with what the sandbox sees of the launch's credential broker.
+fn sandbox_with(
+    cfg: &Config,
+    args: &[OsString],
+    mode: ProcMode,
+    broker: Option<&egress::Broker>,
+) -> anyhow::Result<(Sandbox, plan::Facts)> {
+    let mut facts = host::gather(cfg, mode)?;
+    facts.broker = broker.map(|b| b.inside().clone());
     let mut sb = plan::build(cfg, &facts, args)?;
     crate::testhooks::apply(&mut sb, &facts.home, &facts.env);
     Ok((sb, facts))

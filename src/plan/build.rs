@@ -61,7 +61,7 @@ pub(crate) fn build(
         capabilities: Capabilities::DropAll,
         mounts,
         chdir,
-        env: environment(cfg, facts),
+        env: broker_env(environment(cfg, facts), facts),
         // §4.4 terminal-injection defence (TIOCSTI/TIOCLINUX), keyrings, and
         // the kernel interfaces a session does not need (decision 0007).
         seccomp: Seccomp {
@@ -88,6 +88,8 @@ fn mounts(
 ) -> Vec<Mount> {
     let mut mounts = system_mounts(facts);
     mounts.extend(home_mounts(cfg, facts));
+    // Issue #25: the broker's stand-ins over the real files, the CA bundle.
+    mounts.extend(broker_mounts(facts));
     // §4.6 curated git config, rendered per launch, read-only.
     mounts.push(Mount::Data {
         dst: paths::GITCONFIG.into(),
@@ -137,6 +139,50 @@ fn mounts(
         });
     }
     mounts
+}
+
+/// The credential broker's files (issue #25): each stand-in file over the
+/// real one (after the forge directories' binds), the CA bundle that adds
+/// the session CA over the system's.
+fn broker_mounts(facts: &Facts) -> Vec<Mount> {
+    let Some(b) = &facts.broker else {
+        return Vec::new();
+    };
+    let mut m: Vec<Mount> = b
+        .files
+        .iter()
+        .map(|(dst, text)| Mount::Data {
+            dst: dst.clone(),
+            data: Data::Text(text.clone()),
+        })
+        .collect();
+    m.push(Mount::Data {
+        dst: b.bundle_path.clone(),
+        data: Data::Text(b.bundle.clone()),
+    });
+    m
+}
+
+/// The environment with the broker's stand-ins in place of the real
+/// values, and the CA bundle named for every TLS stack inside.
+fn broker_env(mut env: Vec<(OsString, OsString)>, facts: &Facts) -> Vec<(OsString, OsString)> {
+    let Some(b) = &facts.broker else {
+        return env;
+    };
+    for (k, v) in &mut env {
+        if let Some((_, s)) = b
+            .env
+            .iter()
+            .find(|(name, _)| k.as_os_str() == name.as_str())
+        {
+            *v = s.into();
+        }
+    }
+    for var in crate::egress::policy::broker::CA_VARS {
+        env.retain(|(k, _)| k != var);
+        env.push((var.into(), b.bundle_path.clone().into()));
+    }
+    env
 }
 
 /// The launch record `verify` reads from inside.

@@ -106,6 +106,9 @@ pub(crate) struct Facts {
     pub(crate) memory: u64,
     /// What can enforce `pids-limit` here.
     pub(crate) pids: PidsMechanism,
+    /// What the sandbox sees of the credential broker, when it runs
+    /// (issue #25): stand-in files and variables, the CA bundle.
+    pub(crate) broker: Option<crate::egress::policy::broker::Inside>,
 }
 
 /// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.

@@ -83,6 +83,7 @@ pub(crate) fn facts() -> Facts {
         claude_traffic: Default::default(),
         memory: 8 << 30,
         pids: crate::plan::PidsMechanism::Rlimit,
+        broker: None,
     }
 }
 

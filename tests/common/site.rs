@@ -124,7 +124,7 @@ impl Site {
         openssl(&d, &csr);
         std::fs::write(
             d.join("server.ext"),
-            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test, DNS:github.com\n\
+            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test, DNS:github.com, DNS:api.github.com, DNS:api.anthropic.com\n\
              basicConstraints = CA:FALSE\n\
              keyUsage = critical, digitalSignature\n\
              extendedKeyUsage = serverAuth\n",

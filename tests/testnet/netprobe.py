@@ -30,8 +30,13 @@ and "pktinfo" (an IP_PKTINFO message naming the interface).
                                                CERT and KEY (PEM files) when given; GET /host
                                                answers the Host header it got, GET /trickle
                                                answers 200 and then one byte every 0.1 s until the
-                                               client goes (a download that stays open); stop
-                                               after SECONDS (default 30)
+                                               client goes (a download that stays open); GET
+                                               /user and every path under /private/ need a token
+                                               listed (one a line) in DIR/../auth-token (as
+                                               `Authorization: token|Bearer T`, Basic's password,
+                                               or `x-api-key: T`): 401 naming what came without
+                                               one, else "authenticated" or the file under
+                                               /private/ stripped; stop after SECONDS (default 30)
   netprobe.py echo ADDR:PORT [SECONDS]         an HTTP/1.1 peer that shows what reached it: each
                                                request it reads (its head, then a chunked or
                                                Content-Length body, chunked first) is answered
@@ -289,6 +294,8 @@ def web(target, root, seconds, tls=None):
             path = self.path.split("?", 1)[0]
             if path == "/trickle":
                 self.trickle()
+            elif path == "/user" or path.startswith("/private/"):
+                self.authenticated(path)
             elif path == "/host":
                 body = f"{self.headers.get('Host', '')}\n".encode()
                 self.send_response(200)
@@ -297,6 +304,42 @@ def web(target, root, seconds, tls=None):
                 self.end_headers()
                 self.wfile.write(body)
             else:
+                super().do_GET()
+
+        def authenticated(self, path):
+            import base64
+
+            try:
+                with open(os.path.join(root, os.pardir, "auth-token")) as f:
+                    tokens = {t.strip() for t in f if t.strip()}
+            except OSError:
+                tokens = set()
+            auth = self.headers.get("Authorization", "")
+            key = self.headers.get("x-api-key", "")
+            sent = {key}
+            scheme, _, param = auth.partition(" ")
+            if scheme.lower() in ("token", "bearer"):
+                sent.add(param.strip())
+            elif scheme.lower() == "basic":
+                try:
+                    sent.add(base64.b64decode(param).decode().partition(":")[2])
+                except ValueError:
+                    pass
+            if not tokens & (sent - {""}):
+                body = f"got: {auth or key}\n".encode()
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="test"')
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif path == "/user":
+                body = b"authenticated\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                self.path = self.path[len("/private") :]
                 super().do_GET()
 
         def trickle(self):

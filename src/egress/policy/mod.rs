@@ -12,13 +12,16 @@
 //! internal ranges blackholed, link-local unreachable, pasta's DNS
 //! forwarder routed for UDP port 53 only, and sockets bound to the jail's
 //! interface kept off the blocked ranges too (SPEC §4.7, decisions 0002
-//! and 0004, issue #24).
+//! and 0004, issue #24). `broker.rs`: the credential broker's table of
+//! hosts, stand-ins and header swap (issue #25, decision 0015).
 //!
 //! May import: `sys` only.
 //!
-//! Exports: the items re-exported below, by name. `DomainRule`, `Egress`
+//! Exports: the items re-exported below, by name, and the namespace
+//! `broker`. `DomainRule`, `Egress`
 //! and `Preset` are `pub` for lib.rs's `fuzz_targets`.
 
+pub(crate) mod broker;
 mod decide;
 mod log;
 mod routes;

@@ -1,0 +1,307 @@
+//! The requests on an intercepted connection, as the client sends them
+//! (HTTP/1.1): each head is found, its credential headers swapped
+//! ([`crate::egress::policy::broker::swap_header`]) and rewritten; bodies
+//! are framed exactly as the server will frame them (`Content-Length`,
+//! chunked) and carried untouched, so no byte of a body is ever taken for
+//! a head. A request the framing cannot be sure of is refused (the
+//! connection ends); after an `Upgrade` or `CONNECT` the rest is carried
+//! as it is.
+
+use crate::egress::policy::broker::{swap_header, Swap};
+
+/// The longest request head read.
+const MAX_HEAD: usize = 64 * 1024;
+/// The longest chunk-size or trailer line.
+const MAX_LINE: usize = 4096;
+
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    Head,
+    Body(u64),
+    ChunkSize,
+    ChunkData(u64),
+    ChunkEnd,
+    Trailer,
+    Raw,
+}
+
+/// The client's side of one intercepted connection.
+pub(super) struct Requests<'a> {
+    state: State,
+    /// A head or a line not yet complete.
+    buf: Vec<u8>,
+    swaps: &'a [Swap<'a>],
+}
+
+impl<'a> Requests<'a> {
+    pub(super) fn new(swaps: &'a [Swap<'a>]) -> Requests<'a> {
+        Requests {
+            state: State::Head,
+            buf: Vec::new(),
+            swaps,
+        }
+    }
+
+    /// Take `input` from the client; what goes upstream is appended to
+    /// `out`. `swapped(method, credential)` is called for each swap. `Err`:
+    /// the request cannot be framed for certain (the connection ends).
+    pub(super) fn feed(
+        &mut self,
+        mut input: &[u8],
+        out: &mut Vec<u8>,
+        swapped: &mut dyn FnMut(&str, &str),
+    ) -> Result<(), String> {
+        while !input.is_empty() {
+            input = self.step(input, out, swapped)?;
+        }
+        Ok(())
+    }
+
+    fn step<'i>(
+        &mut self,
+        input: &'i [u8],
+        out: &mut Vec<u8>,
+        swapped: &mut dyn FnMut(&str, &str),
+    ) -> Result<&'i [u8], String> {
+        match self.state {
+            State::Head => {
+                let (taken, done) = take_until(&mut self.buf, input, b"\r\n\r\n", MAX_HEAD)?;
+                if done {
+                    let head = std::mem::take(&mut self.buf);
+                    self.state = rewrite_head(&head, self.swaps, out, swapped)?;
+                }
+                Ok(&input[taken..])
+            }
+            State::Body(left) | State::ChunkData(left) => {
+                let n = left.min(input.len() as u64) as usize;
+                out.extend_from_slice(&input[..n]);
+                let left = left - n as u64;
+                if left == 0 {
+                    self.state = match self.state {
+                        State::Body(_) => State::Head,
+                        _ => State::ChunkEnd,
+                    };
+                } else if let State::Body(l) | State::ChunkData(l) = &mut self.state {
+                    *l = left;
+                }
+                Ok(&input[n..])
+            }
+            State::ChunkSize | State::ChunkEnd | State::Trailer => self.line(input, out),
+            State::Raw => {
+                out.extend_from_slice(input);
+                Ok(&[])
+            }
+        }
+    }
+
+    /// A chunk-size line, the CRLF after a chunk's data, or a trailer line.
+    fn line<'i>(&mut self, input: &'i [u8], out: &mut Vec<u8>) -> Result<&'i [u8], String> {
+        let (taken, done) = take_until(&mut self.buf, input, b"\r\n", MAX_LINE)?;
+        out.extend_from_slice(&input[..taken]);
+        if !done {
+            return Ok(&input[taken..]);
+        }
+        let line = std::mem::take(&mut self.buf);
+        let text = &line[..line.len() - 2];
+        self.state = match self.state {
+            State::ChunkSize => {
+                let size = std::str::from_utf8(text)
+                    .ok()
+                    .map(|t| t.split(';').next().unwrap_or("").trim())
+                    .filter(|t| !t.is_empty() && t.len() <= 15)
+                    .and_then(|t| u64::from_str_radix(t, 16).ok())
+                    .ok_or("a chunk size that is not a hexadecimal number")?;
+                if size == 0 {
+                    State::Trailer
+                } else {
+                    State::ChunkData(size)
+                }
+            }
+            State::ChunkEnd if text.is_empty() => State::ChunkSize,
+            State::ChunkEnd => return Err("a chunk longer than its size".into()),
+            _ if text.is_empty() => State::Head,
+            _ => State::Trailer,
+        };
+        Ok(&input[taken..])
+    }
+}
+
+/// Move bytes of `input` into `buf` until `buf` ends with `end`: how many
+/// were taken, and whether `end` was reached. `Err` past `max` bytes.
+fn take_until(
+    buf: &mut Vec<u8>,
+    input: &[u8],
+    end: &[u8],
+    max: usize,
+) -> Result<(usize, bool), String> {
+    for (i, b) in input.iter().enumerate() {
+        buf.push(*b);
+        if buf.ends_with(end) {
+            return Ok((i + 1, true));
+        }
+        if buf.len() > max {
+            return Err(format!("a request head or line over {max} bytes"));
+        }
+    }
+    Ok((input.len(), false))
+}
+
+/// Write `head` to `out` with its credential headers swapped; the state
+/// its body puts the connection in.
+fn rewrite_head(
+    head: &[u8],
+    swaps: &[Swap<'_>],
+    out: &mut Vec<u8>,
+    swapped: &mut dyn FnMut(&str, &str),
+) -> Result<State, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err("an incomplete request head".into()),
+        Err(e) => return Err(format!("a malformed request head: {e}")),
+    }
+    let method = req.method.unwrap_or("-");
+    out.extend_from_slice(
+        format!(
+            "{method} {} HTTP/1.{}\r\n",
+            req.path.unwrap_or("/"),
+            req.version.unwrap_or(1)
+        )
+        .as_bytes(),
+    );
+    let mut used: Vec<&str> = Vec::new();
+    for h in req.headers.iter() {
+        let value = match swap_header(h.name, h.value, swaps) {
+            Some((v, creds)) => {
+                used.extend(creds);
+                v
+            }
+            None => h.value.to_vec(),
+        };
+        out.extend_from_slice(h.name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(&value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    used.dedup();
+    for c in used {
+        swapped(method, c);
+    }
+    body_state(method, req.headers)
+}
+
+/// How the body after a head is framed (RFC 9112 §6).
+fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<State, String> {
+    let values = |name: &str| -> Vec<String> {
+        headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
+            .collect()
+    };
+    if method.eq_ignore_ascii_case("CONNECT") || !values("upgrade").is_empty() {
+        return Ok(State::Raw);
+    }
+    let te = values("transfer-encoding");
+    let cl = values("content-length");
+    if !te.is_empty() {
+        if !cl.is_empty() {
+            return Err("both Transfer-Encoding and Content-Length".into());
+        }
+        let last = te.last().and_then(|v| v.rsplit(',').next()).map(str::trim);
+        return match last {
+            Some("chunked") => Ok(State::ChunkSize),
+            _ => Err("a Transfer-Encoding that does not end in chunked".into()),
+        };
+    }
+    let mut len: Option<u64> = None;
+    for v in cl.iter().flat_map(|v| v.split(',')) {
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("a Content-Length of `{v}`"))?;
+        if len.is_some_and(|l| l != n) {
+            return Err("Content-Lengths that differ".into());
+        }
+        len = Some(n);
+    }
+    Ok(match len {
+        Some(n) if n > 0 => State::Body(n),
+        _ => State::Head,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egress::policy::broker::GITHUB;
+
+    fn swaps() -> Vec<Swap<'static>> {
+        vec![Swap {
+            credential: GITHUB,
+            standin: "gho_STANDIN",
+            real: "gho_REALREAL",
+        }]
+    }
+
+    /// Feed `input` in pieces of `step` bytes; what went upstream and the swaps.
+    fn run(input: &[u8], step: usize) -> Result<(String, Vec<String>), String> {
+        let s = swaps();
+        let mut r = Requests::new(&s);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for piece in input.chunks(step) {
+            r.feed(piece, &mut out, &mut |m, c| seen.push(format!("{m} {c}")))?;
+        }
+        Ok((String::from_utf8(out).unwrap(), seen))
+    }
+
+    #[test]
+    fn each_request_on_a_connection_is_swapped_and_bodies_are_not() {
+        let input = "GET /user HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token gho_STANDIN\r\n\r\n\
+                     POST /gists HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token gho_STANDIN\r\nContent-Length: 50\r\n\r\n\
+                     Authorization: token gho_STANDIN\r\nX: gho_STANDIN\r\n\
+                     POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer gho_STANDIN\r\n\r\n\
+                     11\r\nAuthorization: gh\r\n0\r\nX-T: gho_STANDIN\r\n\r\n\
+                     GET /last HTTP/1.1\r\nX-Api-Key: gho_STANDIN\r\n\r\n";
+        for step in [1, 7, input.len()] {
+            let (out, seen) = run(input.as_bytes(), step).unwrap();
+            assert_eq!(out.matches("gho_REALREAL").count(), 4, "{out}");
+            // The body of the gist and the chunk keep their stand-ins.
+            assert_eq!(out.matches("gho_STANDIN").count(), 3, "{out}");
+            assert!(out
+                .contains("\r\n\r\nAuthorization: token gho_STANDIN\r\nX: gho_STANDIN\r\nPOST /x"));
+            assert_eq!(
+                seen,
+                ["GET github", "POST github", "POST github", "GET github"]
+            );
+        }
+    }
+
+    #[test]
+    fn ambiguous_framing_is_refused() {
+        for bad in [
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+            "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
+        ] {
+            assert!(run(bad.as_bytes(), 3).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn after_an_upgrade_bytes_are_carried_as_they_are() {
+        let input =
+            "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nAuthorization: token gho_STANDIN\r\n\r\n\
+                     GET /x HTTP/1.1\r\nAuthorization: token gho_STANDIN\r\n\r\n";
+        let (out, seen) = run(input.as_bytes(), 5).unwrap();
+        assert_eq!(out.matches("gho_REALREAL").count(), 1, "{out}");
+        assert_eq!(seen.len(), 1);
+    }
+}
