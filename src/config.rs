@@ -40,6 +40,9 @@ pub struct Config {
     pub allow_env_overrides: bool,
     /// The weakening overrides applied (`NAME=value`), for the launch record.
     pub weakened_by_env: Vec<String>,
+    /// `root-view-max-entries`: how many directory entries a root launch's
+    /// walk examines at most; what it does not reach is masked whole.
+    pub root_view_max_entries: usize,
 }
 
 impl Default for Config {
@@ -55,9 +58,14 @@ impl Default for Config {
             allow_domains: Vec::new(),
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
+            root_view_max_entries: ROOT_VIEW_MAX_ENTRIES,
         }
     }
 }
+
+/// `root-view-max-entries` by default, and its range.
+pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 8000;
+const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 1000..=10_000_000;
 
 /// Environment variables that override the file.
 pub const ENV_WORKSPACE_ROOT: &str = "CLAUDE_SANDBOX_WORKSPACE_ROOT";
@@ -198,9 +206,23 @@ fn set(
                 cfg.allow_ip.push(ip);
             }
         }
+        "root-view-max-entries" => {
+            let v = l.need()?;
+            cfg.root_view_max_entries = v
+                .parse()
+                .ok()
+                .filter(|n| ROOT_VIEW_MAX_ENTRIES_RANGE.contains(n))
+                .ok_or_else(|| {
+                    l.at(format!(
+                        "root-view-max-entries: `{v}` is not a whole number from {} to {}",
+                        ROOT_VIEW_MAX_ENTRIES_RANGE.start(),
+                        ROOT_VIEW_MAX_ENTRIES_RANGE.end()
+                    ))
+                })?;
+        }
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, root-view-max-entries)"
             )))
         }
     }
@@ -1139,5 +1161,26 @@ mod tests {
         let l = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
         assert_eq!(l.config, Config::default());
         assert!(l.weakened.is_empty());
+    }
+
+    #[test]
+    fn root_view_max_entries_is_a_bounded_whole_number() {
+        assert_eq!(
+            Config::default().root_view_max_entries,
+            ROOT_VIEW_MAX_ENTRIES
+        );
+        let c = parse(
+            "root-view-max-entries = 50000\n",
+            "/etc/claude-sandbox.conf",
+        )
+        .unwrap();
+        assert_eq!(c.root_view_max_entries, 50000);
+        for bad in ["", "-1", "999", "10000001", "1e6", "many"] {
+            let e = err_of(&format!("root-view-max-entries = {bad}"));
+            assert!(
+                e.contains("root-view-max-entries") && e.contains(":1:"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

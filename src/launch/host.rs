@@ -59,7 +59,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .filter(|p| p.symlink_metadata().is_ok())
         .collect();
     let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
-    let (root_masks, hidden_whole) = root_view(uid, &resolved);
+    let (root_masks, hidden_whole) = root_view(uid, &resolved, cfg, jailed);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -221,10 +221,14 @@ pub(super) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
 }
 
 /// Launched by root: what an unprivileged user could not read (masked), and
-/// the directories hidden whole, sparing the read-write roots (issue #13).
+/// the directories hidden whole, sparing the read-write roots (issue #13;
+/// failing closed, issue #24). Paths every launch masks already
+/// ([`plan::SYSTEM_NULLED`]) are not masked twice.
 fn root_view(
     uid: u32,
     resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
+    cfg: &Config,
+    jailed: bool,
 ) -> (Vec<crate::plan::Unreadable>, Vec<PathBuf>) {
     if uid != 0 {
         return (Vec::new(), Vec::new());
@@ -236,7 +240,9 @@ fn root_view(
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
         .collect();
-    (super::rootview::unreadable(&keep).unreadable, hidden)
+    let mut masks = super::rootview::view(&keep, cfg.root_view_max_entries, !jailed).masks;
+    masks.retain(|u| !plan::SYSTEM_NULLED.iter().any(|n| u.path == Path::new(n)));
+    (masks, hidden)
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of

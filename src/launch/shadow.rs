@@ -217,10 +217,7 @@ fn attempts(
 fn a_root_mask_vanished(sb: &Sandbox) -> bool {
     sb.mounts.iter().any(|m| match m {
         crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
-            super::rootview::ROOTS
-                .iter()
-                .any(|(root, _)| dst.starts_with(root))
-                && dst.symlink_metadata().is_err()
+            super::rootview::covers(dst) && dst.symlink_metadata().is_err()
         }
         _ => false,
     })
