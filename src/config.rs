@@ -64,7 +64,7 @@ impl Default for Config {
 }
 
 /// `root-view-max-entries` by default, and its range.
-pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 8000;
+pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 4000;
 const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 1000..=10_000_000;
 
 /// Environment variables that override the file.

@@ -106,6 +106,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// the tripwire then reports what it changed that runs outside (§4.8).
 pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // A root launch's walk runs while the rest is prepared.
+    host::prefetch_root_view(cfg);
     let bwrap = preflight()?;
     let home = crate::sys::user::identity()
         .map_err(crate::error::bad_input)?

@@ -154,7 +154,12 @@ fn examine(
         w.examined += found.len();
         let mut masks = Vec::new();
         let mut subdirs = Vec::new();
-        for (p, m) in found {
+        for (e, m) in found {
+            // Most entries are neither masked nor gone into: no path for them.
+            if !m.is_dir() && !session_gains(&m) {
+                continue;
+            }
+            let p = e.path();
             if keep.iter().any(|k| p.starts_with(k)) {
                 continue;
             }
@@ -193,7 +198,7 @@ const LISTING_SHARE: usize = 8;
 /// `budget`; `None` when they are more than it holds, when the directory
 /// cannot be read, or when an entry cannot be stat'ed for a reason other
 /// than having vanished.
-fn entries(dir: &Path, budget: &mut usize) -> Option<Vec<(PathBuf, Metadata)>> {
+fn entries(dir: &Path, budget: &mut usize) -> Option<Vec<(std::fs::DirEntry, Metadata)>> {
     let rd = std::fs::read_dir(dir).ok()?;
     let mut listed = Vec::new();
     for e in rd {
@@ -213,7 +218,7 @@ fn entries(dir: &Path, budget: &mut usize) -> Option<Vec<(PathBuf, Metadata)>> {
         // Relative to the directory's fd, not following symlinks.
         match e.metadata() {
             Ok(m) if m.file_type().is_symlink() => {}
-            Ok(m) => out.push((e.path(), m)),
+            Ok(m) => out.push((e, m)),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(_) => return None,
         }
