@@ -41,7 +41,8 @@ pub struct Config {
     /// The weakening overrides applied (`NAME=value`), for the launch record.
     pub weakened_by_env: Vec<String>,
     /// `root-view-max-entries`: how many directory entries a root launch's
-    /// walk examines at most; what it does not reach is masked whole.
+    /// walk examines at most outside `/etc`; what it does not reach is
+    /// masked whole.
     pub root_view_max_entries: usize,
 }
 
@@ -64,8 +65,8 @@ impl Default for Config {
 }
 
 /// `root-view-max-entries` by default, and its range.
-pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 4000;
-const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 1000..=10_000_000;
+pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 2000;
+const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 0..=10_000_000;
 
 /// Environment variables that override the file.
 pub const ENV_WORKSPACE_ROOT: &str = "CLAUDE_SANDBOX_WORKSPACE_ROOT";
@@ -1175,7 +1176,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.root_view_max_entries, 50000);
-        for bad in ["", "-1", "999", "10000001", "1e6", "many"] {
+        let c = parse("root-view-max-entries = 0\n", "/etc/claude-sandbox.conf").unwrap();
+        assert_eq!(c.root_view_max_entries, 0);
+        for bad in ["", "-1", "10000001", "1e6", "many"] {
             let e = err_of(&format!("root-view-max-entries = {bad}"));
             assert!(
                 e.contains("root-view-max-entries") && e.contains(":1:"),

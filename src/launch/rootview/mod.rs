@@ -8,14 +8,15 @@
 //! (`kernel`: the trees and files found by experiment).
 //!
 //! Promise: no bound decides what is protected. The walk (`walk`) is
-//! bounded — at most `root-view-max-entries` directory entries
-//! (`/etc/claude-sandbox.conf`), [`MAX_DEPTH`] levels — and every directory
-//! it did not examine whole (the bound reached, changed while read, not
-//! readable to the walker) is masked whole: a root session may see less
-//! than a user would, never more. Trees another user may write to are
-//! walked last, so what they pile up cannot use up the bound first. The
-//! view is a snapshot taken at launch: an entry created (or renamed over a
-//! masked one) after the walk is not masked.
+//! bounded — `/etc` up to [`FIRST_MAX_ENTRIES`] directory entries, the
+//! other trees up to `root-view-max-entries` (`/etc/claude-sandbox.conf`),
+//! [`MAX_DEPTH`] levels — and every directory it did not examine whole (the
+//! bound reached, changed while read, not readable to the walker) is masked
+//! whole: a root session may see less than a user would, never more. Trees
+//! anyone may write to are walked last, so what another user piles up
+//! there cannot use up the bound first. The view is a snapshot taken at
+//! launch: an entry created (or renamed over a masked one) after the walk
+//! is not masked.
 //!
 //! Other users' homes (`/home`) are replaced wholesale ([`HIDDEN_WHOLE`]):
 //! a root session has no business there.
@@ -37,8 +38,11 @@ use crate::plan::Unreadable;
 
 /// System trees walked for entries only root may use.
 pub(crate) const ROOTS: &[&str] = &["/etc", "/boot", "/opt", "/srv", "/mnt", "/media", "/var"];
-/// The tree walked first, and never masked whole for the bound.
+/// The tree walked whole, apart from the bound: what every program reads.
 const FIRST: &str = "/etc";
+/// [`FIRST`] is examined up to this many entries (a few thousand anywhere);
+/// beyond, it fails closed like the rest.
+pub(crate) const FIRST_MAX_ENTRIES: usize = 20_000;
 /// Replaced by an empty tmpfs when root launches (where they exist).
 pub(crate) const HIDDEN_WHOLE: &[&str] = &["/home"];
 /// Directories deeper than this below their tree are masked whole unread.
@@ -81,40 +85,64 @@ fn roots(list: &[&str]) -> Vec<PathBuf> {
 /// What a root session gets masked, sparing `keep` (the read-write roots:
 /// readable by design; a mask over a directory holding one is fine, they
 /// are bound over the masks). `host_net`: the session shares the host's
-/// network namespace (its root-only files are masked too). `/etc` is walked
-/// first (small, and what every program reads), then the other trees
-/// breadth-first, then the world-writable ones. Outside `/etc`, at most
-/// [`MAX_MASKS`] masks: beyond it, parents are masked whole instead.
+/// network namespace (its root-only files are masked too). `/etc` (small,
+/// and what every program reads) is walked whole, up to
+/// [`FIRST_MAX_ENTRIES`], on a thread of its own; the other trees within
+/// `max_entries`, breadth-first, the world-writable ones last. Outside
+/// `/etc`, at most [`MAX_MASKS`] masks: beyond it, parents are masked whole
+/// instead.
 pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View {
     let roots = roots(ROOTS);
     let (first, rest): (Vec<PathBuf>, Vec<PathBuf>) =
         roots.iter().cloned().partition(|r| r == Path::new(FIRST));
-    let w = walk::walk(
-        &[first.clone(), rest],
-        keep,
-        walk::Bounds {
-            max_entries,
-            max_depth: MAX_DEPTH,
-            report_holders: true,
-        },
-    );
+    let bounds = |max_entries| walk::Bounds {
+        max_entries,
+        max_depth: MAX_DEPTH,
+        report_holders: true,
+    };
+    let walk_first = || {
+        walk::walk(
+            std::slice::from_ref(&first),
+            keep,
+            bounds(FIRST_MAX_ENTRIES),
+        )
+    };
+    let (wf, w) = std::thread::scope(|s| {
+        let other = std::thread::Builder::new().spawn_scoped(s, walk_first);
+        let w = walk::walk(&[rest], keep, bounds(max_entries));
+        // No thread to be had: the same walk, one after the other.
+        let wf = match other.map(|h| h.join()) {
+            Ok(Ok(wf)) => wf,
+            _ => walk_first(),
+        };
+        (wf, w)
+    });
     let whole = |path: PathBuf| Unreadable { path, dir: true };
-    let (mut masks, elsewhere): (Vec<Unreadable>, Vec<Unreadable>) = w
-        .unreadable
-        .into_iter()
-        .chain(w.unfinished.iter().cloned().map(whole))
-        .partition(|u| first.iter().any(|f| u.path.starts_with(f)));
-    let (elsewhere, added) = walk::coarsen(elsewhere, &roots, MAX_MASKS);
+    let (elsewhere, added) = walk::coarsen(
+        w.unreadable
+            .into_iter()
+            .chain(w.unfinished.iter().cloned().map(whole))
+            .collect(),
+        &roots,
+        MAX_MASKS,
+    );
+    let mut masks: Vec<Unreadable> = wf.unreadable;
+    masks.extend(wf.unfinished.iter().cloned().map(whole));
     masks.extend(elsewhere);
-    let masks = walk::without_nested_masks(masks);
-    let mut unfinished = walk::without_nested(w.unfinished.into_iter().chain(added).collect());
+    let mut masks = walk::without_nested_masks(masks);
+    let mut unfinished = walk::without_nested(
+        wf.unfinished
+            .into_iter()
+            .chain(w.unfinished)
+            .chain(added)
+            .collect(),
+    );
     unfinished.retain(|d| masks.iter().any(|m| m.path == *d));
-    let mut masks = masks;
     masks.extend(kernel::masks(host_net));
     View {
         masks,
         unfinished,
-        examined: w.examined,
+        examined: wf.examined + w.examined,
     }
 }
 

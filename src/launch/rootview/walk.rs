@@ -84,14 +84,18 @@ fn world_writable(m: &Metadata) -> bool {
 
 /// One directory's examination.
 enum Examined {
-    /// Every entry examined: the directories to go into, each with whether
-    /// anyone may write to it.
-    Done(Vec<(PathBuf, bool)>),
+    /// Every entry examined: the directories to go into, each with what
+    /// its stat said then.
+    Done(Vec<(PathBuf, Metadata)>),
     /// Not examined whole: mask it whole.
     Unfinished,
     /// It no longer exists.
     Gone,
 }
+
+/// A directory waiting to be examined: its path, how deep below its root,
+/// and its stat from its parent's examination (none for a root).
+type Queued = (PathBuf, usize, Option<Metadata>);
 
 /// Walk `groups` of roots within `b`, never into or under `keep`: each
 /// group breadth-first, one after the other, then every world-writable tree
@@ -101,23 +105,24 @@ pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk
     let mut w = Walk::default();
     let mut budget = b.max_entries;
     // One queue per group, and a last one for world-writable trees.
-    let mut queues: Vec<VecDeque<(PathBuf, usize)>> = groups
+    let mut queues: Vec<VecDeque<Queued>> = groups
         .iter()
-        .map(|g| g.iter().map(|r| (r.clone(), 0)).collect())
+        .map(|g| g.iter().map(|r| (r.clone(), 0, None)).collect())
         .collect();
     queues.push(VecDeque::new());
     let last = queues.len() - 1;
     let mut exhausted = false;
     for q in 0..queues.len() {
-        while let Some((dir, depth)) = queues[q].pop_front() {
+        while let Some((dir, depth, seen)) = queues[q].pop_front() {
             if exhausted || depth >= b.max_depth {
                 w.unfinished.push(dir);
                 continue;
             }
-            match examine(&dir, keep, b.report_holders, &mut budget, &mut w) {
+            match examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w) {
                 Examined::Done(subdirs) => {
-                    for (p, open) in subdirs {
-                        queues[if open { last } else { q }].push_back((p, depth + 1));
+                    for (p, m) in subdirs {
+                        let to = if world_writable(&m) { last } else { q };
+                        queues[to].push_back((p, depth + 1, Some(m)));
                     }
                 }
                 Examined::Unfinished => {
@@ -131,17 +136,19 @@ pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk
     w
 }
 
-/// Examine one directory: every entry, or none. Read twice when it
-/// changed while it was read; unfinished when it changed again.
+/// Examine one directory: every entry, or none. `seen`: its stat from
+/// before (its parent's examination), compared with one after the reading:
+/// read again when it changed; unfinished when it changed again.
 fn examine(
     dir: &Path,
+    mut seen: Option<Metadata>,
     keep: &[PathBuf],
     report_holders: bool,
     budget: &mut usize,
     w: &mut Walk,
 ) -> Examined {
     for _ in 0..2 {
-        let before = match dir.symlink_metadata() {
+        let before = match seen.take().map_or_else(|| dir.symlink_metadata(), Ok) {
             Ok(m) if m.is_dir() => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Examined::Gone,
             // Replaced by something else, or not stat-able: never trusted.
@@ -170,17 +177,19 @@ fn examine(
                     dir: m.is_dir(),
                 });
             } else if m.is_dir() && session_enters(&m) {
-                subdirs.push((p, world_writable(&m)));
+                subdirs.push((p, m));
             }
         }
         #[cfg(test)]
         tests::between(dir);
-        if dir
-            .symlink_metadata()
-            .is_ok_and(|after| same_listing(&before, &after))
-        {
-            w.unreadable.extend(masks);
-            return Examined::Done(subdirs);
+        match dir.symlink_metadata() {
+            Ok(after) if same_listing(&before, &after) => {
+                w.unreadable.extend(masks);
+                return Examined::Done(subdirs);
+            }
+            // Changed: read again, from this stat.
+            Ok(after) => seen = Some(after),
+            Err(_) => return Examined::Unfinished,
         }
     }
     Examined::Unfinished
