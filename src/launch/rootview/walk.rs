@@ -40,13 +40,16 @@ pub(super) struct Walk {
 /// The permission bits (`rwx`) that matter for an entry of this type on a
 /// read-only, `nodev` view: reading a file; listing and entering a
 /// directory; connecting to a socket or opening a FIFO (which a read-only
-/// mount does not stop).
+/// mount does not stop); none for a device node (bubblewrap's bind of `/`
+/// is `nodev`: none opens, whatever its mode).
 fn relevant(m: &Metadata) -> u32 {
     let t = m.file_type();
     if t.is_dir() {
         0o5
     } else if t.is_socket() || t.is_fifo() {
         0o6
+    } else if t.is_block_device() || t.is_char_device() {
+        0
     } else {
         0o4
     }
@@ -502,6 +505,18 @@ mod tests {
         assert!(session_gains(&sock.symlink_metadata().unwrap()));
         std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
         assert!(!session_gains(&sock.symlink_metadata().unwrap()));
+        // A device node opens nowhere under bubblewrap's `nodev` bind of
+        // `/`, whatever its mode (making one takes root).
+        let dev = t.0.join("c");
+        let made = nix::sys::stat::mknod(
+            &dev,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o660),
+            nix::sys::stat::makedev(1, 3),
+        );
+        if made.is_ok() {
+            assert!(!session_gains(&dev.symlink_metadata().unwrap()));
+        }
         let fifo = t.0.join("p");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o664)).unwrap();
         std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o664)).unwrap();
