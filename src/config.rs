@@ -55,6 +55,10 @@ pub struct Config {
     /// `private-state-max`: the most the private `~/.cache` and
     /// `~/.local/share` keep between sessions; `None`: `off`.
     pub private_state_max: Option<u64>,
+    /// `root-view-max-entries`: how many directory entries a root launch's
+    /// walk examines at most outside `/etc`; what it does not reach is
+    /// masked whole.
+    pub root_view_max_entries: usize,
 }
 
 /// A size: bytes, or a share of the machine's memory.
@@ -112,9 +116,14 @@ impl Default for Config {
             pids_limit: Some(DEFAULT_PIDS_LIMIT),
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             private_state_max: Some(DEFAULT_PRIVATE_STATE_MAX),
+            root_view_max_entries: ROOT_VIEW_MAX_ENTRIES,
         }
     }
 }
+
+/// `root-view-max-entries` by default, and its range.
+pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 2000;
+const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 0..=10_000_000;
 
 /// Environment variables that override the file.
 pub const ENV_WORKSPACE_ROOT: &str = "CLAUDE_SANDBOX_WORKSPACE_ROOT";
@@ -258,9 +267,23 @@ fn set(
         }
         "publish-port" => add_ports(cfg, l)?,
         "pids-limit" | "tmpfs-size" | "private-state-max" => set_limit(cfg, l)?,
+        "root-view-max-entries" => {
+            let v = l.need()?;
+            cfg.root_view_max_entries = v
+                .parse()
+                .ok()
+                .filter(|n| ROOT_VIEW_MAX_ENTRIES_RANGE.contains(n))
+                .ok_or_else(|| {
+                    l.at(format!(
+                        "root-view-max-entries: `{v}` is not a whole number from {} to {}",
+                        ROOT_VIEW_MAX_ENTRIES_RANGE.start(),
+                        ROOT_VIEW_MAX_ENTRIES_RANGE.end()
+                    ))
+                })?;
+        }
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker, root-view-max-entries)"
             )))
         }
     }
@@ -1427,5 +1450,28 @@ mod tests {
         // No environment variable publishes a port.
         let a = apply(Config::default(), &[("CLAUDE_SANDBOX_PUBLISH_PORT", "22")]).unwrap();
         assert!(a.config.publish_port.is_empty());
+    }
+
+    #[test]
+    fn root_view_max_entries_is_a_bounded_whole_number() {
+        assert_eq!(
+            Config::default().root_view_max_entries,
+            ROOT_VIEW_MAX_ENTRIES
+        );
+        let c = parse(
+            "root-view-max-entries = 50000\n",
+            "/etc/claude-sandbox.conf",
+        )
+        .unwrap();
+        assert_eq!(c.root_view_max_entries, 50000);
+        let c = parse("root-view-max-entries = 0\n", "/etc/claude-sandbox.conf").unwrap();
+        assert_eq!(c.root_view_max_entries, 0);
+        for bad in ["", "-1", "10000001", "1e6", "many"] {
+            let e = err_of(&format!("root-view-max-entries = {bad}"));
+            assert!(
+                e.contains("root-view-max-entries") && e.contains(":1:"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

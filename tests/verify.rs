@@ -424,6 +424,32 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         // verify exits with the number of FAILs.
         assert_eq!(o.status.code(), Some(expected.len() as i32), "{mutation}");
     }
+    // The kernel's root-only files (issue #24): without the mask over
+    // /sys/firmware, the ACPI tables read inside, where the machine has them.
+    let acpi_root_only = std::fs::read_dir("/sys/firmware/acpi/tables").is_ok_and(|d| {
+        use std::os::unix::fs::PermissionsExt;
+        d.flatten().any(|e| {
+            e.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o004 == 0)
+        })
+    });
+    if acpi_root_only {
+        let mutation = "drop-mount=/sys/firmware";
+        let o = verify_inside(
+            &w,
+            &lan,
+            Who::Root,
+            &[("CLAUDE_SANDBOX_TEST_MUTATION", mutation)],
+            "--json",
+        );
+        let f = failing(&checks(&o));
+        let names: Vec<&str> = f.iter().map(|l| l.split(':').next().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["root-view"],
+            "{mutation}: exactly these FAIL: {f:#?}"
+        );
+    }
     // The real binary changed after install, launched anyway.
     let o = w.run_root_raw("printf x >> /usr/libexec/claude-sandbox/claude");
     assert!(o.status.success(), "{}", stderr(&o));

@@ -142,6 +142,7 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
     check_claude_alias(&mut r);
     if let Ok(c) = &cfg {
         check_limits(&mut r, c);
+        check_root_view(&mut r, c);
     }
     if r.failed > 0 {
         println!("{} problem(s) found", r.failed);
@@ -150,6 +151,41 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
         println!("all in place: `claude` runs sandboxed");
         Ok(0)
     }
+}
+
+/// Run by root: what a root launch's walk examines, how long it takes, and
+/// what it masks whole for the bound (issue #24). Informational: masking
+/// more than needed is safe; the setting widens the bound.
+fn check_root_view(r: &mut Report, c: &config::Config) {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let cwd = std::env::current_dir().into_iter().collect::<Vec<_>>();
+    let t = std::time::Instant::now();
+    let v = launch::rootview::view(&cwd, c.root_view_max_entries, !crate::plan::jailed(c));
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let whole = match v.unfinished.len() {
+        0 => "nothing masked whole for the bound".to_string(),
+        n => format!(
+            "{n} director{} masked whole for the bound (root-view-max-entries = {} in {} widens it): {}",
+            if n == 1 { "y" } else { "ies" },
+            c.root_view_max_entries,
+            paths::CONFIG_FILE,
+            crate::plan::protect::printable(
+                &v.unfinished.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                300
+            )
+        ),
+    };
+    r.line(
+        true,
+        "root view",
+        format!(
+            "{} entries examined in {ms:.1} ms, {} masks; {whole}",
+            v.examined,
+            v.masks.len()
+        ),
+    );
 }
 
 /// The shadow must be this binary, or `claude` runs unsandboxed.

@@ -64,7 +64,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .cloned()
         .collect();
     let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
-    let (root_masks, hidden_whole) = root_view(uid, &resolved);
+    let (root_masks, hidden_whole) = root_view(uid, &resolved, cfg, jailed);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -133,10 +133,7 @@ fn workspace_facts(
     Vec<crate::sandbox::RwBind>,
 ) {
     let requests = plan::rw_requests(cfg, cwd);
-    let resolved: BTreeMap<PathBuf, Option<PathBuf>> = requests
-        .iter()
-        .map(|p| (p.clone(), p.canonicalize().ok()))
-        .collect();
+    let resolved = resolve(&requests);
     // The first request is the workspace.
     let workspace = requests
         .first()
@@ -230,11 +227,75 @@ pub(super) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Each read-write request with what it resolves to (symlinks followed),
+/// `None` when it does not exist.
+fn resolve(requests: &[PathBuf]) -> BTreeMap<PathBuf, Option<PathBuf>> {
+    requests
+        .iter()
+        .map(|p| (p.clone(), p.canonicalize().ok()))
+        .collect()
+}
+
+/// What a root view was computed for: the paths it spares, its bound, and
+/// whether the session shares the host's network namespace.
+type RootViewKey = (Vec<PathBuf>, usize, bool);
+
+/// A root launch's walk, started before the rest of the launch's work
+/// ([`prefetch_root_view`]) and taken by the first gathering that asks for
+/// the same thing (issue #23 item 3: it ran alone on the critical path).
+static ROOT_VIEW: std::sync::Mutex<
+    Option<(RootViewKey, std::thread::JoinHandle<super::rootview::View>)>,
+> = std::sync::Mutex::new(None);
+
+/// Start a root launch's walk on a thread of its own, for the sandbox
+/// [`gather`] will plan from `cfg` in the current directory. Nothing for an
+/// unprivileged launch (it needs no walk), nor when the current directory
+/// is not usable (`gather` says so).
+pub(super) fn prefetch_root_view(cfg: &Config) {
+    if !nix::unistd::getuid().is_root() {
+        return;
+    }
+    let Ok(cwd) = std::env::current_dir() else {
+        return;
+    };
+    let keep = resolve(&plan::rw_requests(cfg, &cwd))
+        .into_values()
+        .flatten()
+        .collect::<Vec<_>>();
+    let key = (keep.clone(), cfg.root_view_max_entries, !plan::jailed(cfg));
+    let (max, host_net) = (key.1, key.2);
+    let walk = std::thread::Builder::new()
+        .name("root-view".into())
+        .spawn(move || super::rootview::view(&keep, max, host_net));
+    if let (Ok(h), Ok(mut slot)) = (walk, ROOT_VIEW.lock()) {
+        *slot = Some((key, h));
+    }
+}
+
+/// The root view for `key`: the prefetched one when it was started for
+/// exactly that (once: a second attempt walks again), else walked now.
+fn root_view_for(key: RootViewKey) -> super::rootview::View {
+    let prefetched = ROOT_VIEW.lock().ok().and_then(|mut s| s.take());
+    if let Some((k, h)) = prefetched {
+        if k == key {
+            if let Ok(v) = h.join() {
+                return v;
+            }
+        }
+    }
+    let (keep, max, host_net) = key;
+    super::rootview::view(&keep, max, host_net)
+}
+
 /// Launched by root: what an unprivileged user could not read (masked), and
-/// the directories hidden whole, sparing the read-write roots (issue #13).
+/// the directories hidden whole, sparing the read-write roots (issue #13;
+/// failing closed, issue #24). Paths every launch masks already
+/// ([`plan::SYSTEM_NULLED`]) are not masked twice.
 fn root_view(
     uid: u32,
     resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
+    cfg: &Config,
+    jailed: bool,
 ) -> (Vec<crate::plan::Unreadable>, Vec<PathBuf>) {
     if uid != 0 {
         return (Vec::new(), Vec::new());
@@ -246,7 +307,9 @@ fn root_view(
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
         .collect();
-    (super::rootview::unreadable(&keep).unreadable, hidden)
+    let mut masks = root_view_for((keep, cfg.root_view_max_entries, !jailed)).masks;
+    masks.retain(|u| !plan::SYSTEM_NULLED.iter().any(|n| u.path == Path::new(n)));
+    (masks, hidden)
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of

@@ -10,8 +10,9 @@
 //! roots are re-checked just before exec (§4.3); nothing outside the
 //! workspace is bound because the workspace pointed there, and such a
 //! pointer is named at launch (issue #22); root sees only what a user
-//! would (issue #13); nothing the launch started outlives it, and the
-//! tripwire reports afterwards (§4.8).
+//! would, or less: the walk that decides it fails closed (issues #13, #24);
+//! nothing the launch started outlives it, and the tripwire reports
+//! afterwards (§4.8).
 //!
 //! May import: `sys`, `error`, `config`, `testhooks`, `sandbox`, `plan`,
 //! `seccomp`, `egress` (the jail and the proxy), `creation_guard` (the
@@ -25,7 +26,8 @@
 //! [`apparmor_userns_fix`]), the host views the battery compares with
 //! ([`loopback_listeners`], [`run_sockets`]), and two namespaces whose names
 //! are their API: `integrity` (the real binary's pin, §5) and `rootview`
-//! (what an unprivileged user could not read, issue #13).
+//! (what an unprivileged user could not read, issues #13 and #24: the
+//! launch's masks, the battery's audit, `doctor`'s summary).
 
 mod exec;
 mod host;

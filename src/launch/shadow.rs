@@ -106,6 +106,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// the tripwire then reports what it changed that runs outside (§4.8).
 pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // A root launch's walk runs while the rest is prepared.
+    host::prefetch_root_view(cfg);
     let bwrap = preflight()?;
     let home = crate::sys::user::identity()
         .map_err(crate::error::bad_input)?
@@ -326,10 +328,7 @@ fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
 fn a_root_mask_vanished(sb: &Sandbox) -> bool {
     sb.mounts.iter().any(|m| match m {
         crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
-            super::rootview::ROOTS
-                .iter()
-                .any(|(root, _)| dst.starts_with(root))
-                && dst.symlink_metadata().is_err()
+            super::rootview::covers(dst) && dst.symlink_metadata().is_err()
         }
         _ => false,
     })

@@ -64,11 +64,7 @@ pub(super) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
         // Sockets under /run: verify looks for every socket there.
         sandbox::Mount::Empty { dst } if dst.starts_with("/run") => "run-masked",
         sandbox::Mount::Empty { dst } | sandbox::Mount::Tmpfs { dst }
-            if rec.root_view
-                && (crate::launch::rootview::ROOTS
-                    .iter()
-                    .any(|(r, _)| dst.starts_with(r))
-                    || in_system(crate::launch::rootview::HIDDEN_WHOLE, dst)) =>
+            if rec.root_view && crate::launch::rootview::covers(dst) =>
         {
             "root-view"
         }

@@ -75,24 +75,39 @@ pub(super) fn run_sockets(rec: &LaunchRecord) -> Vec<PathBuf> {
     sockets
 }
 
-/// With a root launch: what the plan's walk finds that only root could read
-/// on the host and that this process can still read (masked ones read as an
-/// empty `/dev/null` or an empty tmpfs, which anyone may read).
+/// With a root launch: what only root could use on the host and this
+/// process can still read (masked ones read as an empty `/dev/null` or an
+/// empty tmpfs, which anyone may read), by a walk of the same trees and
+/// kernel paths as the plan's, far beyond its bound; a directory that walk
+/// could not finish is named too (its entries went unchecked), unless this
+/// process cannot list it either.
 pub(super) fn root_only_readable(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<PathBuf> {
     if !rec.root_view {
         return Vec::new();
     }
-    let keep: Vec<PathBuf> = std::iter::once(rec.workspace.clone())
-        .chain(rec.allow_write.iter().cloned())
-        .collect();
-    crate::launch::rootview::unreadable(&keep)
-        .unreadable
+    let keep: Vec<PathBuf> = [rec.workspace.clone(), rec.home.clone()]
         .into_iter()
-        .map(|u| u.path)
+        .chain(rec.allow_write.iter().cloned())
+        // An empty path would hold everything.
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    let host_net = rec.launcher_ns.get("net").copied() == crate::sys::kernel::ns_inode("net");
+    let audit = crate::launch::rootview::audit(&keep, host_net);
+    let readable = |p: &Path| nix::unistd::access(p, nix::unistd::AccessFlags::R_OK).is_ok();
+    audit
+        .root_only
+        .into_iter()
         // What the plan mounted there (the rendered git config, the jail's
         // resolv.conf: bubblewrap makes data files 0600) is not the host's.
         .filter(|p| top_mount(mounts, p).is_none())
-        .filter(|p| nix::unistd::access(p, nix::unistd::AccessFlags::R_OK).is_ok())
+        .filter(|p| readable(p))
+        .chain(
+            audit
+                .unfinished
+                .into_iter()
+                .filter(|d| readable(d))
+                .map(|d| PathBuf::from(format!("{} (not examined whole)", d.display()))),
+        )
         .collect()
 }
 

@@ -1,0 +1,232 @@
+//! Root sees what a user would (issue #13 item 1), and the view fails
+//! closed (issue #24 item 4). uid 0 inside the sandbox's user namespace is
+//! the launching root outside, and owns root's files: dropping capabilities
+//! does not stop it reading a 0600 file it owns. So, when root launches,
+//! everything under the system trees ([`ROOTS`]) that a root session could
+//! use and others could not is masked (a file with `/dev/null`, a directory
+//! with an empty tmpfs), and so are the kernel's root-only files
+//! (`kernel`: the trees and files found by experiment).
+//!
+//! Promise: no bound decides what is protected. The walk (`walk`) is
+//! bounded — `/etc` up to [`FIRST_MAX_ENTRIES`] directory entries, the
+//! other trees up to `root-view-max-entries` (`/etc/claude-sandbox.conf`),
+//! [`MAX_DEPTH`] levels — and every directory it did not examine whole (the
+//! bound reached, changed while read, not readable to the walker) is masked
+//! whole: a root session may see less than a user would, never more. Trees
+//! anyone may write to are walked last, so what another user piles up
+//! there cannot use up the bound first. The view is a snapshot taken at
+//! launch: an entry created (or renamed over a masked one) after the walk
+//! is not masked.
+//!
+//! Other users' homes (`/home`) are replaced wholesale ([`HIDDEN_WHOLE`]):
+//! a root session has no business there.
+//!
+//! May import: what `launch` may (it is part of it); uses `plan` (the
+//! [`crate::plan::Unreadable`] it reports).
+//!
+//! Exports: [`view`] (the launch's masks, and what the bound left
+//! unexamined, for `doctor`), [`audit`] (the battery's walk from inside),
+//! [`covers`] (whether a mask is the root view's), [`ROOTS`] and
+//! [`HIDDEN_WHOLE`].
+
+mod kernel;
+mod walk;
+
+use std::path::{Path, PathBuf};
+
+use crate::plan::Unreadable;
+
+/// System trees walked for entries only root may use.
+pub(crate) const ROOTS: &[&str] = &["/etc", "/boot", "/opt", "/srv", "/mnt", "/media", "/var"];
+/// The tree walked whole, apart from the bound: what every program reads.
+const FIRST: &str = "/etc";
+/// [`FIRST`] is examined up to this many entries (a few thousand anywhere);
+/// beyond, it fails closed like the rest.
+pub(crate) const FIRST_MAX_ENTRIES: usize = 20_000;
+/// Replaced by an empty tmpfs when root launches (where they exist).
+pub(crate) const HIDDEN_WHOLE: &[&str] = &["/home"];
+/// Directories deeper than this below their tree are masked whole unread.
+pub(crate) const MAX_DEPTH: usize = 24;
+/// At most this many masks outside `/etc` (more only when they lie directly
+/// in a tree): beyond it, parents are masked whole instead, the deepest
+/// first. Each mask is a mount bubblewrap makes at every launch, and a
+/// file's costs it a read of the whole mount table.
+pub(crate) const MAX_MASKS: usize = 24;
+/// The battery's walk from inside: far larger, it checks rather than plans.
+const AUDIT_MAX_ENTRIES: usize = 5_000_000;
+
+/// The root view of one launch.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    /// Every mask: root-only entries, directories the walk did not finish,
+    /// kernel files.
+    pub(crate) masks: Vec<Unreadable>,
+    /// Of those, the directories masked whole for the bound: the walk did
+    /// not examine them whole, or they stand in for the masks below them.
+    pub(crate) unfinished: Vec<PathBuf>,
+    /// Directory entries the walk examined.
+    pub(crate) examined: usize,
+}
+
+/// The system trees that exist as directories, symlinks resolved (a
+/// symlinked `/opt` is walked where it lies).
+fn roots(list: &[&str]) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = list
+        .iter()
+        .filter_map(|r| Path::new(r).canonicalize().ok())
+        .filter(|r| r.is_dir())
+        .collect();
+    v.sort();
+    v.dedup();
+    // A tree inside another is walked as part of it.
+    walk::without_nested(v)
+}
+
+/// What a root session gets masked, sparing `keep` (the read-write roots:
+/// readable by design; a mask over a directory holding one is fine, they
+/// are bound over the masks). `host_net`: the session shares the host's
+/// network namespace (its root-only files are masked too). `/etc` (small,
+/// and what every program reads) is walked whole, up to
+/// [`FIRST_MAX_ENTRIES`], on a thread of its own; the other trees within
+/// `max_entries`, breadth-first, the world-writable ones last. Outside
+/// `/etc`, at most [`MAX_MASKS`] masks: beyond it, parents are masked whole
+/// instead.
+pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View {
+    let roots = roots(ROOTS);
+    let (first, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+        roots.iter().cloned().partition(|r| r == Path::new(FIRST));
+    let bounds = |max_entries| walk::Bounds {
+        max_entries,
+        max_depth: MAX_DEPTH,
+        report_holders: true,
+    };
+    let walk_first = || {
+        walk::walk(
+            std::slice::from_ref(&first),
+            keep,
+            bounds(FIRST_MAX_ENTRIES),
+        )
+    };
+    let (wf, w) = std::thread::scope(|s| {
+        let other = std::thread::Builder::new().spawn_scoped(s, walk_first);
+        let w = walk::walk(&[rest], keep, bounds(max_entries));
+        // No thread to be had: the same walk, one after the other.
+        let wf = match other.map(|h| h.join()) {
+            Ok(Ok(wf)) => wf,
+            _ => walk_first(),
+        };
+        (wf, w)
+    });
+    let whole = |path: PathBuf| Unreadable { path, dir: true };
+    let (elsewhere, added) = walk::coarsen(
+        w.unreadable
+            .into_iter()
+            .chain(w.unfinished.iter().cloned().map(whole))
+            .collect(),
+        &roots,
+        MAX_MASKS,
+    );
+    let mut masks: Vec<Unreadable> = wf.unreadable;
+    masks.extend(wf.unfinished.iter().cloned().map(whole));
+    masks.extend(elsewhere);
+    let mut masks = walk::without_nested_masks(masks);
+    let mut unfinished = walk::without_nested(
+        wf.unfinished
+            .into_iter()
+            .chain(w.unfinished)
+            .chain(added)
+            .collect(),
+    );
+    unfinished.retain(|d| masks.iter().any(|m| m.path == *d));
+    masks.extend(kernel::masks(host_net));
+    View {
+        masks,
+        unfinished,
+        examined: wf.examined + w.examined,
+    }
+}
+
+/// What the battery checks from inside a root session.
+#[derive(Debug, Default)]
+pub(crate) struct Audit {
+    /// Entries a root session may use and others may not, by their mode
+    /// here (a mask reads as an empty tmpfs or `/dev/null`: not among them).
+    pub(crate) root_only: Vec<PathBuf>,
+    /// Directories the audit's own walk could not finish.
+    pub(crate) unfinished: Vec<PathBuf>,
+}
+
+/// Walk what [`view`] masks, from inside, far beyond the launch's bound;
+/// `keep`: the read-write roots and `$HOME` (the session's own: bubblewrap
+/// makes the directories that hold their mount points 0700, and those are
+/// not reported either); `host_net`: the session shares the host's network
+/// namespace.
+pub(crate) fn audit(keep: &[PathBuf], host_net: bool) -> Audit {
+    let mut roots = roots(ROOTS);
+    roots.extend(roots_of(kernel::KERNEL_DIRS));
+    let w = walk::walk(
+        &[roots],
+        keep,
+        walk::Bounds {
+            max_entries: AUDIT_MAX_ENTRIES,
+            max_depth: 64,
+            report_holders: false,
+        },
+    );
+    let mut root_only: Vec<PathBuf> = w.unreadable.into_iter().map(|u| u.path).collect();
+    root_only.extend(
+        kernel::audited_files(host_net)
+            .into_iter()
+            .filter(|f| f.symlink_metadata().is_ok_and(|m| walk::session_gains(&m))),
+    );
+    Audit {
+        root_only,
+        unfinished: w.unfinished,
+    }
+}
+
+/// The kernel trees that exist as directories (not resolved: `/sys` has no
+/// symlinked ones in the table).
+fn roots_of(list: &[&str]) -> Vec<PathBuf> {
+    list.iter()
+        .map(PathBuf::from)
+        .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .collect()
+}
+
+/// Whether a mask at `dst` is the root view's: under a system tree, hidden
+/// whole, or a kernel path.
+pub(crate) fn covers(dst: &Path) -> bool {
+    ROOTS.iter().any(|r| dst.starts_with(r))
+        || HIDDEN_WHOLE.iter().any(|h| dst == Path::new(h))
+        || kernel::covers(dst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trees_are_walked_once_each() {
+        let r = roots(&["/etc", "/etc/ssl", "/nonexistent-csb", "/var"]);
+        assert!(r.iter().all(|p| p.is_dir()));
+        assert!(!r.iter().any(|p| p.starts_with("/etc/ssl")), "{r:?}");
+    }
+
+    #[test]
+    fn covers_the_trees_the_homes_and_the_kernel() {
+        for p in [
+            "/etc/shadow-",
+            "/var/lib/x",
+            "/home",
+            "/sys/firmware",
+            "/proc/timer_list",
+        ] {
+            assert!(covers(Path::new(p)), "{p}");
+        }
+        // A home under /home is the session's own tmpfs, not the root view's.
+        for p in ["/usr/bin/env", "/proc/1/mem", "/run", "/tmp/x", "/home/dev"] {
+            assert!(!covers(Path::new(p)), "{p}");
+        }
+    }
+}

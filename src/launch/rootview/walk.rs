@@ -1,0 +1,716 @@
+//! The walk behind the root view: breadth-first over the system trees,
+//! bounded, and failing closed. Every directory is either examined whole
+//! (each entry stat'ed) or reported unfinished, and an unfinished directory
+//! is masked whole: a bound (entries, depth), a directory that changed while
+//! it was read, or one the walker could not read never leaves an entry
+//! unexamined and readable.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::Metadata;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::plan::Unreadable;
+
+/// How far one walk goes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bounds {
+    /// Directory entries examined at most, over all roots.
+    pub(super) max_entries: usize,
+    /// Directories deeper than this below their root are not listed.
+    pub(super) max_depth: usize,
+    /// Whether a directory holding one of the kept paths is reported like
+    /// any other (the launch masks it: the kept paths are bound over the
+    /// mask) or only gone into (the audit from inside, where it may be a
+    /// mount point bubblewrap made).
+    pub(super) report_holders: bool,
+}
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub(super) struct Walk {
+    /// Entries the session could use and others could not ([`session_gains`]).
+    pub(super) unreadable: Vec<Unreadable>,
+    /// Directories not examined whole: masked whole.
+    pub(super) unfinished: Vec<PathBuf>,
+    /// Directory entries examined.
+    pub(super) examined: usize,
+}
+
+/// The permission bits (`rwx`) that matter for an entry of this type on a
+/// read-only, `nodev` view: reading a file; listing and entering a
+/// directory; connecting to a socket or opening a FIFO (which a read-only
+/// mount does not stop); none for a device node (bubblewrap's bind of `/`
+/// is `nodev`: none opens, whatever its mode).
+fn relevant(m: &Metadata) -> u32 {
+    let t = m.file_type();
+    if t.is_dir() {
+        0o5
+    } else if t.is_socket() || t.is_fifo() {
+        0o6
+    } else if t.is_block_device() || t.is_char_device() {
+        0
+    } else {
+        0o4
+    }
+}
+
+/// The bits a root session may hold on `m`, counted generously: the
+/// owner's when root owns it, the group's always (the session's groups are
+/// root's, and an ACL's named entries hide behind the group bits), the
+/// others'. Capabilities count for nothing: the session has none.
+fn session_bits(m: &Metadata) -> u32 {
+    let mode = m.mode();
+    let owner = if m.uid() == 0 { (mode >> 6) & 0o7 } else { 0 };
+    owner | ((mode >> 3) & 0o7) | (mode & 0o7)
+}
+
+/// Whether a root session could do with `m` something others could not:
+/// such an entry is masked.
+pub(super) fn session_gains(m: &Metadata) -> bool {
+    session_bits(m) & relevant(m) & !(m.mode() & 0o7) != 0
+}
+
+/// Whether a root session can enter the directory `m` at all: if not,
+/// nothing below it is reachable and the walk does not go in.
+fn session_enters(m: &Metadata) -> bool {
+    session_bits(m) & 0o1 != 0
+}
+
+/// Whether anyone may add entries to the directory `m` (`/var/tmp`, a
+/// chroot's `/tmp`): such trees are walked after the others, so whatever
+/// another user piles up there cannot use up the bound before the
+/// system's own trees are examined.
+fn world_writable(m: &Metadata) -> bool {
+    m.mode() & 0o002 != 0
+}
+
+/// One directory's examination.
+enum Examined {
+    /// Every entry examined: the directories to go into, each with what
+    /// its stat said then.
+    Done(Vec<(PathBuf, Metadata)>),
+    /// Not examined whole: mask it whole.
+    Unfinished,
+    /// It no longer exists.
+    Gone,
+}
+
+/// A directory waiting to be examined: its path, how deep below its root,
+/// and its stat from its parent's examination (none for a root).
+type Queued = (PathBuf, usize, Option<Metadata>);
+
+/// Walk `groups` of roots within `b`, never into or under `keep`: each
+/// group breadth-first, one after the other, then every world-writable tree
+/// found on the way, breadth-first too. Once the entry bound is reached,
+/// every directory not yet examined is unfinished.
+pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk {
+    let mut w = Walk::default();
+    let mut budget = b.max_entries;
+    // One queue per group, and a last one for world-writable trees.
+    let mut queues: Vec<VecDeque<Queued>> = groups
+        .iter()
+        .map(|g| g.iter().map(|r| (r.clone(), 0, None)).collect())
+        .collect();
+    queues.push(VecDeque::new());
+    let last = queues.len() - 1;
+    let mut exhausted = false;
+    for q in 0..queues.len() {
+        while let Some((dir, depth, seen)) = queues[q].pop_front() {
+            if exhausted || depth >= b.max_depth {
+                w.unfinished.push(dir);
+                continue;
+            }
+            match examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w) {
+                Examined::Done(subdirs) => {
+                    for (p, m) in subdirs {
+                        let to = if world_writable(&m) { last } else { q };
+                        queues[to].push_back((p, depth + 1, Some(m)));
+                    }
+                }
+                Examined::Unfinished => {
+                    exhausted = budget == 0;
+                    w.unfinished.push(dir);
+                }
+                Examined::Gone => {}
+            }
+        }
+    }
+    w
+}
+
+/// Examine one directory: every entry, or none. `seen`: its stat from
+/// before (its parent's examination), compared with one after the reading:
+/// read again when it changed; unfinished when it changed again.
+fn examine(
+    dir: &Path,
+    mut seen: Option<Metadata>,
+    keep: &[PathBuf],
+    report_holders: bool,
+    budget: &mut usize,
+    w: &mut Walk,
+) -> Examined {
+    for _ in 0..2 {
+        let before = match seen.take().map_or_else(|| dir.symlink_metadata(), Ok) {
+            Ok(m) if m.is_dir() => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Examined::Gone,
+            // Replaced by something else, or not stat-able: never trusted.
+            _ => return Examined::Unfinished,
+        };
+        let found = match entries(dir, budget) {
+            Some(found) => found,
+            None => return Examined::Unfinished,
+        };
+        w.examined += found.len();
+        let mut masks = Vec::new();
+        let mut subdirs = Vec::new();
+        for (e, m) in found {
+            // Most entries are neither masked nor gone into: no path for them.
+            if !m.is_dir() && !session_gains(&m) {
+                continue;
+            }
+            let p = e.path();
+            if keep.iter().any(|k| p.starts_with(k)) {
+                continue;
+            }
+            let report = report_holders || !keep.iter().any(|k| k.starts_with(&p));
+            if report && session_gains(&m) {
+                masks.push(Unreadable {
+                    path: p,
+                    dir: m.is_dir(),
+                });
+            } else if m.is_dir() && session_enters(&m) {
+                subdirs.push((p, m));
+            }
+        }
+        #[cfg(test)]
+        tests::between(dir);
+        match dir.symlink_metadata() {
+            Ok(after) if same_listing(&before, &after) => {
+                w.unreadable.extend(masks);
+                return Examined::Done(subdirs);
+            }
+            // Changed: read again, from this stat.
+            Ok(after) => seen = Some(after),
+            Err(_) => return Examined::Unfinished,
+        }
+    }
+    Examined::Unfinished
+}
+
+/// A directory with more entries than the budget left is not examined; the
+/// part of it listed to find that out is charged at 1 in this many (a
+/// listed name costs a fraction of a stat'ed one), so that one huge
+/// directory does not leave nothing for the rest, and yet the names listed
+/// in all stay within a few times the bound.
+const LISTING_SHARE: usize = 8;
+
+/// The entries of `dir` with their metadata (symlinks left out: never
+/// followed, their targets are examined where they lie), charged to
+/// `budget`; `None` when they are more than it holds, when the directory
+/// cannot be read, or when an entry cannot be stat'ed for a reason other
+/// than having vanished.
+fn entries(dir: &Path, budget: &mut usize) -> Option<Vec<(std::fs::DirEntry, Metadata)>> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let mut listed = Vec::new();
+    for e in rd {
+        let e = e.ok()?;
+        if listed.len() == *budget {
+            *budget -= (listed.len() / LISTING_SHARE).max(1).min(*budget);
+            return None;
+        }
+        listed.push(e);
+    }
+    *budget -= listed.len();
+    let mut out = Vec::with_capacity(listed.len());
+    for e in listed {
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        // Relative to the directory's fd, not following symlinks.
+        match e.metadata() {
+            Ok(m) if m.file_type().is_symlink() => {}
+            Ok(m) => out.push((e, m)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Whether a directory kept the same identity and entries between two
+/// stats (an entry added, removed or renamed changes its mtime; a change
+/// of its own mode or owner, its ctime).
+fn same_listing(a: &Metadata, b: &Metadata) -> bool {
+    (
+        a.dev(),
+        a.ino(),
+        a.mtime(),
+        a.mtime_nsec(),
+        a.ctime(),
+        a.ctime_nsec(),
+    ) == (
+        b.dev(),
+        b.ino(),
+        b.mtime(),
+        b.mtime_nsec(),
+        b.ctime(),
+        b.ctime_nsec(),
+    )
+}
+
+/// At most `max` of `masks` (more only when they lie directly in `roots`),
+/// each replaced as needed by its parent directory: the deepest first, the
+/// parents holding the most of them first. Hiding a parent hides more than
+/// the walk had to, never less; what lies under another mask is dropped.
+/// Returns the masks, and which of them are parents put in (masked whole
+/// for the bound, not for being root's).
+pub(super) fn coarsen(
+    masks: Vec<Unreadable>,
+    roots: &[PathBuf],
+    max: usize,
+) -> (Vec<Unreadable>, Vec<PathBuf>) {
+    let dirs: BTreeMap<PathBuf, bool> = masks.into_iter().map(|u| (u.path, u.dir)).collect();
+    let kept = without_nested(dirs.keys().cloned().collect());
+    let mut set: Vec<(PathBuf, bool)> = kept.into_iter().map(|p| (p, false)).collect();
+    let depth_of = |p: &Path| {
+        roots
+            .iter()
+            .filter(|r| p.starts_with(r))
+            .map(|r| p.components().count() - r.components().count())
+            .min()
+            .unwrap_or(0)
+    };
+    let deepest = set.iter().map(|(p, _)| depth_of(p)).max().unwrap_or(0);
+    for depth in (2..=deepest).rev() {
+        if set.len() <= max {
+            break;
+        }
+        // Parents of this level's masks, those holding the most first.
+        let mut by_parent: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        for (p, _) in set.iter().filter(|(p, _)| depth_of(p) == depth) {
+            if let Some(parent) = p.parent() {
+                *by_parent.entry(parent.to_path_buf()).or_default() += 1;
+            }
+        }
+        let mut parents: Vec<(PathBuf, usize)> = by_parent.into_iter().collect();
+        parents.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        for (parent, _) in parents {
+            if set.len() <= max {
+                break;
+            }
+            set.retain(|(p, _)| !p.starts_with(&parent));
+            set.push((parent, true));
+        }
+    }
+    set.sort();
+    let added = set
+        .iter()
+        .filter(|(_, a)| *a)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let out = set
+        .into_iter()
+        .map(|(path, added)| Unreadable {
+            dir: added || dirs.get(&path).copied().unwrap_or(true),
+            path,
+        })
+        .collect();
+    (out, added)
+}
+
+/// `dirs` without any that lie under another of them.
+pub(super) fn without_nested(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    dirs.sort();
+    dirs.dedup();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        // Sorted: an ancestor comes before everything under it.
+        if !out.last().is_some_and(|a| d.starts_with(a)) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// `masks` without any that lie under another of them.
+pub(super) fn without_nested_masks(masks: Vec<Unreadable>) -> Vec<Unreadable> {
+    let dirs: BTreeMap<PathBuf, bool> = masks.into_iter().map(|u| (u.path, u.dir)).collect();
+    without_nested(dirs.keys().cloned().collect())
+        .into_iter()
+        .map(|path| Unreadable {
+            dir: dirs[&path],
+            path,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A scratch tree, removed on drop.
+    struct Tree(PathBuf);
+    impl Tree {
+        fn new(name: &str) -> Tree {
+            let d = std::env::temp_dir().join(format!("csb-rv-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Tree(d)
+        }
+        fn file(&self, rel: &str, mode: u32) -> PathBuf {
+            let p = self.0.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "s").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        }
+        fn dir(&self, rel: &str, mode: u32) -> PathBuf {
+            let p = self.0.join(rel);
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        }
+        fn rel(&self, p: &Path) -> String {
+            p.strip_prefix(&self.0).unwrap().display().to_string()
+        }
+    }
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("chmod")
+                .args(["-R", "u+rwx"])
+                .arg(&self.0)
+                .status();
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    type Hook = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        /// Run between a directory's reading and its second stat (the
+        /// window in which an entry may appear).
+        static BETWEEN: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
+    }
+
+    pub(super) fn between(dir: &Path) {
+        BETWEEN.with(|b| {
+            if let Some(f) = b.borrow_mut().as_mut() {
+                f(dir)
+            }
+        })
+    }
+
+    #[test]
+    fn an_entry_appearing_while_its_directory_is_read_is_never_missed() {
+        let t = Tree::new("race");
+        t.file("d/public", 0o644);
+        let d = t.0.join("d");
+        // Appears once, after the first reading: found by the second.
+        let (target, mut n) = (d.clone(), 0);
+        BETWEEN.with(|b| {
+            *b.borrow_mut() = Some(Box::new(move |dir: &Path| {
+                if dir == target && n == 0 {
+                    n += 1;
+                    let f = dir.join("late-secret");
+                    std::fs::write(&f, "s").unwrap();
+                    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+                }
+            }))
+        });
+        let w = walk(&[vec![t.0.clone()]], &[], WIDE);
+        assert_eq!(masked(&t, &w), ["d/late-secret"]);
+        // Entries keep appearing: the directory is masked whole.
+        let (target, mut n) = (d.clone(), 0);
+        BETWEEN.with(|b| {
+            *b.borrow_mut() = Some(Box::new(move |dir: &Path| {
+                if dir == target {
+                    n += 1;
+                    std::fs::write(dir.join(format!("more-{n}")), "s").unwrap();
+                }
+            }))
+        });
+        let w = walk(&[vec![t.0.clone()]], &[], WIDE);
+        BETWEEN.with(|b| *b.borrow_mut() = None);
+        assert_eq!(masked(&t, &w), ["d (whole)"]);
+    }
+
+    const WIDE: Bounds = Bounds {
+        max_entries: 100_000,
+        max_depth: 64,
+        report_holders: true,
+    };
+
+    /// Whether `p` is masked, itself or by an unfinished directory above it.
+    fn covered(w: &Walk, p: &Path) -> bool {
+        w.unreadable.iter().any(|u| p.starts_with(&u.path))
+            || w.unfinished.iter().any(|d| p.starts_with(d))
+    }
+
+    fn masked(t: &Tree, w: &Walk) -> Vec<String> {
+        let mut v: Vec<String> = w
+            .unreadable
+            .iter()
+            .map(|u| format!("{}{}", t.rel(&u.path), if u.dir { "/" } else { "" }))
+            .chain(w.unfinished.iter().map(|p| format!("{} (whole)", t.rel(p))))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn modes_a_root_session_gains_by() {
+        let t = Tree::new("modes");
+        let f = t.file("f", 0o600);
+        // Root owns what the test creates (the suite runs as root); as
+        // another user, owner bits do not count and only group bits can.
+        let root = nix::unistd::geteuid().is_root();
+        for (mode, gains) in [
+            (0o600, root),
+            (0o640, true),
+            (0o644, false),
+            (0o604, false),
+            (0o200, false),
+            (0o000, false),
+            (0o060, true),
+        ] {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(session_gains(&f.metadata().unwrap()), gains, "{mode:o}");
+        }
+        let d = t.dir("d", 0o755);
+        for (mode, gains, enters) in [
+            (0o700, root, root),
+            (0o750, true, true),
+            (0o751, true, true),
+            (0o755, false, true),
+            (0o711, root, true),
+            (0o705, false, true),
+            (0o000, false, false),
+        ] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+            let m = d.metadata().unwrap();
+            assert_eq!(session_gains(&m), gains, "{mode:o}");
+            assert_eq!(session_enters(&m), enters, "{mode:o}");
+        }
+    }
+
+    #[test]
+    fn a_socket_or_fifo_others_may_read_but_not_write_is_masked() {
+        let t = Tree::new("sock");
+        let sock = t.0.join("s");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        // Group-writable: a root session may connect, others may not.
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(session_gains(&sock.symlink_metadata().unwrap()));
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!session_gains(&sock.symlink_metadata().unwrap()));
+        // A device node opens nowhere under bubblewrap's `nodev` bind of
+        // `/`, whatever its mode (making one takes root).
+        let dev = t.0.join("c");
+        let made = nix::sys::stat::mknod(
+            &dev,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o660),
+            nix::sys::stat::makedev(1, 3),
+        );
+        if made.is_ok() {
+            assert!(!session_gains(&dev.symlink_metadata().unwrap()));
+        }
+        let fifo = t.0.join("p");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o664)).unwrap();
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(session_gains(&fifo.symlink_metadata().unwrap()));
+    }
+
+    #[test]
+    fn the_walk_finds_root_only_entries_at_any_depth_and_spares_the_workspace() {
+        let t = Tree::new("find");
+        // Group bits: masked whoever runs the test (owner bits count only
+        // when root owns the entry).
+        t.file("etc/secret", 0o640);
+        t.file("etc/public", 0o644);
+        t.dir("var/lib/private", 0o750);
+        t.file("var/lib/ws/own-secret", 0o640);
+        t.file("var/a/b/c/d/e/f/g/h/i/deep-secret", 0o640);
+        t.dir("var/lib/holder/ws2", 0o755);
+        t.dir("var/lib/holder", 0o750);
+        let keep = [t.0.join("var/lib/ws"), t.0.join("var/lib/holder/ws2")];
+        let w = walk(&[vec![t.0.clone()]], &keep, WIDE);
+        // A root-only directory holding a read-write root is masked whole
+        // too: the read-write root is bound over the mask.
+        assert_eq!(
+            masked(&t, &w),
+            [
+                "etc/secret",
+                "var/a/b/c/d/e/f/g/h/i/deep-secret",
+                "var/lib/holder/",
+                "var/lib/private/"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_audit_goes_into_a_directory_holding_a_kept_path_without_naming_it() {
+        let t = Tree::new("holders");
+        t.dir("h/ws", 0o755);
+        t.file("h/secret", 0o640);
+        t.dir("h", 0o750);
+        let keep = [t.0.join("h/ws")];
+        let w = walk(
+            &[vec![t.0.clone()]],
+            &keep,
+            Bounds {
+                report_holders: false,
+                ..WIDE
+            },
+        );
+        assert_eq!(masked(&t, &w), ["h/secret"]);
+    }
+
+    #[test]
+    fn a_directory_beyond_the_depth_bound_is_masked_whole() {
+        let t = Tree::new("depth");
+        t.file("a/b/c/secret", 0o640);
+        t.file("a/public", 0o644);
+        let w = walk(
+            &[vec![t.0.clone()]],
+            &[],
+            Bounds {
+                max_entries: 100,
+                max_depth: 2,
+                report_holders: true,
+            },
+        );
+        assert_eq!(masked(&t, &w), ["a/b (whole)"]);
+    }
+
+    #[test]
+    fn a_directory_over_the_entry_bound_is_masked_whole() {
+        let t = Tree::new("entries");
+        for i in 0..50 {
+            t.file(&format!("big/f{i}"), 0o644);
+        }
+        let secrets = [
+            t.file("big/secret", 0o640),
+            t.file("small/x/secret", 0o640),
+            t.file("top-secret", 0o640),
+        ];
+        let w = walk(
+            &[vec![t.0.clone()]],
+            &[],
+            Bounds {
+                max_entries: 20,
+                max_depth: 64,
+                report_holders: true,
+            },
+        );
+        // The root's 3 entries fit; "big" does not, and spends 1/8 of what
+        // it listed (17): "small" (1 entry) and "small/x" (1) still fit.
+        assert_eq!(
+            masked(&t, &w),
+            ["big (whole)", "small/x/secret", "top-secret"]
+        );
+        for s in &secrets {
+            assert!(covered(&w, s), "{s:?} readable: {:?}", masked(&t, &w));
+        }
+        assert!(w.examined <= 20, "{}", w.examined);
+    }
+
+    #[test]
+    fn trees_anyone_may_write_to_are_walked_last() {
+        let t = Tree::new("shared");
+        // World-writable (sticky) like /var/tmp, full of entries.
+        t.dir("tmp", 0o1777);
+        for i in 0..30 {
+            t.file(&format!("tmp/junk/f{i}"), 0o644);
+        }
+        t.file("lib/deeper/still/secret", 0o640);
+        let w = walk(
+            &[vec![t.0.clone()]],
+            &[],
+            Bounds {
+                max_entries: 12,
+                max_depth: 64,
+                report_holders: true,
+            },
+        );
+        // The system's own tree was examined whole before the shared one.
+        assert_eq!(
+            masked(&t, &w),
+            ["lib/deeper/still/secret", "tmp/junk (whole)"]
+        );
+    }
+
+    #[test]
+    fn symlinks_are_never_followed_and_loops_end() {
+        let t = Tree::new("links");
+        t.file("d/secret", 0o640);
+        std::os::unix::fs::symlink(".", t.0.join("d/self")).unwrap();
+        std::os::unix::fs::symlink(&t.0, t.0.join("d/up")).unwrap();
+        let w = walk(&[vec![t.0.clone()]], &[], WIDE);
+        assert_eq!(masked(&t, &w), ["d/secret"]);
+    }
+
+    #[test]
+    fn coarsening_keeps_the_count_and_never_hides_less() {
+        let root = PathBuf::from("/r");
+        let dir = |p: &str| Unreadable {
+            path: root.join(p),
+            dir: true,
+        };
+        let masks: Vec<Unreadable> = (0..10)
+            .map(|i| dir(&format!("a/b/c{i}")))
+            .chain((0..3).map(|i| dir(&format!("x/y{i}/z"))))
+            .chain([
+                dir("q"),
+                dir("a/b/c1/inner"),
+                Unreadable {
+                    path: root.join("x/file"),
+                    dir: false,
+                },
+            ])
+            .collect();
+        let (got, added) = coarsen(masks.clone(), std::slice::from_ref(&root), 6);
+        assert!(got.len() <= 6, "{got:?}");
+        for m in &masks {
+            assert!(
+                got.iter().any(|g| m.path.starts_with(&g.path)),
+                "{:?} not covered by {got:?}",
+                m.path
+            );
+        }
+        // Never the root itself; a file left alone stays a file; what was
+        // put in is a directory.
+        assert!(!got.iter().any(|g| g.path == root), "{got:?}");
+        assert!(got.contains(&Unreadable {
+            path: root.join("x/file"),
+            dir: false
+        }));
+        assert_eq!(added, [root.join("a/b")]);
+        let (all, added) = coarsen(masks, std::slice::from_ref(&root), 100);
+        assert_eq!(all.len(), 15, "under the limit: only nested ones dropped");
+        assert!(added.is_empty());
+    }
+
+    #[test]
+    fn the_first_group_is_examined_whole_before_the_next() {
+        let t = Tree::new("groups");
+        for i in 0..10 {
+            t.file(&format!("etc/d/f{i}"), 0o644);
+        }
+        t.file("etc/d/secret", 0o640);
+        t.file("var/small", 0o644);
+        let w = walk(
+            &[vec![t.0.join("etc")], vec![t.0.join("var")]],
+            &[],
+            Bounds {
+                // "etc" holds 1 entry, "etc/d" 11: the bound is spent there.
+                max_entries: 12,
+                max_depth: 64,
+                report_holders: true,
+            },
+        );
+        assert_eq!(masked(&t, &w), ["etc/d/secret", "var (whole)"]);
+    }
+}

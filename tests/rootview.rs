@@ -1,0 +1,282 @@
+//! End-to-end: the root view fails closed (issue #24 item 4). A root
+//! launch masks what only root may read under the system trees, whatever
+//! the walk's bounds (depth, entries) and whatever a hostile host user or
+//! an earlier session piled up to make it skip or stop early; and the
+//! kernel's root-only files (ACPI tables, the host's timers, the host
+//! network's TCP Fast Open key) are masked. Root-only files are planted in
+//! tmpfs mounts over the system trees in each command's private mount
+//! namespace: the machine's own `/var`, `/srv`, `/opt` are never written.
+//! As the unprivileged user, the same files stay unreadable by the kernel's
+//! own permissions (the regression a user would notice too).
+
+mod common;
+use common::*;
+
+/// Plant `secret` (root-only, with `content`) at each path, creating parents.
+fn plant(paths: &[&str]) -> String {
+    paths
+        .iter()
+        .map(|p| {
+            format!(
+                "mkdir -p \"$(dirname {p})\" && echo SECRET-{} > {p} && chmod 600 {p}\n",
+                p.replace('/', "_")
+            )
+        })
+        .collect()
+}
+
+/// A shell loop printing `READ path` for each path whose content it could
+/// read (an empty `/dev/null` mask reads as nothing) and `unreadable path`
+/// otherwise.
+fn try_read(paths: &[&str]) -> String {
+    format!(
+        "for f in {}; do if c=$(head -c 64 \"$f\" 2>/dev/null) && [ -n \"$c\" ]; then echo \"READ $f\"; else echo \"unreadable $f\"; fi; done",
+        paths.join(" ")
+    )
+}
+
+fn run_inside(w: &World, who: Who, setup: &str, script: &str) -> String {
+    let o = w
+        .command_with_setup(
+            who,
+            &w.workspace(who),
+            setup,
+            &[],
+            &["claude", "shell", script],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{who:?}: {}\n{}",
+        stderr(&o),
+        stdout(&o)
+    );
+    stdout(&o)
+}
+
+/// The same script run by root outside the sandbox, in the same set-up.
+fn run_outside(w: &World, setup: &str, script: &str) -> String {
+    let o = w
+        .command_with_setup(
+            Who::Root,
+            &w.workspace(Who::Root),
+            setup,
+            &[],
+            &["sh", "-c", script],
+        )
+        .output()
+        .unwrap();
+    stdout(&o)
+}
+
+fn assert_none_read(who: Who, out: &str, paths: &[&str]) {
+    for p in paths {
+        assert!(
+            out.contains(&format!("unreadable {p}\n")),
+            "{who:?}: {p} was read inside:\n{out}"
+        );
+    }
+}
+
+/// Deeper than the old walk went under `/var` (4) and `/srv` (4), in a
+/// chroot under `/var/cache` (its `shadow`, a debconf `passwords.dat`),
+/// deeper than the new depth bound (24), and in three directories of
+/// 10,000 entries each (more than the old walk's whole budget of 20,000
+/// could cover after the system's own trees).
+const SETUP_TREES: &str = "mount -t tmpfs tmpfs /srv\n\
+    mount -t tmpfs tmpfs /var/cache\n\
+    mount -t tmpfs tmpfs /opt\n\
+    for d in 1 2 3; do mkdir -p /srv/big$d && (cd /srv/big$d && seq -f 'f%g' 10000 | xargs touch); done\n\
+    mkdir -p /srv/pub && echo public > /srv/pub/readme\n";
+
+const DEEP: &[&str] = &[
+    "/srv/a/b/c/d/e/secret",
+    "/var/cache/x/chroot/etc/shadow",
+    "/var/cache/x/chroot/var/cache/debconf/passwords.dat",
+    "/opt/t/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21/22/23/24/25/26/secret",
+    "/srv/big1/secret",
+    "/srv/big2/secret",
+    "/srv/big3/secret",
+];
+
+#[test]
+fn root_only_files_deep_or_in_huge_directories_stay_unreadable() {
+    if !require("rootview_deep_and_huge") {
+        return;
+    }
+    let w = World::with_probe("rvdeep");
+    let setup = format!("{SETUP_TREES}{}", plant(DEEP));
+    let script = format!(
+        "{}; cat /srv/pub/readme; grep -c '^root:' /etc/passwd; echo x > written && cat written",
+        try_read(DEEP)
+    );
+    for who in BOTH {
+        let out = run_inside(&w, who, &setup, &script);
+        assert_none_read(who, &out, DEEP);
+        // Not everything is masked: a public file in an examined tree, the
+        // user database and the workspace are there.
+        assert!(
+            out.ends_with("public\n1\nx\n"),
+            "{who:?}: /srv/pub, /etc/passwd and the workspace: {out}"
+        );
+    }
+    // Control: outside the sandbox, root reads every one of them.
+    let out = run_outside(&w, &setup, &try_read(DEEP));
+    assert_eq!(out.matches("READ ").count(), DEEP.len(), "{out}");
+}
+
+#[test]
+fn a_hostile_pile_of_entries_hides_nothing() {
+    if !require("rootview_bound") {
+        return;
+    }
+    let w = World::with_probe("rvbound");
+    // Another user fills a world-writable tree (as a hostile user of the
+    // host, or an earlier session through its workspace, would) to use up
+    // the walk; root's own trees hold many entries, secrets among the last
+    // examined.
+    // The pile lies between the two halves of root's trees, whatever order
+    // a directory lists in; more than the old walk's whole bound.
+    let setup = format!(
+        "mount -t tmpfs tmpfs /srv\n\
+         for i in $(seq 1 40); do mkdir -p /srv/t$i && (cd /srv/t$i && seq -f f%g 60 | xargs touch); done\n\
+         mkdir -m 1777 /srv/shared\n\
+         setpriv --reuid={TEST_UID} --regid={TEST_UID} --clear-groups sh -c 'mkdir /srv/shared/pile && cd /srv/shared/pile && seq -f p%g 25000 | xargs touch'\n\
+         for i in $(seq 41 80); do mkdir -p /srv/t$i && (cd /srv/t$i && seq -f f%g 60 | xargs touch); done\n\
+         {}",
+        plant(&["/srv/t80/z/secret", "/srv/t1/secret", "/srv/shared/root-owned/key"])
+    );
+    let secrets = [
+        "/srv/t80/z/secret",
+        "/srv/t1/secret",
+        "/srv/shared/root-owned/key",
+    ];
+    let out = run_inside(&w, Who::Root, &setup, &try_read(&secrets));
+    assert_none_read(Who::Root, &out, &secrets);
+    let out = run_outside(&w, &setup, &try_read(&secrets));
+    assert_eq!(out.matches("READ ").count(), secrets.len(), "{out}");
+}
+
+#[test]
+fn loops_of_symlinks_and_mounts_do_not_open_the_view() {
+    if !require("rootview_loops") {
+        return;
+    }
+    let w = World::with_probe("rvloops");
+    // A symlink to its own directory, one to the tree's top, and a
+    // directory bound inside itself again and again (each recursive bind
+    // copies the ones before): the same root-only file under many paths,
+    // some deeper than any bound.
+    let setup = format!(
+        "mount -t tmpfs tmpfs /srv\n{}\
+         ln -s . /srv/loop/self && ln -s /srv /srv/loop/up\n\
+         mkdir -p /srv/m/x && for i in 1 2 3 4 5 6 7; do mount --rbind /srv/m /srv/m/x; done\n",
+        plant(&["/srv/loop/secret", "/srv/m/secret"])
+    );
+    let paths = [
+        "/srv/loop/secret",
+        "/srv/loop/self/self/self/secret",
+        "/srv/loop/up/loop/up/loop/secret",
+        "/srv/m/secret",
+        "/srv/m/x/secret",
+        "/srv/m/x/x/secret",
+        "/srv/m/x/x/x/x/x/x/secret",
+    ];
+    for who in BOTH {
+        let out = run_inside(&w, who, &setup, &try_read(&paths));
+        assert_none_read(who, &out, &paths);
+    }
+    let out = run_outside(&w, &setup, &try_read(&paths));
+    assert_eq!(out.matches("READ ").count(), paths.len(), "{out}");
+}
+
+#[test]
+fn a_root_only_directory_holding_the_workspace_is_masked_around_it() {
+    if !require("rootview_holder") {
+        return;
+    }
+    let w = World::with_probe("rvholder");
+    let setup = format!(
+        "mount -t tmpfs tmpfs /srv\nmkdir -p /srv/private/ws && chmod 700 /srv/private\n{}",
+        plant(&["/srv/private/secret"])
+    );
+    let o = w
+        .command_with_setup(
+            Who::Root,
+            std::path::Path::new("/srv/private/ws"),
+            &setup,
+            &[],
+            &[
+                "claude",
+                "shell",
+                &format!(
+                    "{}; echo x > written && cat written; ls /srv/private",
+                    try_read(&["/srv/private/secret"])
+                ),
+            ],
+        )
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}\n{out}", stderr(&o));
+    assert_eq!(out, "unreadable /srv/private/secret\nx\nws\n");
+}
+
+/// The kernel's root-only files that exist on this machine, with what
+/// reading them takes (`sh` reads text; the ACPI tables are binary).
+fn kernel_files() -> Vec<&'static str> {
+    [
+        "/sys/firmware/acpi/tables/DSDT",
+        "/sys/firmware/acpi/tables/FACP",
+        "/sys/firmware/dmi/tables/DMI",
+        "/sys/devices/virtual/dmi/id/product_serial",
+        "/sys/kernel/slab/kmalloc-64/alloc_calls",
+        "/sys/class/zram-control/hot_add",
+        "/proc/timer_list",
+        "/proc/slabinfo",
+        "/proc/vmallocinfo",
+        "/proc/sys/net/ipv4/tcp_fastopen_key",
+    ]
+    .into_iter()
+    .filter(|p| {
+        std::fs::metadata(p).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.permissions().mode() & 0o004 == 0
+        })
+    })
+    .collect()
+}
+
+#[test]
+fn the_kernel_s_root_only_files_are_unreadable() {
+    if !require("rootview_kernel") {
+        return;
+    }
+    let files = kernel_files();
+    assert!(
+        files.contains(&"/proc/timer_list"),
+        "no root-only kernel file to test here: {files:?}"
+    );
+    let w = World::with_probe("rvkernel");
+    // `od` reads binary tables; a mask reads as nothing (or not at all).
+    let script = format!(
+        "for f in {}; do if [ -n \"$(od -An -N8 -tx1 \"$f\" 2>/dev/null)\" ]; then echo \"READ $f\"; else echo \"unreadable $f\"; fi; done; cat /sys/devices/system/cpu/online",
+        files.join(" ")
+    );
+    for who in BOTH {
+        let out = run_inside(&w, who, "", &script);
+        assert_none_read(who, &out, &files);
+        // What sessions need from /sys is still there.
+        assert!(
+            out.lines().last().is_some_and(|l| l.starts_with('0')),
+            "{who:?}: {out}"
+        );
+    }
+    let out = run_outside(
+        &w,
+        "",
+        &script.replace("; cat /sys/devices/system/cpu/online", ""),
+    );
+    assert_eq!(out.matches("READ ").count(), files.len(), "{out}");
+}
