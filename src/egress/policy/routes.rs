@@ -221,11 +221,13 @@ pub(crate) fn plan_jail(routes: &HostRoutes, resolv: &Resolv, allow_ip: &[Ipv4Ad
 /// 53 looks up (a rule's `ipproto`/`dport` selector, Linux 4.17): TCP, other
 /// ports and ICMP to the forwarder meet the 169.254/16 block and never reach
 /// pasta. (pasta forwards TCP port 53 to the address itself, not to the
-/// resolver, so TCP is not DNS there and is refused too.)
+/// resolver, so TCP is not DNS there and is refused too.) The protocol by
+/// number: `ip` reads names from /etc/protocols, which a minimal container
+/// image does not have (netbase), and then refuses `udp`.
 fn forwarder_rules(fwd: Ipv4Addr, gw: Ipv4Addr, ifc: &str) -> String {
     format!(
         "route replace {fwd}/32 via {gw} dev {ifc} onlink table {FORWARDER_TABLE}\n\
-         rule add pref 100 to {fwd}/32 ipproto udp dport 53 lookup {FORWARDER_TABLE}\n"
+         rule add pref 100 to {fwd}/32 ipproto 17 dport 53 lookup {FORWARDER_TABLE}\n"
     )
 }
 
@@ -388,7 +390,7 @@ mod tests {
             "{b}"
         );
         assert!(
-            b.contains("rule add pref 100 to 169.254.0.53/32 ipproto udp dport 53 lookup 53\n"),
+            b.contains("rule add pref 100 to 169.254.0.53/32 ipproto 17 dport 53 lookup 53\n"),
             "{b}"
         );
         assert!(
