@@ -358,6 +358,26 @@ impl World {
     /// real Claude Code, the shadow symlink, the git config template and `conf`.
     pub(crate) fn install_by_hand(&self, real: &Path, conf: &str) {
         let r = self.root.display();
+        // A root launch masks what its walk does not examine whole (issue
+        // #24), and the tests' worlds live under /var/tmp, many at once:
+        // past the default bound a world's own files would vanish from its
+        // root sessions. Every world widens it but tests/rootview.rs's
+        // ("rv…"), which test the bound itself.
+        let own = self.root.file_name().is_some_and(|n| {
+            n.to_string_lossy()
+                .trim_start_matches("csb-test-")
+                .starts_with("rv")
+        });
+        let conf = if own || conf.contains("root-view-max-entries") {
+            conf.to_string()
+        } else {
+            let sep = if conf.is_empty() || conf.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            format!("{conf}{sep}root-view-max-entries = 10000000\n")
+        };
         std::fs::write(self.root.join("bin/conf"), conf).unwrap();
         let out = self.run_root_raw(&format!(
             "set -e\n\
