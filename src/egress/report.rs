@@ -344,22 +344,7 @@ fn write_refusals(
     if refusals.is_empty() {
         return writeln!(out, "\nno refusals");
     }
-    writeln!(out, "\nrefused:")?;
-    for f in refusals {
-        match f.line() {
-            Some(l) => writeln!(
-                out,
-                "  {}  {} {}:{}  {}",
-                short_time(&l.time, spans_days),
-                clean(&l.method),
-                clean(&l.host),
-                l.port,
-                clean(&l.reason)
-            )?,
-            None => writeln!(out, "  {}", clean(&f.raw))?,
-        }
-    }
-    Ok(())
+    write_entries(out, "refused", refusals, spans_days, |l| l.reason.as_str())
 }
 
 /// One line per allowed request whose upstream failed, with its error;
@@ -372,8 +357,22 @@ fn write_failures(
     if failures.is_empty() {
         return Ok(());
     }
-    writeln!(out, "\nallowed, upstream failed:")?;
-    for f in failures {
+    write_entries(out, "allowed, upstream failed", failures, spans_days, |l| {
+        l.error.as_deref().unwrap_or("")
+    })
+}
+
+/// A heading, then one line per entry: time, method, host:port and `why`
+/// of its log line (the raw text when it is not one).
+fn write_entries(
+    out: &mut dyn Write,
+    heading: &str,
+    entries: &[Refusal],
+    spans_days: bool,
+    why: impl Fn(&crate::egress::policy::LogLine) -> &str,
+) -> std::io::Result<()> {
+    writeln!(out, "\n{heading}:")?;
+    for f in entries {
         match f.line() {
             Some(l) => writeln!(
                 out,
@@ -382,7 +381,7 @@ fn write_failures(
                 clean(&l.method),
                 clean(&l.host),
                 l.port,
-                clean(l.error.as_deref().unwrap_or(""))
+                clean(why(&l))
             )?,
             None => writeln!(out, "  {}", clean(&f.raw))?,
         }
