@@ -124,7 +124,7 @@ impl Site {
         openssl(&d, &csr);
         std::fs::write(
             d.join("server.ext"),
-            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test, DNS:github.com, DNS:api.github.com, DNS:api.anthropic.com\n\
+            "subjectAltName = DNS:allowed.test, DNS:denied.test, DNS:internal.test, DNS:github.com, DNS:api.github.com, DNS:api.anthropic.com, DNS:gitlab.com, DNS:gitlab.example.test, DNS:ghe.example.test, DNS:console.anthropic.com, DNS:platform.claude.com, DNS:claude.ai\n\
              basicConstraints = CA:FALSE\n\
              keyUsage = critical, digitalSignature\n\
              extendedKeyUsage = serverAuth\n",

@@ -34,6 +34,7 @@ and "pktinfo" (an IP_PKTINFO message naming the interface).
                                                /user and every path under /private/ need a token
                                                listed (one a line) in DIR/../auth-token (as
                                                `Authorization: token|Bearer T`, Basic's password,
+                                               `PRIVATE-TOKEN: T` (GitLab)
                                                or `x-api-key: T`): 401 naming what came without
                                                one, else "authenticated" or the file under
                                                /private/ stripped; stop after SECONDS (default 30)
@@ -315,7 +316,7 @@ def web(target, root, seconds, tls=None):
             except OSError:
                 tokens = set()
             auth = self.headers.get("Authorization", "")
-            key = self.headers.get("x-api-key", "")
+            key = self.headers.get("x-api-key", "") or self.headers.get("PRIVATE-TOKEN", "")
             sent = {key}
             scheme, _, param = auth.partition(" ")
             if scheme.lower() in ("token", "bearer"):
