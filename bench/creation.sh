@@ -64,7 +64,7 @@ cd /
 # a supervisor that does no work, answered with NOTIF_SEND and with
 # NOTIF_ADDFD, and ADDFD with warm.rs's spinner; three runs each.
 # WORK/notif-floor gets lines "MODE MEDIAN-NS P99-NS".
-cc -O2 -o "$work/notif-floor" "$(dirname "$0")/notif-floor.c" -lpthread
+cc -O2 -o "$work/notif-floor.bin" "$(dirname "$0")/notif-floor.c" -lpthread
 for run in 1 2 3; do
-    for mode in send addfd warm; do "$work/notif-floor" $mode; done
+    for mode in send addfd warm; do "$work/notif-floor.bin" $mode; done
 done > "$work/notif-floor"
