@@ -580,7 +580,7 @@ fn broker_summary(
         not.push("GitLab's token (~/.config/glab-cli: planned)");
     }
     let mode = crate::plan::egress(c);
-    if !c.broker || mode != crate::egress::policy::Egress::Allowlist {
+    if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
         let why = if c.broker {
             format!(
                 "egress = {} (the broker runs in allowlist mode only, so far)",

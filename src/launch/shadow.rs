@@ -270,7 +270,7 @@ fn start_broker(
     cfg: &Config,
     home: &Path,
 ) -> anyhow::Result<Option<std::sync::Arc<egress::Broker>>> {
-    if !cfg.broker || plan::egress(cfg) != egress::policy::Egress::Allowlist {
+    if !cfg.broker || !egress::policy::broker::brokers_in(plan::egress(cfg)) {
         return Ok(None);
     }
     let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());

@@ -22,6 +22,12 @@ pub(crate) const BROKERED: &[(&str, &str)] = &[
     ("api.anthropic.com", ANTHROPIC_API_KEY),
 ];
 
+/// Whether the broker runs in egress mode `mode` (with `broker` on): the
+/// one place the launch and doctor ask.
+pub(crate) fn brokers_in(mode: super::Egress) -> bool {
+    mode == super::Egress::Allowlist
+}
+
 /// The only port the broker intercepts.
 pub(crate) const BROKERED_PORT: u16 = 443;
 
