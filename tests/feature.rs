@@ -107,6 +107,10 @@ fn feature_packages_with_the_official_cli_and_static_binaries_for_both_arches() 
         "claudeVersion",
         "claudeSource",
         "publishPorts",
+        "pidsLimit",
+        "tmpfsSize",
+        "privateStateMax",
+        "broker",
     ] {
         assert!(meta["options"][o].is_object(), "option {o} missing");
     }
@@ -738,8 +742,12 @@ fn fresh_container_root_user_allowlist() {
             ("ALLOWDOMAIN", "allowed.test:8443, *.pkg.test"),
             ("ALLOWDOMAINS", "github, npm"),
             ("PUBLISHPORTS", "3000, 8888"),
+            ("PIDSLIMIT", "2048"),
+            ("TMPFSSIZE", "10%"),
+            ("PRIVATESTATEMAX", "8G"),
+            ("BROKER", "false"),
         ],
-        expect_conf: "egress = allowlist\nallow-domain = allowed.test:8443\nallow-domain = *.pkg.test\nallow-domains = github, npm\npublish-port = 3000, 8888\n",
+        expect_conf: "egress = allowlist\nallow-domain = allowed.test:8443\nallow-domain = *.pkg.test\nallow-domains = github, npm\npublish-port = 3000, 8888\npids-limit = 2048\ntmpfs-size = 10%\nprivate-state-max = 8G\nbroker = off\n",
     });
 }
 

@@ -35,6 +35,10 @@ WORKSPACEROOT="${WORKSPACEROOT:-}"
 CLAUDEVERSION="${CLAUDEVERSION:-2.1.330}"
 CLAUDESOURCE="${CLAUDESOURCE:-npm}"
 PUBLISHPORTS="${PUBLISHPORTS:-}"
+PIDSLIMIT="${PIDSLIMIT:-}"
+TMPFSSIZE="${TMPFSSIZE:-}"
+PRIVATESTATEMAX="${PRIVATESTATEMAX:-}"
+BROKER="${BROKER:-true}"
 user="${_REMOTE_USER:-root}"
 
 case "$CLAUDESOURCE" in
@@ -77,6 +81,10 @@ trap 'rm -f "$conf"' EXIT
     [ -n "$WORKSPACEROOT" ] && echo "workspace-root = $WORKSPACEROOT"
     [ -n "$PASSENV" ] && echo "pass-env = $PASSENV"
     [ -n "$PUBLISHPORTS" ] && echo "publish-port = $PUBLISHPORTS"
+    [ -n "$PIDSLIMIT" ] && echo "pids-limit = $PIDSLIMIT"
+    [ -n "$TMPFSSIZE" ] && echo "tmpfs-size = $TMPFSSIZE"
+    [ -n "$PRIVATESTATEMAX" ] && echo "private-state-max = $PRIVATESTATEMAX"
+    [ "$BROKER" = false ] && echo "broker = off"
     for ip in $(printf '%s' "$ALLOWIP" | tr ',' ' '); do echo "allow-ip = $ip"; done
     for p in $(printf '%s' "$ALLOWWRITE" | tr ',' ' '); do echo "allow-write = $p"; done
 } > "$conf"
