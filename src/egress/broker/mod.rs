@@ -163,7 +163,8 @@ impl Gather {
     /// under `/api/v3` of the host, or `api.HOST` on GHE.com).
     fn gh(&mut self, p: &std::path::Path) -> anyhow::Result<()> {
         let text = read(p)?;
-        let tokens = gh_tokens(&text);
+        // Read without comments: a trailing one is not part of the value.
+        let tokens = gh_tokens(&without_comments(&text));
         for (key, real) in &tokens {
             match forge_host(key) {
                 Some(h) => {

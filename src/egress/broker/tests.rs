@@ -300,7 +300,7 @@ fn every_forge_host_is_brokered_with_its_own_credential() {
     std::fs::write(
         f.dir.join("hosts.yml"),
         format!(
-            "github.com:\n    oauth_token: {REAL}\nghe.example.test:\n    oauth_token: {ghe}\n"
+            "github.com:\n    oauth_token: {REAL} # the one\nghe.example.test:\n    oauth_token: {ghe}\n"
         ),
     )
     .unwrap();

@@ -322,8 +322,8 @@ pub(crate) fn glab_config(text: &str) -> Result<Glab, String> {
         let indent = body.len() - body.trim_start().len();
         let (key, value) = match t.strip_suffix(':') {
             Some(k) => (unquote(k), ""),
-            None => match t.split_once(": ") {
-                Some((k, v)) => (unquote(k), v.trim()),
+            None => match value_at(t) {
+                Some(i) => (unquote(&t[..i]), t[i + 2..].trim()),
                 None => continue,
             },
         };
@@ -378,7 +378,7 @@ pub(crate) fn glab_config(text: &str) -> Result<Glab, String> {
 /// outside a quoted value).
 fn strip_comment(line: &str) -> &str {
     let line = line.trim_end_matches('\r');
-    let start = match line.find(": ") {
+    let start = match value_at(line) {
         Some(i) => {
             let v = line[i + 2..].trim_start();
             let at = line.len() - v.len();
@@ -393,6 +393,14 @@ fn strip_comment(line: &str) -> &str {
     let cut = (start..b.len())
         .find(|&i| b[i] == b'#' && (i == 0 || b[i - 1] == b' ' || b[i - 1] == b'\t'));
     &line[..cut.unwrap_or(line.len())]
+}
+
+/// Where the `:` that ends a YAML key is: followed by a blank (a space or
+/// a tab, which YAML allows there too).
+fn value_at(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(1))
+        .find(|&i| b[i] == b':' && (b[i + 1] == b' ' || b[i + 1] == b'\t'))
 }
 
 fn unquote(s: &str) -> &str {
@@ -833,6 +841,9 @@ aliases:
         assert!(g.secrets[0].token);
         let g = glab_config("token: glpat-TOPTOPTOPTOP\n").unwrap();
         assert_eq!(g.secrets[0].host.as_deref(), Some("gitlab.com"));
+        // A tab after the colon is YAML too.
+        let g = glab_config("hosts:\n  gitlab.com:\n    token:\tglpat-TABTABTABTAB\n").unwrap();
+        assert_eq!(g.secrets[0].value, "glpat-TABTABTABTAB");
         // No token (kept in a keyring): nothing to broker.
         let g = glab_config("hosts:\n  gitlab.com:\n    token:\n    user: me\n").unwrap();
         assert!(g.secrets.is_empty());
