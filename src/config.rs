@@ -43,6 +43,9 @@ pub struct Config {
     /// `broker` (default on): brokered credentials are stand-ins inside
     /// (issue #25, decision 0015); `broker = off` binds the real ones.
     pub broker: bool,
+    /// `broker-host = HOST CREDENTIAL` lines (the file only): rows added
+    /// to the broker's table (issue #25), each once, in order.
+    pub broker_hosts: Vec<(String, String)>,
     /// `publish-port`: TCP ports a server inside listens on that the host's
     /// loopback reaches (SPEC §4.7), in order, each once.
     pub publish_port: Vec<u16>,
@@ -112,6 +115,7 @@ impl Default for Config {
             allow_env_overrides: false,
             weakened_by_env: Vec::new(),
             broker: true,
+            broker_hosts: Vec::new(),
             publish_port: Vec::new(),
             pids_limit: Some(DEFAULT_PIDS_LIMIT),
             tmpfs_size: DEFAULT_TMPFS_SIZE,
@@ -249,6 +253,12 @@ fn set(
         "allow-domains" => add_presets(cfg, l)?,
         "allow-env-overrides" => cfg.allow_env_overrides = l.flag()?,
         "broker" => cfg.broker = l.flag()?,
+        "broker-host" => {
+            let v = l.need()?;
+            let row = crate::egress::policy::broker::parse_broker_host(&v)
+                .map_err(|e| l.at(format!("broker-host: {e}")))?;
+            push_unique(&mut cfg.broker_hosts, row);
+        }
         "pass-env" => {
             let v = l.need()?;
             for name in split_list(&v) {
@@ -283,7 +293,7 @@ fn set(
         }
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker, root-view-max-entries)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker, broker-host, root-view-max-entries)"
             )))
         }
     }
@@ -1401,6 +1411,45 @@ mod tests {
         let l = load(Path::new("/nonexistent/claude-sandbox.conf"), &env_of(&[])).unwrap();
         assert_eq!(l.config, Config::default());
         assert!(l.weakened.is_empty());
+    }
+
+    #[test]
+    fn broker_host_lines_add_rows_each_once_and_bad_ones_are_named() {
+        let cfg = parse(
+            "broker-host = uploads.github.com github\nbroker-host = api.gitlab.example.test gitlab:gitlab.example.test\nbroker-host = UPLOADS.github.com github\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.broker_hosts,
+            [
+                ("uploads.github.com".to_string(), "github".to_string()),
+                (
+                    "api.gitlab.example.test".to_string(),
+                    "gitlab:gitlab.example.test".to_string()
+                )
+            ]
+        );
+        assert!(parse("", "t").unwrap().broker_hosts.is_empty());
+        for (line, names) in [
+            ("broker-host = uploads.github.com nosuch", "nosuch"),
+            ("broker-host = *.github.com github", "*.github.com"),
+            ("broker-host = 192.0.2.1 github", "192.0.2.1"),
+            ("broker-host = bad_name.test github", "bad_name.test"),
+            ("broker-host = uploads.github.com", "uploads.github.com"),
+            ("broker-host", "broker-host"),
+        ] {
+            let e = parse(
+                &format!("egress = allowlist\n{line}\n"),
+                "/etc/claude-sandbox.conf",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("/etc/claude-sandbox.conf:2") && e.contains(names) && !e.contains('\n'),
+                "{line}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -498,3 +498,245 @@ fn a_broker_that_cannot_start_stops_the_launch() {
         assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
     }
 }
+
+// ---------------------------------------------------------------------------
+// forges (issue #25 items 1-2): glab's hosts, gh's GitHub Enterprise hosts,
+// GITLAB_TOKEN, and a `broker-host` line; each host's token its own
+// credential, swapped only towards its own hosts.
+
+/// Allowlist mode with the forge hosts allowed, `GITLAB_TOKEN` forwarded,
+/// and `allowed.test` added to the table for gitlab.com's token.
+const FORGES_CONF: &str = "egress = allowlist\nallow-domain = allowed.test\nallow-domain = gitlab.com\nallow-domain = gitlab.example.test\nallow-domain = ghe.example.test\nallow-domains = github\npass-env = GITLAB_TOKEN\nbroker-host = allowed.test gitlab\n";
+
+/// The real forge tokens of a forges world (github.com's is `Net::reals.gh`).
+struct ForgeReals {
+    ghe: String,
+    gitlab: String,
+    gitlab_ex: String,
+    /// `GITLAB_TOKEN` in the launching environment (for gitlab.com).
+    env: String,
+    /// A real token in a comment of glab's file (an old one, still valid).
+    commented: String,
+}
+
+impl ForgeReals {
+    fn all<'a>(&'a self, n: &'a Net) -> [&'a str; 6] {
+        [
+            &n.reals.gh,
+            &self.ghe,
+            &self.gitlab,
+            &self.gitlab_ex,
+            &self.env,
+            &self.commented,
+        ]
+    }
+}
+
+fn forges_net(name: &str) -> (Net, ForgeReals) {
+    let mut lan = Lan::up();
+    let site = Site::new(name);
+    let reals = Reals {
+        gh: real("gho_", name),
+        api_key: real("sk-ant-api03-", name),
+    };
+    let f = ForgeReals {
+        ghe: real("ghp_", &format!("{name}-ghe")),
+        gitlab: real("glpat-", &format!("{name}-gl")),
+        gitlab_ex: real("glpat-", &format!("{name}-glex")),
+        env: real("glpat-", &format!("{name}-env")),
+        commented: real("glpat-", &format!("{name}-old")),
+    };
+    let tokens: Vec<&str> = vec![
+        &reals.gh,
+        &f.ghe,
+        &f.gitlab,
+        &f.gitlab_ex,
+        &f.env,
+        &f.commented,
+    ];
+    std::fs::write(site.dir.join("auth-token"), tokens.join("\n") + "\n").unwrap();
+    site.start(&mut lan);
+    let w = jail_world(name, FORGES_CONF);
+    let o = w.run_root_raw(&format!(
+        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        site.ca_into(&w, who);
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!(
+                "github.com:\n    oauth_token: {}\n    user: octo\nghe.example.test:\n    oauth_token: {}\n    git_protocol: https\n    user: octo\n",
+                reals.gh, f.ghe
+            ),
+        );
+        w.put(
+            who,
+            ".config/glab-cli/config.yml",
+            &format!(
+                "git_protocol: https\nhost: gitlab.com\nhosts:\n    gitlab.com:\n        api_protocol: https\n        api_host: gitlab.com\n        # old: {}\n        token: {}\n    gitlab.example.test:\n        api_host: gitlab.example.test\n        token: \"{}\"\n",
+                f.commented, f.gitlab, f.gitlab_ex
+            ),
+        );
+    }
+    let n = Net {
+        lan,
+        site,
+        w,
+        reals,
+    };
+    (n, f)
+}
+
+/// `script` inside as `who`, `GITLAB_TOKEN` set to its real value outside.
+fn forges_session(n: &Net, f: &ForgeReals, who: Who, script: &str) -> Output {
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        "",
+        &[("GITLAB_TOKEN", &f.env)],
+        &["claude", "shell", script],
+    );
+    in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Inside: the stand-ins of every forge file and of `GITLAB_TOKEN`, each
+/// sent to its own host and to another one, a clone over Basic
+/// `oauth2:…`, a search for every real value; each result a line.
+fn forges_script(n: &Net, f: &ForgeReals) -> String {
+    let reals = f.all(n).map(pattern).join("|");
+    let curl = "curl -sS -m 10";
+    format!(
+        "GH=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | sed -n 1p)\n\
+         GHE=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | sed -n 2p)\n\
+         GL=$(sed -n 's/^ *token: //p' ~/.config/glab-cli/config.yml | sed -n 1p)\n\
+         export GLX=$(sed -n 's/^ *token: \"\\(.*\\)\"$/\\1/p' ~/.config/glab-cli/config.yml)\n\
+         echo \"gh=$GH\"; echo \"ghe=$GHE\"; echo \"gl=$GL\"; echo \"glx=$GLX\"; echo \"env=$GITLAB_TOKEN\"\n\
+         echo \"mode=$(stat -c %a ~/.config/glab-cli/config.yml)\"\n\
+         echo \"gl_private=$({curl} -H \"PRIVATE-TOKEN: $GL\" https://gitlab.com/user)\"\n\
+         echo \"glx_bearer=$({curl} -H \"Authorization: Bearer $GLX\" https://gitlab.example.test/user)\"\n\
+         echo \"env_private=$({curl} -H \"PRIVATE-TOKEN: $GITLAB_TOKEN\" https://gitlab.com/user)\"\n\
+         echo \"ghe_token=$({curl} -H \"Authorization: token $GHE\" https://ghe.example.test/user)\"\n\
+         echo \"gh_token=$({curl} -H \"Authorization: token $GH\" https://api.github.com/user)\"\n\
+         echo \"clone=$(git -c credential.helper= -c credential.helper='!f() {{ echo username=oauth2; echo password=$GLX; }}; f' \
+            clone -q https://gitlab.example.test/private/org/repo.git c 2>&1 && cat c/README)\"\n\
+         echo \"gl_to_github=$({curl} -H \"PRIVATE-TOKEN: $GL\" https://github.com/user)\"\n\
+         echo \"gl_bearer_to_github=$({curl} -H \"Authorization: Bearer $GL\" https://api.github.com/user)\"\n\
+         echo \"gh_to_gitlab=$({curl} -H \"Authorization: token $GH\" https://gitlab.com/user)\"\n\
+         echo \"ghe_to_github=$({curl} -H \"Authorization: token $GHE\" https://github.com/user)\"\n\
+         echo \"glx_to_gitlab=$({curl} -H \"PRIVATE-TOKEN: $GLX\" https://gitlab.com/user)\"\n\
+         echo \"env_to_glx=$({curl} -H \"PRIVATE-TOKEN: $GITLAB_TOKEN\" https://gitlab.example.test/user)\"\n\
+         echo \"extra=$({curl} -H \"PRIVATE-TOKEN: $GL\" https://allowed.test/user)\"\n\
+         echo \"extra_ghe=$({curl} -H \"Authorization: token $GHE\" https://allowed.test/user)\"\n\
+         echo \"found=$(grep -rlsaE '{reals}' ~ /etc /tmp /usr/libexec \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')\"\n"
+    )
+}
+
+#[test]
+fn every_forge_host_gets_a_standin_that_works_only_towards_its_own_hosts() {
+    if !require("broker_forges") {
+        return;
+    }
+    let (n, f) = forges_net("brkforge");
+    // Positive control: every real token authenticates from the host, and
+    // the search inside finds what it looks for (broker_off's test).
+    for (host, header) in [
+        ("gitlab.com", format!("PRIVATE-TOKEN: {}", f.gitlab)),
+        (
+            "ghe.example.test",
+            format!("Authorization: token {}", f.ghe),
+        ),
+        (
+            "gitlab.example.test",
+            format!("PRIVATE-TOKEN: {}", f.commented),
+        ),
+    ] {
+        assert_eq!(from_host(&n, host, "/user", &header), "authenticated\n");
+    }
+    for who in BOTH {
+        let o = forges_session(&n, &f, who, &forges_script(&n, &f));
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let v = |name: &str| value(&out, name).to_string();
+        let (gh, ghe, gl, glx, env) = (v("gh"), v("ghe"), v("gl"), v("glx"), v("env"));
+        for (standin, real, prefix) in [
+            (&gh, &n.reals.gh, "gho_"),
+            (&ghe, &f.ghe, "ghp_"),
+            (&gl, &f.gitlab, "glpat-"),
+            (&glx, &f.gitlab_ex, "glpat-"),
+            (&env, &f.env, "glpat-"),
+        ] {
+            assert!(
+                standin.starts_with(prefix) && standin.len() == real.len() && standin != real,
+                "{who:?}: {standin} for {prefix}: {}",
+                shown(&o)
+            );
+        }
+        // glab refuses a config.yml whose mode is not 600.
+        assert_eq!(v("mode"), "600", "{who:?}");
+        // Each stand-in works against its own host, in its protocol's headers...
+        for name in [
+            "gl_private",
+            "glx_bearer",
+            "env_private",
+            "ghe_token",
+            "gh_token",
+            "extra",
+        ] {
+            assert_eq!(v(name), "authenticated", "{who:?}: {name}: {}", shown(&o));
+        }
+        assert_eq!(v("clone"), README.trim_end(), "{who:?}: {}", shown(&o));
+        // ...and arrives as itself anywhere else: another forge, another
+        // host of the same forge, a broker-host row of another credential.
+        for (name, want) in [
+            ("gl_to_github", gl.clone()),
+            ("gl_bearer_to_github", format!("Bearer {gl}")),
+            ("gh_to_gitlab", format!("token {gh}")),
+            ("ghe_to_github", format!("token {ghe}")),
+            ("glx_to_gitlab", glx.clone()),
+            ("env_to_glx", env.clone()),
+            ("extra_ghe", format!("token {ghe}")),
+        ] {
+            assert_eq!(
+                v(name),
+                format!("got: {want}"),
+                "{who:?}: {name}: {}",
+                shown(&o)
+            );
+        }
+        // No real value in any file (the commented one included), any
+        // environment or command line inside.
+        assert_eq!(v("found").trim(), "", "{who:?}: {out}");
+        // Copied out and replayed from the host: worthless.
+        let replay = from_host(&n, "gitlab.com", "/user", &format!("PRIVATE-TOKEN: {gl}"));
+        assert_eq!(replay, format!("got: {gl}\n"), "{who:?}");
+        // Each swap a line naming the host's own credential.
+        let log = newest_log(&n, who);
+        for (host, cred) in [
+            ("gitlab.com", "gitlab"),
+            ("gitlab.example.test", "gitlab:gitlab.example.test"),
+            ("ghe.example.test", "github:ghe.example.test"),
+            ("allowed.test", "gitlab"),
+        ] {
+            assert!(
+                log.contains(&format!("\"host\":\"{host}\",\"credential\":\"{cred}\"")),
+                "{who:?}: {host} {cred}:\n{log}"
+            );
+        }
+        for real in f.all(&n) {
+            assert!(!log.contains(real), "{who:?}: a value in the log");
+        }
+        // The host's own files are untouched.
+        let glab =
+            std::fs::read_to_string(n.w.home(who).join(".config/glab-cli/config.yml")).unwrap();
+        assert!(
+            glab.contains(&f.gitlab) && glab.contains(&f.commented),
+            "{who:?}"
+        );
+    }
+}

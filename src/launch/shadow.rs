@@ -274,18 +274,33 @@ fn start_broker(
         return Ok(None);
     }
     let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
-    let gh = home.join(".config/gh/hosts.yml");
+    let forge = |rel: &str| {
+        let p = home.join(rel);
+        (!cfg.no_forge && p.symlink_metadata().is_ok()).then_some(p)
+    };
+    let forwarded = |name: &str| {
+        cfg.pass_env
+            .iter()
+            .any(|n| n == name)
+            .then(|| std::env::var(name).ok())
+            .flatten()
+            .filter(|v| !v.is_empty())
+    };
     let key = "ANTHROPIC_API_KEY";
     let src = egress::Sources {
         session: host::session_id().to_string(),
-        gh_hosts: (!cfg.no_forge && gh.symlink_metadata().is_ok()).then_some(gh),
-        anthropic_key: cfg
-            .pass_env
-            .iter()
-            .any(|n| n == key)
-            .then(|| std::env::var(key).ok())
-            .flatten()
-            .filter(|v| !v.is_empty() && !base_url_elsewhere(cfg, &home)),
+        gh_hosts: forge(".config/gh/hosts.yml"),
+        glab_config: forge(".config/glab-cli/config.yml"),
+        gitlab_env: ["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"]
+            .into_iter()
+            .filter_map(|n| Some((n.to_string(), forwarded(n)?)))
+            .collect(),
+        // glab's GITLAB_HOST (or GL_HOST) when forwarded, else gitlab.com.
+        gitlab_env_host: forwarded("GITLAB_HOST")
+            .or_else(|| forwarded("GL_HOST"))
+            .unwrap_or_else(|| "gitlab.com".into()),
+        anthropic_key: forwarded(key).filter(|_| !base_url_elsewhere(cfg, &home)),
+        extra_hosts: cfg.broker_hosts.clone(),
         bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
     };
     let broker = egress::Broker::start(&src)?;

@@ -265,7 +265,7 @@ mod tests {
                      Authorization: token gho_STANDIN\r\nX: gho_STANDIN\r\n\
                      POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer gho_STANDIN\r\n\r\n\
                      11\r\nAuthorization: gh\r\n0\r\nX-T: gho_STANDIN\r\n\r\n\
-                     GET /last HTTP/1.1\r\nX-Api-Key: gho_STANDIN\r\n\r\n";
+                     GET /last HTTP/1.1\r\nauthorization: token gho_STANDIN\r\n\r\n";
         for step in [1, 7, input.len()] {
             let (out, seen) = run(input.as_bytes(), step).unwrap();
             assert_eq!(out.matches("gho_REALREAL").count(), 4, "{out}");

@@ -6,12 +6,14 @@
 //! PROMISES. A launch that brokers ([`Broker::start`]) gives the plan only
 //! stand-ins and the session CA's certificate ([`Inside`]); the real values
 //! and the CA's key live in this process's memory, never in a file. TLS is
-//! terminated only for a `CONNECT` to a host of the table
-//! ([`crate::egress::policy::broker::BROKERED`]), on port 443, for which this
+//! terminated only for a `CONNECT` to a host of the session's table
+//! ([`crate::egress::policy::broker::Table`]: the fixed rows, each forge
+//! host with a token, the `broker-host` lines), on port 443, for which this
 //! session holds a credential ([`Broker::intercepts`]); every other
 //! connection is never seen in plaintext. The upstream is verified against
 //! the host's system roots by name. A stand-in is replaced only in the
-//! credential headers of requests to the hosts of its own credential; a
+//! headers of its own protocol in requests to the hosts of its own
+//! credential (each forge host's token is a credential of its own); a
 //! request whose framing is unclear ends the connection. Each swap is
 //! reported (method, credential name) for the log, never a value. A broker
 //! that cannot start stops the launch (exit 125).
@@ -39,37 +41,50 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConnection};
 
 use crate::egress::policy::broker::{
-    brokered_hosts, credentials_for, gh_tokens, replace_all, standin, Inside, Swap,
-    ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, SYSTEM_BUNDLE,
+    forge_credential, forge_host, gh_tokens, glab_config, replace_all, standin, without_comments,
+    Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, GITLAB, SYSTEM_BUNDLE,
 };
 use crate::error::setup;
 use ca::SessionCa;
 use tunnel::{pump, Side};
 
 /// Where this launch's credentials are, as the launch found them.
+#[derive(Default)]
 pub(crate) struct Sources {
     pub(crate) session: String,
     /// `~/.config/gh/hosts.yml`, when it exists and the forge directories
     /// are bound.
     pub(crate) gh_hosts: Option<PathBuf>,
+    /// `~/.config/glab-cli/config.yml`, when it exists and the forge
+    /// directories are bound.
+    pub(crate) glab_config: Option<PathBuf>,
+    /// GitLab tokens in variables `pass-env` forwards (`GITLAB_TOKEN`, …):
+    /// (name, value), and the host they are for.
+    pub(crate) gitlab_env: Vec<(String, String)>,
+    pub(crate) gitlab_env_host: String,
     /// `ANTHROPIC_API_KEY`, when `pass-env` forwards it and it is set.
     pub(crate) anthropic_key: Option<String>,
+    /// `broker-host` lines: (host, credential).
+    pub(crate) extra_hosts: Vec<(String, String)>,
     /// The system CA bundle ([`SYSTEM_BUNDLE`]; tests name another).
     pub(crate) bundle: PathBuf,
 }
 
-/// One brokered credential.
+/// One brokered credential: one real value of it (a credential may have
+/// several, e.g. a host's token in `glab`'s file and in `GITLAB_TOKEN`).
 struct Cred {
-    name: &'static str,
+    name: String,
     standin: String,
     real: String,
 }
 
 /// The broker of one launch: the session CA, the upstream TLS
-/// configuration, the credentials and what the sandbox sees of them.
+/// configuration, the table, the credentials and what the sandbox sees of
+/// them.
 pub(crate) struct Broker {
     ca: SessionCa,
     upstream: Arc<ClientConfig>,
+    table: Table,
     creds: Vec<Cred>,
     inside: Inside,
 }
@@ -81,61 +96,161 @@ fn fail(what: String) -> anyhow::Error {
     ))
 }
 
+/// The credentials of a launch as they are gathered: one stand-in per real
+/// value, whichever file or variable holds it.
+struct Gather {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    /// (real, stand-in).
+    pairs: Vec<(String, String)>,
+    creds: Vec<Cred>,
+    rows: Vec<(String, String)>,
+    files: Vec<(PathBuf, String)>,
+    env: Vec<(String, String)>,
+}
+
+impl Gather {
+    /// The stand-in of `real` (the same for every place it is in).
+    fn standin(&mut self, real: &str) -> anyhow::Result<String> {
+        if let Some((_, s)) = self.pairs.iter().find(|(r, _)| r == real) {
+            return Ok(s.clone());
+        }
+        // A draw equal to the real value (a very short one) is drawn again.
+        for _ in 0..16 {
+            let mut rnd = vec![0u8; real.len()];
+            self.provider
+                .secure_random
+                .fill(&mut rnd)
+                .map_err(|_| fail("no random numbers".into()))?;
+            if let Some(s) = standin(real, &rnd) {
+                self.pairs.push((real.to_string(), s.clone()));
+                return Ok(s);
+            }
+        }
+        Err(fail(format!(
+            "no stand-in differs from a credential of {} characters",
+            real.len()
+        )))
+    }
+
+    /// `real` brokered as `name`, swapped towards `hosts` (beyond the fixed
+    /// table's): its stand-in.
+    fn cred(&mut self, name: &str, real: &str, hosts: &[String]) -> anyhow::Result<String> {
+        let s = self.standin(real)?;
+        if !self.creds.iter().any(|c| c.name == name && c.real == real) {
+            self.creds.push(Cred {
+                name: name.to_string(),
+                standin: s.clone(),
+                real: real.to_string(),
+            });
+        }
+        for h in hosts {
+            self.rows.push((h.clone(), name.to_string()));
+        }
+        Ok(s)
+    }
+
+    /// The copy of `p` (comments dropped, every real value a stand-in).
+    fn copy(&mut self, p: &std::path::Path, text: &str) {
+        let pairs: Vec<(String, String)> = self.pairs.clone();
+        self.files.push((
+            p.to_path_buf(),
+            replace_all(&without_comments(text), &pairs),
+        ));
+    }
+
+    /// `gh`'s `hosts.yml`: each host's token a credential of its own,
+    /// swapped towards the host and `api.HOST` (GitHub Enterprise: the API
+    /// under `/api/v3` of the host, or `api.HOST` on GHE.com).
+    fn gh(&mut self, p: &std::path::Path) -> anyhow::Result<()> {
+        let text = read(p)?;
+        // Read without comments: a trailing one is not part of the value.
+        let tokens = gh_tokens(&without_comments(&text));
+        for (key, real) in &tokens {
+            match forge_host(key) {
+                Some(h) => {
+                    let hosts = [h.clone(), format!("api.{h}")];
+                    self.cred(&forge_credential(GITHUB, &h), real, &hosts)?
+                }
+                // A host the broker cannot serve: a stand-in that works nowhere.
+                None => self.standin(real)?,
+            };
+        }
+        if !tokens.is_empty() {
+            self.copy(p, &text);
+        }
+        Ok(())
+    }
+
+    /// `glab`'s `config.yml`: each host's token a credential of its own,
+    /// swapped towards the host and its `api_host`; every other secret
+    /// in it (a refresh token) a stand-in that is swapped nowhere.
+    fn glab(&mut self, p: &std::path::Path) -> anyhow::Result<()> {
+        let text = read(p)?;
+        let g = glab_config(&text).map_err(|e| fail(format!("{}: {e}", p.display())))?;
+        for s in &g.secrets {
+            let host = s.host.as_deref().and_then(forge_host);
+            match (&host, s.token) {
+                (Some(h), true) => {
+                    let mut hosts = vec![h.clone()];
+                    let key = s.host.as_deref().unwrap_or_default();
+                    hosts.extend(
+                        g.api_hosts
+                            .iter()
+                            .filter(|(k, _)| k == key)
+                            .filter_map(|(_, a)| forge_host(a)),
+                    );
+                    self.cred(&forge_credential(GITLAB, h), &s.value, &hosts)?
+                }
+                _ => self.standin(&s.value)?,
+            };
+        }
+        if !g.secrets.is_empty() {
+            self.copy(p, &text);
+        }
+        Ok(())
+    }
+}
+
+fn read(p: &std::path::Path) -> anyhow::Result<String> {
+    crate::sys::files::read_text(p).map_err(|e| fail(format!("cannot read {}: {e:?}", p.display())))
+}
+
 impl Broker {
     /// Start the broker for `src`: `None` when there is nothing to broker.
     pub(crate) fn start(src: &Sources) -> anyhow::Result<Option<Broker>> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut creds = Vec::new();
-        let mut files = Vec::new();
-        let mut env = Vec::new();
-        let draw = |real: &str| -> anyhow::Result<String> {
-            // A draw equal to the real value (a very short one) is drawn again.
-            for _ in 0..16 {
-                let mut rnd = vec![0u8; real.len()];
-                provider
-                    .secure_random
-                    .fill(&mut rnd)
-                    .map_err(|_| fail("no random numbers".into()))?;
-                if let Some(s) = standin(real, &rnd) {
-                    return Ok(s);
-                }
-            }
-            Err(fail(format!(
-                "no stand-in differs from a credential of {} characters",
-                real.len()
-            )))
+        let mut g = Gather {
+            provider: provider.clone(),
+            pairs: Vec::new(),
+            creds: Vec::new(),
+            rows: Vec::new(),
+            files: Vec::new(),
+            env: Vec::new(),
         };
         if let Some(p) = &src.gh_hosts {
-            let text = crate::sys::files::read_text(p)
-                .map_err(|e| fail(format!("cannot read {}: {e:?}", p.display())))?;
-            let mut pairs = Vec::new();
-            for (host, real) in gh_tokens(&text) {
-                if host == "github.com" && !pairs.iter().any(|(r, _)| *r == real) {
-                    let s = draw(&real)?;
-                    pairs.push((real.clone(), s.clone()));
-                    creds.push(Cred {
-                        name: GITHUB,
-                        standin: s,
-                        real,
-                    });
-                }
-            }
-            if !pairs.is_empty() {
-                files.push((p.clone(), replace_all(&text, &pairs)));
-            }
+            g.gh(p)?;
+        }
+        if let Some(p) = &src.glab_config {
+            g.glab(p)?;
+        }
+        let gitlab_host = forge_host(&src.gitlab_env_host);
+        for (var, real) in &src.gitlab_env {
+            let s = match &gitlab_host {
+                Some(h) => g.cred(&forge_credential(GITLAB, h), real, std::slice::from_ref(h))?,
+                None => g.standin(real)?,
+            };
+            g.env.push((var.clone(), s));
         }
         if let Some(real) = &src.anthropic_key {
-            let s = draw(real)?;
-            env.push(("ANTHROPIC_API_KEY".to_string(), s.clone()));
-            creds.push(Cred {
-                name: ANTHROPIC_API_KEY,
-                standin: s,
-                real: real.clone(),
-            });
+            let s = g.cred(ANTHROPIC_API_KEY, real, &[])?;
+            g.env.push(("ANTHROPIC_API_KEY".to_string(), s));
         }
-        if creds.is_empty() {
+        if g.pairs.is_empty() {
             return Ok(None);
         }
+        let mut rows = g.rows;
+        rows.extend(src.extra_hosts.iter().cloned());
+        let table = Table::new(&rows);
         let system = std::fs::read_to_string(&src.bundle).map_err(|e| {
             fail(format!(
                 "cannot read the system CA bundle {}: {e}",
@@ -144,15 +259,16 @@ impl Broker {
         })?;
         let upstream = upstream_config(&system, provider.clone())
             .map_err(|e| fail(format!("{}: {e}", src.bundle.display())))?;
-        let ca = SessionCa::new(&src.session, &brokered_hosts(), provider).map_err(fail)?;
+        let ca = SessionCa::new(&src.session, &table.hosts(), provider).map_err(fail)?;
         let bundle = format!("{}\n{}", system.trim_end(), ca.pem());
         Ok(Some(Broker {
             ca,
             upstream,
-            creds,
+            table,
+            creds: g.creds,
             inside: Inside {
-                files,
-                env,
+                files: g.files,
+                env: g.env,
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
             },
@@ -171,12 +287,12 @@ impl Broker {
     }
 
     fn swaps(&self, host: &str) -> Vec<Swap<'_>> {
-        let names: Vec<&str> = credentials_for(host).collect();
+        let names: Vec<&str> = self.table.credentials_for(host).collect();
         self.creds
             .iter()
-            .filter(|c| names.contains(&c.name))
+            .filter(|c| names.contains(&c.name.as_str()))
             .map(|c| Swap {
-                credential: c.name,
+                credential: &c.name,
                 standin: &c.standin,
                 real: &c.real,
             })

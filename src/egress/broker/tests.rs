@@ -52,8 +52,8 @@ fn broker(f: &Fixture) -> Broker {
     Broker::start(&Sources {
         session: "test".into(),
         gh_hosts: Some(f.dir.join("hosts.yml")),
-        anthropic_key: None,
         bundle: f.dir.join("public.pem"),
+        ..Default::default()
     })
     .unwrap()
     .expect("a credential to broker")
@@ -269,16 +269,16 @@ fn nothing_to_broker_starts_nothing_and_a_missing_bundle_fails_closed() {
     let none = Broker::start(&Sources {
         session: "t".into(),
         gh_hosts: None,
-        anthropic_key: None,
         bundle: f.dir.join("public.pem"),
+        ..Default::default()
     })
     .unwrap();
     assert!(none.is_none());
     let err = Broker::start(&Sources {
         session: "t".into(),
         gh_hosts: Some(f.dir.join("hosts.yml")),
-        anthropic_key: None,
         bundle: f.dir.join("missing.pem"),
+        ..Default::default()
     })
     .err()
     .unwrap();
@@ -288,4 +288,88 @@ fn nothing_to_broker_starts_nothing_and_a_missing_bundle_fails_closed() {
         e.contains("missing.pem") && e.contains("broker = off"),
         "{e}"
     );
+}
+
+/// Forges (issue #25): every host of `gh` and `glab` a credential of its
+/// own, `GITLAB_TOKEN` for its host, `broker-host` rows; the copies inside
+/// hold only stand-ins.
+#[test]
+fn every_forge_host_is_brokered_with_its_own_credential() {
+    let f = fixture();
+    let ghe = "ghp_GheGheGheGheGheGheGheGheGheGheGheGhe12";
+    std::fs::write(
+        f.dir.join("hosts.yml"),
+        format!(
+            "github.com:\n    oauth_token: {REAL} # the one\nghe.example.test:\n    oauth_token: {ghe}\n"
+        ),
+    )
+    .unwrap();
+    let (gl, gl2, env) = (
+        "glpat-AAAAAAAAAAAAAAAAAAAA",
+        "glpat-BBBBBBBBBBBBBBBBBBBB",
+        "glpat-EEEEEEEEEEEEEEEEEEEE",
+    );
+    std::fs::write(
+        f.dir.join("config.yml"),
+        format!("hosts:\n  gitlab.com:\n    token: {gl} # was glpat-OLD\n  gitlab.example.test:\n    api_host: api.gitlab.example.test\n    token: {gl2}\n    oauth2_refresh_token: refresh-0123456789\n  10.0.0.5:\n    token: glpat-IPIPIPIPIPIPIPIPIPIP\n"),
+    )
+    .unwrap();
+    let b = Broker::start(&Sources {
+        session: "t".into(),
+        gh_hosts: Some(f.dir.join("hosts.yml")),
+        glab_config: Some(f.dir.join("config.yml")),
+        gitlab_env: vec![("GITLAB_TOKEN".into(), env.into())],
+        gitlab_env_host: "gitlab.example.test".into(),
+        extra_hosts: vec![("uploads.github.com".into(), "github".into())],
+        bundle: f.dir.join("public.pem"),
+        ..Default::default()
+    })
+    .unwrap()
+    .unwrap();
+    let names = |host: &str| -> Vec<String> {
+        let mut v: Vec<String> = b
+            .swaps(host)
+            .iter()
+            .map(|s| s.credential.to_string())
+            .collect();
+        v.dedup();
+        v
+    };
+    assert_eq!(names("github.com"), ["github"]);
+    assert_eq!(names("uploads.github.com"), ["github"]);
+    assert_eq!(names("ghe.example.test"), ["github:ghe.example.test"]);
+    assert_eq!(names("api.ghe.example.test"), ["github:ghe.example.test"]);
+    assert_eq!(names("gitlab.com"), ["gitlab"]);
+    assert_eq!(names("gitlab.example.test"), ["gitlab:gitlab.example.test"]);
+    assert_eq!(
+        names("api.gitlab.example.test"),
+        ["gitlab:gitlab.example.test"]
+    );
+    // GITLAB_TOKEN for its host, beside the file's token.
+    assert_eq!(b.swaps("gitlab.example.test").len(), 2);
+    assert!(b.swaps("gitlab.com").iter().all(|s| s.real == gl));
+    assert!(!b.intercepts("10.0.0.5", 443) && !b.intercepts("example.test", 443));
+    // Inside: stand-ins only, in the files and the variable.
+    let inside = b.inside();
+    let all: String = inside
+        .files
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .chain(inside.env.iter().map(|(_, v)| v.as_str()))
+        .collect();
+    for real in [
+        REAL,
+        ghe,
+        gl,
+        gl2,
+        env,
+        "glpat-OLD",
+        "refresh-0123456789",
+        "glpat-IPIP",
+    ] {
+        assert!(!all.contains(real), "{real} inside: {all}");
+    }
+    assert_eq!(inside.files.len(), 2);
+    assert_eq!(inside.env[0].0, "GITLAB_TOKEN");
+    assert!(inside.env[0].1.starts_with("glpat-"));
 }

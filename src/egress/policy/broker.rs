@@ -1,24 +1,32 @@
 //! The credential broker's pure half (issue #25, docs/decisions/0015): the
-//! table of brokered hosts, stand-ins, the stand-in copy of `gh`'s
-//! `hosts.yml`, the header swap, the log line of an injection, and what
-//! the plan binds inside ([`Inside`]). No real value is ever a field of
+//! table of brokered hosts ([`BROKERED`], a session's [`Table`], the
+//! `broker-host` lines), stand-ins, the forges' files read (`gh`'s
+//! `hosts.yml`, `glab`'s `config.yml`) and their stand-in copies, the
+//! header swap (each credential in its own protocol's headers), the log
+//! line of an injection, and what the plan binds inside ([`Inside`]). No real value is ever a field of
 //! anything here that the plan sees.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// The GitHub token of `gh` (`~/.config/gh/hosts.yml`, `oauth_token`).
+/// The GitHub token of `gh` for `github.com` (`~/.config/gh/hosts.yml`,
+/// `oauth_token`); another host's is `github:HOST` ([`forge_credential`]).
 pub(crate) const GITHUB: &str = "github";
+/// The GitLab token of `glab` for `gitlab.com` (`~/.config/glab-cli/config.yml`,
+/// `token`), or `GITLAB_TOKEN` and its kin; another host's is `gitlab:HOST`.
+pub(crate) const GITLAB: &str = "gitlab";
 /// `ANTHROPIC_API_KEY`, when `pass-env` forwards it.
 pub(crate) const ANTHROPIC_API_KEY: &str = "anthropic-api-key";
 
 /// The brokered hosts (port 443) and the credential each may receive: the
-/// one table. TLS is terminated for a host only when it is here and the
-/// session holds that credential.
+/// fixed rows of the one table ([`Table`] adds the session's forge hosts
+/// and the `broker-host` lines). TLS is terminated for a host only when it
+/// is in the table and the session holds that credential.
 pub(crate) const BROKERED: &[(&str, &str)] = &[
     ("github.com", GITHUB),
     ("api.github.com", GITHUB),
+    ("gitlab.com", GITLAB),
     ("api.anthropic.com", ANTHROPIC_API_KEY),
 ];
 
@@ -31,22 +39,142 @@ pub(crate) fn brokers_in(mode: super::Egress) -> bool {
 /// The only port the broker intercepts.
 pub(crate) const BROKERED_PORT: u16 = 443;
 
-/// The request headers a stand-in is swapped in (lower case).
-const SWAP_HEADERS: &[&str] = &["authorization", "x-api-key"];
+/// The forge kinds whose credentials are per host: `KIND` for the public
+/// host, `KIND:HOST` for any other (a GitHub Enterprise or self-managed
+/// GitLab host), so one host's stand-in is never swapped towards another.
+const FORGES: &[(&str, &str)] = &[(GITHUB, "github.com"), (GITLAB, "gitlab.com")];
 
-/// The credentials `host` may receive (host already normalised).
-pub(crate) fn credentials_for(host: &str) -> impl Iterator<Item = &'static str> + '_ {
-    BROKERED
-        .iter()
-        .filter(move |(h, _)| *h == host)
-        .map(|(_, c)| *c)
+/// The credential of forge `kind`'s token for `host` (normalised).
+pub(crate) fn forge_credential(kind: &str, host: &str) -> String {
+    match FORGES.iter().any(|(k, h)| *k == kind && *h == host) {
+        true => kind.to_string(),
+        false => format!("{kind}:{host}"),
+    }
 }
 
-/// The hosts a credential is swapped in for (the CA's name constraints).
-pub(crate) fn brokered_hosts() -> Vec<&'static str> {
-    let mut v: Vec<&str> = BROKERED.iter().map(|(h, _)| *h).collect();
-    v.dedup();
-    v
+/// The request headers (lower case) the stand-ins of `credential` are
+/// swapped in: where that protocol carries it, nowhere else.
+fn headers_of(credential: &str) -> &'static [&'static str] {
+    let kind = credential.split(':').next().unwrap_or(credential);
+    match kind {
+        GITHUB => &["authorization"],
+        GITLAB => &["authorization", "private-token"],
+        _ => &["authorization", "x-api-key"],
+    }
+}
+
+/// The brokered host a forge's configuration names by `key` (`HOST`,
+/// `HOST:443`, `https://HOST/path`): `None` for one the broker cannot
+/// serve (another port, an IP literal, not a DNS name).
+pub(crate) fn forge_host(key: &str) -> Option<String> {
+    let k = key.trim();
+    let k = k
+        .strip_prefix("https://")
+        .or_else(|| k.strip_prefix("http://"))
+        .unwrap_or(k);
+    let authority = k.split('/').next().unwrap_or("");
+    let host = match authority.rsplit_once(':') {
+        Some((h, "443")) => h,
+        Some(_) => return None,
+        None => authority,
+    };
+    dns_name(host)
+}
+
+/// `host` lower-cased without one trailing dot, when it is a DNS name (not
+/// an IP literal, no wildcard).
+fn dns_name(host: &str) -> Option<String> {
+    let h = super::rules::normalise_host(host)?;
+    h.parse::<std::net::IpAddr>().is_err().then_some(h)
+}
+
+/// `broker-host = HOST CREDENTIAL` (issue #25): the table row it adds, or
+/// why not (one line, naming the bad value).
+pub(crate) fn parse_broker_host(v: &str) -> Result<(String, String), String> {
+    let mut words = v.split_whitespace();
+    let (Some(host), Some(cred), None) = (words.next(), words.next(), words.next()) else {
+        return Err(format!(
+            "`{v}` is not `HOST CREDENTIAL` (e.g. `uploads.github.com github`)"
+        ));
+    };
+    if host.contains('*') {
+        return Err(format!(
+            "`{host}`: no wildcards; name each host (one line each)"
+        ));
+    }
+    let h = dns_name(host).ok_or_else(|| {
+        format!("`{host}` is not a host name (a DNS name like uploads.github.com; no IP address, port or path)")
+    })?;
+    let known = known_credential(cred);
+    if !known {
+        return Err(format!(
+            "`{cred}` is not a credential the broker knows (known: {}, or github:HOST, gitlab:HOST)",
+            [GITHUB, GITLAB, ANTHROPIC_API_KEY].join(", ")
+        ));
+    }
+    Ok((h, cred.to_string()))
+}
+
+/// A credential name a `broker-host` line may give a host.
+fn known_credential(c: &str) -> bool {
+    if [GITHUB, GITLAB, ANTHROPIC_API_KEY].contains(&c) {
+        return true;
+    }
+    match c.split_once(':') {
+        Some((kind, host)) => {
+            FORGES.iter().any(|(k, _)| *k == kind)
+                && dns_name(host).is_some_and(|h| h == host && forge_credential(kind, &h) == c)
+        }
+        None => false,
+    }
+}
+
+/// The one table of a session: [`BROKERED`], then the rows of its forge
+/// hosts and of `broker-host` lines, each (host, credential) once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Table {
+    rows: Vec<(String, String)>,
+}
+
+impl Table {
+    /// [`BROKERED`] and `extra`.
+    pub(crate) fn new(extra: &[(String, String)]) -> Table {
+        let mut t = Table { rows: Vec::new() };
+        for (h, c) in BROKERED {
+            t.add(h, c);
+        }
+        for (h, c) in extra {
+            t.add(h, c);
+        }
+        t
+    }
+
+    /// Add the row `host` → `credential` (once).
+    pub(crate) fn add(&mut self, host: &str, credential: &str) {
+        let row = (host.to_string(), credential.to_string());
+        if !self.rows.contains(&row) {
+            self.rows.push(row);
+        }
+    }
+
+    /// The credentials `host` may receive (host already normalised).
+    pub(crate) fn credentials_for<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a str> {
+        self.rows
+            .iter()
+            .filter(move |(h, _)| h == host)
+            .map(|(_, c)| c.as_str())
+    }
+
+    /// Every host of the table, once (the CA's name constraints).
+    pub(crate) fn hosts(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for (h, _) in &self.rows {
+            if !v.contains(&h.as_str()) {
+                v.push(h);
+            }
+        }
+        v
+    }
 }
 
 /// What the sandbox sees of the broker, for the plan: the stand-in files,
@@ -72,9 +200,34 @@ pub(crate) const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// Characters of a stand-in's random part.
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/// The public prefix a stand-in keeps: up to the last `_` or `-` among
-/// the first 16 characters (`gho_`, `github_pat_`, `sk-ant-api03-`).
+/// The forges' documented token prefixes: a stand-in keeps exactly these
+/// (their random part may hold `-` or `_`, which the rule below would take
+/// for the prefix's end and keep some of the secret).
+const KNOWN_PREFIXES: &[&str] = &[
+    "github_pat_",
+    "gho_",
+    "ghp_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "glpat-",
+    "gloas-",
+    "gldt-",
+    "glrt-",
+    "glptt-",
+    "glft-",
+    "glimt-",
+    "glagent-",
+    "glcbt-",
+    "glsoat-",
+];
+
+/// The public prefix a stand-in keeps: a known one, else up to the last
+/// `_` or `-` among the first 16 characters (`sk-ant-api03-`).
 fn prefix_len(real: &str) -> usize {
+    if let Some(p) = KNOWN_PREFIXES.iter().find(|p| real.starts_with(**p)) {
+        return p.len();
+    }
     real.char_indices()
         .take(16)
         .filter(|(_, c)| *c == '_' || *c == '-')
@@ -128,6 +281,166 @@ pub(crate) fn gh_tokens(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// One secret of `glab`'s `config.yml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GlabSecret {
+    /// The key of the host it is under (as written, lower case); `None`
+    /// outside `hosts:`.
+    pub(crate) host: Option<String>,
+    /// A host's `token` (swapped towards it); else a secret that only gets
+    /// a stand-in (`oauth2_refresh_token`, `job_token`, a token elsewhere).
+    pub(crate) token: bool,
+    pub(crate) value: String,
+}
+
+/// What the broker takes from `glab`'s `config.yml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Glab {
+    pub(crate) secrets: Vec<GlabSecret>,
+    /// (host key, its `api_host`).
+    pub(crate) api_hosts: Vec<(String, String)>,
+}
+
+/// The keys of `glab`'s configuration whose values are secrets.
+const GLAB_SECRET_KEYS: &[&str] = &["token", "oauth2_refresh_token", "job_token"];
+
+/// `glab`'s `config.yml` (`hosts:` → HOST → `token`, `api_host`; a
+/// top-level `token` of older versions is the top-level `host`'s, by
+/// default `gitlab.com`). Comments are not read. A secret that is not a
+/// plain or quoted scalar is refused: the broker would not find it.
+pub(crate) fn glab_config(text: &str) -> Result<Glab, String> {
+    let mut g = Glab::default();
+    let mut default_host = "gitlab.com".to_string();
+    let (mut in_hosts, mut host_indent, mut host) = (false, None, None::<String>);
+    for line in text.lines() {
+        let body = strip_comment(line);
+        let t = body.trim();
+        let t = t.strip_prefix("- ").unwrap_or(t);
+        if t.is_empty() || t == "-" {
+            continue;
+        }
+        let indent = body.len() - body.trim_start().len();
+        let (key, value) = match t.strip_suffix(':') {
+            Some(k) => (unquote(k), ""),
+            None => match value_at(t) {
+                Some(i) => (unquote(&t[..i]), t[i + 2..].trim()),
+                None => continue,
+            },
+        };
+        let key = key.to_ascii_lowercase();
+        if indent == 0 {
+            (in_hosts, host_indent, host) = (key == "hosts" && value.is_empty(), None, None);
+            if key == "host" && !value.is_empty() {
+                default_host = unquote(value).to_ascii_lowercase();
+            }
+        } else if in_hosts && *host_indent.get_or_insert(indent) == indent {
+            if !value.is_empty() {
+                return Err(format!(
+                    "host `{key}` is not written as a block of keys under it"
+                ));
+            }
+            host = Some(key.clone());
+            continue;
+        }
+        let under = if indent == 0 { None } else { host.clone() };
+        if key == "api_host" && !value.is_empty() {
+            if let Some(h) = &under {
+                g.api_hosts
+                    .push((h.clone(), unquote(value).to_ascii_lowercase()));
+            }
+        }
+        if !GLAB_SECRET_KEYS.contains(&key.as_str()) || value.is_empty() {
+            continue;
+        }
+        let v = plain_scalar(value).ok_or_else(|| {
+            format!("its `{key}` is not written as `{key}: VALUE` (a plain or quoted value)")
+        })?;
+        let top_token = indent == 0 && key == "token";
+        g.secrets.push(GlabSecret {
+            host: if top_token {
+                Some(String::new())
+            } else {
+                under.clone()
+            },
+            token: key == "token" && (under.is_some() || top_token),
+            value: v,
+        });
+    }
+    for s in &mut g.secrets {
+        if s.host.as_deref() == Some("") {
+            s.host = Some(default_host.clone());
+        }
+    }
+    Ok(g)
+}
+
+/// `line` without its YAML comment (a `#` at the start or after a blank,
+/// outside a quoted value).
+fn strip_comment(line: &str) -> &str {
+    let line = line.trim_end_matches('\r');
+    let start = match value_at(line) {
+        Some(i) => {
+            let v = line[i + 2..].trim_start();
+            let at = line.len() - v.len();
+            match v.chars().next() {
+                Some(q @ ('"' | '\'')) => v[1..].find(q).map_or(line.len(), |e| at + e + 2),
+                _ => 0,
+            }
+        }
+        None => 0,
+    };
+    let b = line.as_bytes();
+    let cut = (start..b.len())
+        .find(|&i| b[i] == b'#' && (i == 0 || b[i - 1] == b' ' || b[i - 1] == b'\t'));
+    &line[..cut.unwrap_or(line.len())]
+}
+
+/// Where the `:` that ends a YAML key is: followed by a blank (a space or
+/// a tab, which YAML allows there too).
+fn value_at(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(1))
+        .find(|&i| b[i] == b':' && (b[i + 1] == b' ' || b[i + 1] == b'\t'))
+}
+
+fn unquote(s: &str) -> &str {
+    let s = s.trim();
+    for q in ['"', '\''] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|x| x.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    s
+}
+
+/// A plain or quoted YAML scalar's text; `None` for anything else (a block
+/// scalar, an alias, a flow collection, a tag, an escape).
+fn plain_scalar(v: &str) -> Option<String> {
+    let u = unquote(v);
+    let quoted = u.len() != v.len();
+    if !quoted && v.starts_with(['|', '>', '&', '*', '!', '{', '[', '"', '\'', '%', '@', '`']) {
+        return None;
+    }
+    if u.is_empty() || u.contains(['\\', '"', '\'', ' ']) {
+        return None;
+    }
+    Some(u.to_string())
+}
+
+/// `text` without comments: the stand-in copies carry none, so a real
+/// value kept in a comment (an old token) is not readable inside either.
+pub(crate) fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let body = strip_comment(line).trim_end();
+        if !body.trim().is_empty() || line.trim().is_empty() {
+            out.push_str(body);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// `text` with every real value replaced by its stand-in.
 pub(crate) fn replace_all(text: &str, pairs: &[(String, String)]) -> String {
     let mut t = text.to_string();
@@ -153,21 +466,29 @@ pub(crate) fn swap_header<'a>(
     value: &[u8],
     swaps: &[Swap<'a>],
 ) -> Option<(Vec<u8>, Vec<&'a str>)> {
-    if !SWAP_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+    let swaps: Vec<&Swap<'a>> = swaps
+        .iter()
+        .filter(|s| {
+            headers_of(s.credential)
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+        })
+        .collect();
+    if swaps.is_empty() {
         return None;
     }
     let text = std::str::from_utf8(value).ok()?;
     let (scheme, param) = match text.split_once(' ') {
         Some((s, p)) if s.eq_ignore_ascii_case("basic") => (s, p.trim()),
-        _ => return swap_text(text, swaps).map(|(t, c)| (t.into_bytes(), c)),
+        _ => return swap_text(text, &swaps).map(|(t, c)| (t.into_bytes(), c)),
     };
     let decoded = String::from_utf8(b64_decode(param)?).ok()?;
-    let (swapped, used) = swap_text(&decoded, swaps)?;
+    let (swapped, used) = swap_text(&decoded, &swaps)?;
     let out = format!("{scheme} {}", b64_encode(swapped.as_bytes()));
     Some((out.into_bytes(), used))
 }
 
-fn swap_text<'a>(text: &str, swaps: &[Swap<'a>]) -> Option<(String, Vec<&'a str>)> {
+fn swap_text<'a>(text: &str, swaps: &[&Swap<'a>]) -> Option<(String, Vec<&'a str>)> {
     let mut t = text.to_string();
     let mut used = Vec::new();
     for s in swaps {
@@ -291,7 +612,6 @@ mod tests {
         for (name, value, want) in [
             ("Authorization", "token gho_STANDIN", "token gho_REALREAL"),
             ("authorization", "Bearer gho_STANDIN", "Bearer gho_REALREAL"),
-            ("X-Api-Key", "gho_STANDIN", "gho_REALREAL"),
         ] {
             let (v, used) = swap_header(name, value.as_bytes(), &s).unwrap();
             assert_eq!(
@@ -328,14 +648,260 @@ mod tests {
 
     #[test]
     fn the_table_names_each_host_once_per_credential() {
+        let t = Table::new(&[
+            ("uploads.github.com".into(), GITHUB.into()),
+            ("github.com".into(), GITHUB.into()),
+        ]);
         assert_eq!(
-            credentials_for("api.github.com").collect::<Vec<_>>(),
+            t.credentials_for("api.github.com").collect::<Vec<_>>(),
             [GITHUB]
         );
-        assert_eq!(credentials_for("example.com").count(), 0);
+        assert_eq!(t.credentials_for("github.com").count(), 1);
+        assert_eq!(t.credentials_for("example.com").count(), 0);
         assert_eq!(
-            brokered_hosts(),
-            ["github.com", "api.github.com", "api.anthropic.com"]
+            t.hosts(),
+            [
+                "github.com",
+                "api.github.com",
+                "gitlab.com",
+                "api.anthropic.com",
+                "uploads.github.com"
+            ]
         );
+    }
+
+    #[test]
+    fn gitlab_tokens_keep_their_prefix_and_nothing_of_the_secret() {
+        let rnd: Vec<u8> = (0..200u8).collect();
+        // A `-` in the random part is not taken for the prefix's end.
+        let real = "glpat-Ab-Cd_EfGhIjKlMnOpQr";
+        let s = standin(real, &rnd).unwrap();
+        assert!(s.starts_with("glpat-") && s.len() == real.len(), "{s}");
+        assert!(s[6..].bytes().all(|b| b.is_ascii_alphanumeric()), "{s}");
+        assert!(!s.starts_with("glpat-Ab"), "{s}");
+        let s = standin("github_pat_11AB-cdEFghIJ_klMNopQRstUV", &rnd).unwrap();
+        assert!(
+            s.starts_with("github_pat_") && !s.starts_with("github_pat_11AB"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn each_forge_credential_is_its_hosts_own() {
+        assert_eq!(forge_credential(GITHUB, "github.com"), "github");
+        assert_eq!(forge_credential(GITLAB, "gitlab.com"), "gitlab");
+        assert_eq!(
+            forge_credential(GITHUB, "ghe.example.test"),
+            "github:ghe.example.test"
+        );
+        assert_eq!(forge_credential(GITLAB, "github.com"), "gitlab:github.com");
+        for (key, want) in [
+            ("gitlab.example.test", Some("gitlab.example.test")),
+            ("GitLab.Example.Test.", Some("gitlab.example.test")),
+            ("gitlab.example.test:443", Some("gitlab.example.test")),
+            ("https://example.test/gitlab", Some("example.test")),
+            ("gitlab.example.test:8443", None),
+            ("10.0.0.5", None),
+            ("[::1]", None),
+            ("*.example.test", None),
+            ("", None),
+        ] {
+            assert_eq!(forge_host(key).as_deref(), want, "{key}");
+        }
+    }
+
+    #[test]
+    fn each_credential_is_swapped_in_its_own_protocols_headers() {
+        let s = vec![
+            Swap {
+                credential: "gitlab:gitlab.example.test",
+                standin: "glpat-STANDIN",
+                real: "glpat-REALREAL",
+            },
+            Swap {
+                credential: GITHUB,
+                standin: "gho_STANDIN",
+                real: "gho_REALREAL",
+            },
+        ];
+        let got = |n: &str, v: &str| {
+            swap_header(n, v.as_bytes(), &s).map(|(v, c)| (String::from_utf8(v).unwrap(), c))
+        };
+        assert_eq!(
+            got("PRIVATE-TOKEN", "glpat-STANDIN"),
+            Some((
+                "glpat-REALREAL".to_string(),
+                vec!["gitlab:gitlab.example.test"]
+            ))
+        );
+        assert_eq!(
+            got("Authorization", "Bearer glpat-STANDIN").unwrap().0,
+            "Bearer glpat-REALREAL"
+        );
+        let basic = format!("Basic {}", b64_encode(b"oauth2:glpat-STANDIN"));
+        let (v, _) = got("Authorization", &basic).unwrap();
+        let decoded = b64_decode(v.strip_prefix("Basic ").unwrap()).unwrap();
+        assert_eq!(decoded, b"oauth2:glpat-REALREAL");
+        // GitHub's token is not carried in GitLab's header, nor in x-api-key.
+        assert_eq!(got("PRIVATE-TOKEN", "gho_STANDIN"), None);
+        assert_eq!(got("X-Api-Key", "gho_STANDIN"), None);
+        assert_eq!(got("X-Api-Key", "glpat-STANDIN"), None);
+    }
+
+    const GLAB: &str = "\
+# What protocol to use. token: glpat-INCOMMENT0000000000
+git_protocol: ssh
+host: gitlab.example.test
+hosts:
+    gitlab.com:
+        # token: glpat-OLDTOKEN00000000000
+        api_protocol: https
+        api_host: gitlab.com
+        token: glpat-AAAAAAAAAAAAAAAAAAAA # the current one: glpat-TRAILING000000000
+        user: octo
+    \"gitlab.example.test\":
+        api_host: api.gitlab.example.test
+        token: 'glpat-BBBBBBBBBBBBBBBBBBBB'
+        oauth2_refresh_token: \"REFRESH0123456789\"
+        is_oauth2: true
+    gitlab.example.test:
+        token: glpat-DUPLICATE00000000000
+    example.test/gitlab:
+        token: glpat-PATHPATHPATHPATH0000
+    gitlab.example.test:8443:
+        token: glpat-PORTPORTPORTPORT0000
+aliases:
+    ci: pipeline ci
+";
+
+    #[test]
+    fn glab_tokens_are_found_under_their_host_and_comments_are_not_read() {
+        let g = glab_config(GLAB).unwrap();
+        let got: Vec<(Option<&str>, bool, &str)> = g
+            .secrets
+            .iter()
+            .map(|s| (s.host.as_deref(), s.token, s.value.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("gitlab.com"), true, "glpat-AAAAAAAAAAAAAAAAAAAA"),
+                (
+                    Some("gitlab.example.test"),
+                    true,
+                    "glpat-BBBBBBBBBBBBBBBBBBBB"
+                ),
+                (Some("gitlab.example.test"), false, "REFRESH0123456789"),
+                // A duplicated host: both its tokens.
+                (
+                    Some("gitlab.example.test"),
+                    true,
+                    "glpat-DUPLICATE00000000000"
+                ),
+                (
+                    Some("example.test/gitlab"),
+                    true,
+                    "glpat-PATHPATHPATHPATH0000"
+                ),
+                (
+                    Some("gitlab.example.test:8443"),
+                    true,
+                    "glpat-PORTPORTPORTPORT0000"
+                ),
+            ]
+        );
+        assert_eq!(
+            g.api_hosts,
+            [
+                ("gitlab.com".to_string(), "gitlab.com".to_string()),
+                (
+                    "gitlab.example.test".to_string(),
+                    "api.gitlab.example.test".to_string()
+                )
+            ]
+        );
+        // The copy inside carries no comment, so none of the tokens in them.
+        let copy = without_comments(GLAB);
+        for gone in ["INCOMMENT", "OLDTOKEN", "TRAILING"] {
+            assert!(!copy.contains(gone), "{gone}: {copy}");
+        }
+        assert!(
+            copy.contains("token: glpat-AAAAAAAAAAAAAAAAAAAA\n"),
+            "{copy}"
+        );
+        assert!(copy.contains("\"REFRESH0123456789\"\n"), "{copy}");
+        assert_eq!(glab_config(&copy).unwrap(), g);
+    }
+
+    #[test]
+    fn a_glab_secret_the_broker_could_miss_is_refused() {
+        // An old glab's top-level token: the top-level host's.
+        let g = glab_config("host: gitlab.example.test\ntoken: glpat-TOPTOPTOPTOP\n").unwrap();
+        assert_eq!(g.secrets[0].host.as_deref(), Some("gitlab.example.test"));
+        assert!(g.secrets[0].token);
+        let g = glab_config("token: glpat-TOPTOPTOPTOP\n").unwrap();
+        assert_eq!(g.secrets[0].host.as_deref(), Some("gitlab.com"));
+        // A tab after the colon is YAML too.
+        let g = glab_config("hosts:\n  gitlab.com:\n    token:\tglpat-TABTABTABTAB\n").unwrap();
+        assert_eq!(g.secrets[0].value, "glpat-TABTABTABTAB");
+        // No token (kept in a keyring): nothing to broker.
+        let g = glab_config("hosts:\n  gitlab.com:\n    token:\n    user: me\n").unwrap();
+        assert!(g.secrets.is_empty());
+        for bad in [
+            "hosts:\n  gitlab.com:\n    token: |\n      glpat-XXXXXXXXXXXXXXXXXXXX\n",
+            "hosts:\n  gitlab.com:\n    token: &t glpat-XXXXXXXXXXXXXXXXXXXX\n",
+            "hosts:\n  gitlab.com: {token: glpat-XXXXXXXXXXXXXXXXXXXX}\n",
+            "hosts:\n  gitlab.com:\n    token: \"glpat-\\u0041XXXXXXXXXXXXXXXXXX\"\n",
+        ] {
+            assert!(glab_config(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn broker_host_lines_name_a_dns_host_and_a_known_credential() {
+        assert_eq!(
+            parse_broker_host("uploads.github.com github"),
+            Ok(("uploads.github.com".into(), GITHUB.into()))
+        );
+        assert_eq!(
+            parse_broker_host("  Registry.GitLab.com.   gitlab "),
+            Ok(("registry.gitlab.com".into(), GITLAB.into()))
+        );
+        assert_eq!(
+            parse_broker_host("api.ghe.example.test github:ghe.example.test"),
+            Ok((
+                "api.ghe.example.test".into(),
+                "github:ghe.example.test".into()
+            ))
+        );
+        for (bad, names) in [
+            ("uploads.github.com", "uploads.github.com"),
+            (
+                "uploads.github.com github extra",
+                "uploads.github.com github extra",
+            ),
+            ("*.github.com github", "*.github.com"),
+            ("10.0.0.5 github", "10.0.0.5"),
+            ("[::1] github", "[::1]"),
+            ("uploads.github.com:8443 github", "uploads.github.com:8443"),
+            ("example.test/x github", "example.test/x"),
+            ("uploads.github.com gitub", "gitub"),
+            ("uploads.github.com github:", "github:"),
+            (
+                "uploads.github.com github:GHE.example.test",
+                "github:GHE.example.test",
+            ),
+            ("uploads.github.com github:github.com", "github:github.com"),
+            (
+                "uploads.github.com anthropic-api-key:x.test",
+                "anthropic-api-key:x.test",
+            ),
+        ] {
+            let e = parse_broker_host(bad).unwrap_err();
+            assert!(
+                e.contains(&format!("`{names}`")) && !e.contains('\n'),
+                "{bad}: {e}"
+            );
+        }
     }
 }
