@@ -155,6 +155,16 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         None => {}
     }
     reap_orphans();
+    // Decision 0017: a refreshed login's real tokens back in the host's
+    // file, once nothing inside runs any more.
+    match broker.as_ref().and_then(|b| b.write_back_login()) {
+        Some(Ok(p)) => eprintln!(
+            "claude-sandbox: Claude Code's login was refreshed in the session; its new tokens are in {}",
+            p.display()
+        ),
+        Some(Err(e)) => eprintln!("claude-sandbox: Claude Code's refreshed login was not saved: {e}; log in again with /login if claude asks"),
+        None => {}
+    }
     pids.finish();
     // The private state is measured for the next launch while the
     // tripwire walks the workspace (issue #24).
@@ -287,6 +297,10 @@ fn start_broker(
             .flatten()
             .filter(|v| !v.is_empty() && !base_url_elsewhere(cfg, &home)),
         bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
+        // Claude Code's login (decision 0017): a regular file only (Claude
+        // Code refuses a symbolic link there too).
+        claude_credentials: Some(home.join(egress::policy::claude_oauth::CREDENTIALS_REL))
+            .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
     };
     let broker = egress::Broker::start(&src)?;
     if broker.is_some() {

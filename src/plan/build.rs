@@ -156,6 +156,12 @@ fn broker_mounts(facts: &Facts) -> Vec<Mount> {
             data: Data::Text(text.clone()),
         })
         .collect();
+    // Read-write copies (Claude Code's credentials file): the session
+    // rewrites its own copy; nothing of it reaches the host's file.
+    m.extend(b.writable.iter().map(|(dst, text)| Mount::Data {
+        dst: dst.clone(),
+        data: Data::Writable(text.clone()),
+    }));
     m.push(Mount::Data {
         dst: b.bundle_path.clone(),
         data: Data::Text(b.bundle.clone()),

@@ -180,6 +180,17 @@ fn mount(o: &mut Out, m: &Mount, limits: &Limits) {
                     let num = if first { FD_FIRST_TEXT } else { o.dynamic() };
                     (num, FdContent::Bytes(t.clone().into_bytes()))
                 }
+                Data::Writable(t) => {
+                    o.push(["--perms", "0600"]);
+                    let num = o.dynamic();
+                    o.with_fd(
+                        "--bind-data",
+                        num,
+                        FdContent::Bytes(t.clone().into_bytes()),
+                        &[dst.as_os_str()],
+                    );
+                    return;
+                }
             };
             o.with_fd("--ro-bind-data", num, content, &[dst.as_os_str()]);
         }

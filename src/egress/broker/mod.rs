@@ -18,7 +18,11 @@
 //!
 //! `ca.rs`: the session CA and its leaves. `http.rs`: requests framed and
 //! their credential headers swapped. `tunnel.rs`: the two TLS connections
-//! and the threads between them.
+//! and the threads between them. `oauth.rs`: Claude Code's login (decision
+//! 0017): its real tokens, the refresh's body and answer rewritten at the
+//! token endpoint only, the newest real tokens written back to the host's
+//! file after a refresh, never a stand-in. `responses.rs`: the responses
+//! framed on a connection to the token endpoint's host, only there.
 //!
 //! May import: `sys`, `error`, `egress::policy`.
 //!
@@ -26,6 +30,10 @@
 
 mod ca;
 mod http;
+mod oauth;
+#[cfg(test)]
+mod oauth_tests;
+mod responses;
 #[cfg(test)]
 mod tests;
 mod tunnel;
@@ -40,8 +48,9 @@ use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerCo
 
 use crate::egress::policy::broker::{
     brokered_hosts, credentials_for, gh_tokens, replace_all, standin, Inside, Swap,
-    ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, SYSTEM_BUNDLE,
+    ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, SYSTEM_BUNDLE,
 };
+use crate::egress::policy::claude_oauth::token_path;
 use crate::error::setup;
 use ca::SessionCa;
 use tunnel::{pump, Side};
@@ -56,6 +65,9 @@ pub(crate) struct Sources {
     pub(crate) anthropic_key: Option<String>,
     /// The system CA bundle ([`SYSTEM_BUNDLE`]; tests name another).
     pub(crate) bundle: PathBuf,
+    /// `~/.claude/.credentials.json`, when it is a regular file (decision
+    /// 0017): brokered when it holds a login.
+    pub(crate) claude_credentials: Option<PathBuf>,
 }
 
 /// One brokered credential.
@@ -71,6 +83,8 @@ pub(crate) struct Broker {
     ca: SessionCa,
     upstream: Arc<ClientConfig>,
     creds: Vec<Cred>,
+    /// Claude Code's login, when brokered (decision 0017).
+    oauth: Option<oauth::Oauth>,
     inside: Inside,
 }
 
@@ -88,23 +102,7 @@ impl Broker {
         let mut creds = Vec::new();
         let mut files = Vec::new();
         let mut env = Vec::new();
-        let draw = |real: &str| -> anyhow::Result<String> {
-            // A draw equal to the real value (a very short one) is drawn again.
-            for _ in 0..16 {
-                let mut rnd = vec![0u8; real.len()];
-                provider
-                    .secure_random
-                    .fill(&mut rnd)
-                    .map_err(|_| fail("no random numbers".into()))?;
-                if let Some(s) = standin(real, &rnd) {
-                    return Ok(s);
-                }
-            }
-            Err(fail(format!(
-                "no stand-in differs from a credential of {} characters",
-                real.len()
-            )))
-        };
+        let draw = |real: &str| -> anyhow::Result<String> { draw(&provider, real).map_err(fail) };
         if let Some(p) = &src.gh_hosts {
             let text = crate::sys::files::read_text(p)
                 .map_err(|e| fail(format!("cannot read {}: {e:?}", p.display())))?;
@@ -133,7 +131,21 @@ impl Broker {
                 real: real.clone(),
             });
         }
-        if creds.is_empty() {
+        let mut writable = Vec::new();
+        let oauth = match &src.claude_credentials {
+            Some(p) => {
+                let text = crate::sys::files::read_text(p)
+                    .map_err(|e| fail(format!("cannot read {}: {e:?}", p.display())))?;
+                oauth::Oauth::start(p, provider.clone(), &text)
+                    .map_err(|e| fail(format!("{}: {e}", p.display())))?
+                    .map(|(o, inside)| {
+                        writable.push((p.clone(), inside));
+                        o
+                    })
+            }
+            None => None,
+        };
+        if creds.is_empty() && oauth.is_none() {
             return Ok(None);
         }
         let system = std::fs::read_to_string(&src.bundle).map_err(|e| {
@@ -150,8 +162,10 @@ impl Broker {
             ca,
             upstream,
             creds,
+            oauth,
             inside: Inside {
                 files,
+                writable,
                 env,
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
@@ -167,7 +181,26 @@ impl Broker {
     /// Whether a `CONNECT` to `host:port` is intercepted: a brokered host,
     /// port 443, a credential for it held.
     pub(crate) fn intercepts(&self, host: &str, port: u16) -> bool {
-        port == BROKERED_PORT && !self.swaps(host).is_empty()
+        port == BROKERED_PORT && (!self.swaps(host).is_empty() || self.login_for(host).is_some())
+    }
+
+    /// Claude Code's login, when brokered and `host` may receive it.
+    fn login_for(&self, host: &str) -> Option<&oauth::Oauth> {
+        self.oauth
+            .as_ref()
+            .filter(|_| credentials_for(host).any(|c| c == CLAUDE_OAUTH))
+    }
+
+    /// After the session (decision 0017): the newest real tokens of
+    /// Claude Code's login back in the host's file when a refresh went
+    /// through; the file, or why it was left as it was.
+    pub(crate) fn write_back_login(&self) -> Option<Result<PathBuf, String>> {
+        let o = self.oauth.as_ref()?;
+        match o.write_back() {
+            Ok(true) => Some(Ok(o.path().to_path_buf())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn swaps(&self, host: &str) -> Vec<Swap<'_>> {
@@ -222,11 +255,21 @@ impl Broker {
             }
         };
         let swaps = self.swaps(host);
+        let login = self.login_for(host);
+        let endpoint = login.and(token_path(host));
+        let (sent, answers) = std::sync::mpsc::channel();
         let (up, down) = std::thread::scope(|s| {
             let down = s.spawn(|| {
-                let r = pump(&outer, &inner, &mut |b, out| {
-                    out.extend_from_slice(b);
-                    Ok(())
+                let mut responses = match (login, endpoint) {
+                    (Some(l), Some(_)) => Some(responses::Responses::new(l, answers)),
+                    _ => None,
+                };
+                let r = pump(&outer, &inner, &mut |b, out| match &mut responses {
+                    Some(r) => r.feed(b, out),
+                    None => {
+                        out.extend_from_slice(b);
+                        Ok(())
+                    }
                 });
                 if r.is_err() {
                     inner.cut();
@@ -235,6 +278,12 @@ impl Broker {
                 r
             });
             let mut requests = http::Requests::new(&swaps);
+            if let Some(login) = login {
+                requests = requests.with_login(http::LoginHook {
+                    login,
+                    endpoint: endpoint.map(|p| (p, sent)),
+                });
+            }
             let up = pump(&inner, &outer, &mut |b, out| {
                 requests.feed(b, out, &mut |m, c| swapped(m, c))
             });
@@ -249,6 +298,25 @@ impl Broker {
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
     }
+}
+
+/// A stand-in for `real`, from the system's random generator (a draw
+/// equal to the real value, for a very short one, is drawn again).
+fn draw(provider: &rustls::crypto::CryptoProvider, real: &str) -> Result<String, String> {
+    for _ in 0..16 {
+        let mut rnd = vec![0u8; real.len()];
+        provider
+            .secure_random
+            .fill(&mut rnd)
+            .map_err(|_| "no random numbers".to_string())?;
+        if let Some(s) = standin(real, &rnd) {
+            return Ok(s);
+        }
+    }
+    Err(format!(
+        "no stand-in differs from a credential of {} characters",
+        real.len()
+    ))
 }
 
 /// The TLS client configuration towards the real hosts: the system roots

@@ -54,6 +54,7 @@ fn broker(f: &Fixture) -> Broker {
         gh_hosts: Some(f.dir.join("hosts.yml")),
         anthropic_key: None,
         bundle: f.dir.join("public.pem"),
+        claude_credentials: None,
     })
     .unwrap()
     .expect("a credential to broker")
@@ -271,6 +272,7 @@ fn nothing_to_broker_starts_nothing_and_a_missing_bundle_fails_closed() {
         gh_hosts: None,
         anthropic_key: None,
         bundle: f.dir.join("public.pem"),
+        claude_credentials: None,
     })
     .unwrap();
     assert!(none.is_none());
@@ -279,6 +281,7 @@ fn nothing_to_broker_starts_nothing_and_a_missing_bundle_fails_closed() {
         gh_hosts: Some(f.dir.join("hosts.yml")),
         anthropic_key: None,
         bundle: f.dir.join("missing.pem"),
+        claude_credentials: None,
     })
     .err()
     .unwrap();

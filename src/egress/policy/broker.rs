@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use super::claude_oauth::CLAUDE_OAUTH;
+
 /// The GitHub token of `gh` (`~/.config/gh/hosts.yml`, `oauth_token`).
 pub(crate) const GITHUB: &str = "github";
 /// `ANTHROPIC_API_KEY`, when `pass-env` forwards it.
@@ -20,6 +22,12 @@ pub(crate) const BROKERED: &[(&str, &str)] = &[
     ("github.com", GITHUB),
     ("api.github.com", GITHUB),
     ("api.anthropic.com", ANTHROPIC_API_KEY),
+    // Claude Code's login (decision 0017): its access token on the API
+    // and the claude.ai connectors' proxy, its refresh at the token
+    // endpoint (`claude_oauth::TOKEN_ENDPOINTS`).
+    ("api.anthropic.com", CLAUDE_OAUTH),
+    ("mcp-proxy.anthropic.com", CLAUDE_OAUTH),
+    ("platform.claude.com", CLAUDE_OAUTH),
 ];
 
 /// Whether the broker runs in egress mode `mode` (with `broker` on): the
@@ -55,6 +63,10 @@ pub(crate) fn brokered_hosts() -> Vec<&'static str> {
 pub(crate) struct Inside {
     /// Files bound read-only over the real ones (path inside, content).
     pub(crate) files: Vec<(PathBuf, String)>,
+    /// Files bound read-write over the real ones, each a copy private to
+    /// the sandbox that nothing reads back (Claude Code's credentials
+    /// file, which it rewrites on a refresh; decision 0017).
+    pub(crate) writable: Vec<(PathBuf, String)>,
     /// Variables whose value inside is a stand-in (name, stand-in).
     pub(crate) env: Vec<(String, String)>,
     /// The CA bundle: bound over this path, named by the CA variables.
@@ -335,7 +347,17 @@ mod tests {
         assert_eq!(credentials_for("example.com").count(), 0);
         assert_eq!(
             brokered_hosts(),
-            ["github.com", "api.github.com", "api.anthropic.com"]
+            [
+                "github.com",
+                "api.github.com",
+                "api.anthropic.com",
+                "mcp-proxy.anthropic.com",
+                "platform.claude.com"
+            ]
+        );
+        assert_eq!(
+            credentials_for("api.anthropic.com").collect::<Vec<_>>(),
+            [ANTHROPIC_API_KEY, CLAUDE_OAUTH]
         );
     }
 }
