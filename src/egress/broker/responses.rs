@@ -209,7 +209,12 @@ impl<'a> Responses<'a> {
         if state == State::Raw || coded.iter().any(|c| c != "identity") {
             return Err("a token answer without a length or compressed".into());
         }
-        let mut kept = format!("HTTP/1.1 {code} {}\r\n", resp.reason.unwrap_or("OK")).into_bytes();
+        let mut kept = format!(
+            "HTTP/1.{} {code} {}\r\n",
+            resp.version.unwrap_or(1),
+            resp.reason.unwrap_or("OK")
+        )
+        .into_bytes();
         for h in resp.headers.iter() {
             let framing = ["content-length", "transfer-encoding"];
             if !framing.iter().any(|f| h.name.eq_ignore_ascii_case(f)) {
