@@ -800,3 +800,132 @@ fn newest_log_of(w: &World, who: Who) -> String {
     logs.sort();
     std::fs::read_to_string(logs.last().expect("a log")).unwrap()
 }
+
+/// The fake Messages API and token endpoint (`fake_anthropic.py`) on
+/// 203.0.113.10:443, where every name resolves: it accepts `key` and
+/// exchanges `refresh` once. Its log.
+fn fake_api_with_login(lan: &mut Lan, site: &Site, key: &str, refresh: &str) -> PathBuf {
+    let l = lan.lan.clone();
+    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
+    let api_log = site.dir.join("api.log");
+    std::fs::write(&api_log, "").unwrap();
+    let d = site.dir.to_path_buf();
+    lan.listeners.push(
+        Command::new("ip")
+            .args(["netns", "exec", &l, "python3"])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/fake_anthropic.py"
+            ))
+            .args(["443"])
+            .arg(&api_log)
+            .args(["240", "203.0.113.10", "--tls"])
+            .arg(d.join("server.pem"))
+            .arg(d.join("server.key"))
+            .args(["--require-key", key, "--oauth-refresh", refresh])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    lan.wait_listening(
+        &l,
+        &["203.0.113.10:443"],
+        &[&format!("{}:53", common::site::RESOLVER)],
+    );
+    api_log
+}
+
+#[test]
+fn real_claude_code_refreshes_its_brokered_login_and_answers() {
+    if !require("broker_real_claude_oauth") {
+        return;
+    }
+    let Some(real_bin) = real_claude() else {
+        return;
+    };
+    let mut lan = Lan::up();
+    let site = Site::new("brkclaudeoa");
+    let access = real("sk-ant-oat01-", "brkclaudeoa-a");
+    let refresh = real("sk-ant-ort01-", "brkclaudeoa-r");
+    let api_log = fake_api_with_login(&mut lan, &site, &access, &refresh);
+    let w = World::new("brkclaudeoa");
+    w.install_by_hand(
+        &real_bin,
+        "egress = allowlist\npass-env = CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
+    );
+    let o = w.run_root_raw(&format!(
+        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        common::site::RESOLVER,
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Root first, then the user: each starts from the login the one
+    // before left in the fake's state (its current refresh token).
+    let mut current = refresh.clone();
+    for who in BOTH {
+        // Expired an hour ago: Claude Code refreshes before it asks.
+        let expired = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            - 3_600_000;
+        let file = w.put(
+            who,
+            ".claude/.credentials.json",
+            &format!(
+                r#"{{"claudeAiOauth":{{"accessToken":"{access}","refreshToken":"{current}","expiresAt":{expired},"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}}}"#
+            ),
+        );
+        let prompt = format!("hello-oauth-{who:?}");
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            "",
+            &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+            &["claude", "-p", &prompt],
+        );
+        let o = in_netns(&lan.host, &cmd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let logged = std::fs::read_to_string(&api_log).unwrap_or_default();
+        assert!(
+            o.status.success() && stdout(&o).contains("PONG-FROM-FAKE-API"),
+            "{who:?}: {}\napi log:\n{logged}",
+            shown(&o)
+        );
+        let lines: Vec<serde_json::Value> = logged
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // It refreshed with the real refresh token, which it never had...
+        let issued = lines
+            .iter()
+            .rev()
+            .find_map(|v| v["issued"].as_array().cloned())
+            .unwrap_or_else(|| panic!("{who:?}: no refresh went through:\n{logged}"));
+        let (new_a, new_r) = (issued[0].as_str().unwrap(), issued[1].as_str().unwrap());
+        // ...and asked with the new real access token it never had either.
+        let line = lines
+            .iter()
+            .find(|v| v["body"].as_str().is_some_and(|b| b.contains(&prompt)))
+            .unwrap_or_else(|| panic!("{who:?}: the prompt never reached the API:\n{logged}"));
+        assert_eq!(line["key_ok"], true, "{who:?}: {line}");
+        // The host's file: the new real tokens.
+        let host = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            host.contains(&format!(
+                "\"accessToken\":\"{new_a}\",\"refreshToken\":\"{new_r}\""
+            )),
+            "{who:?}: {host}\n{}",
+            shown(&o)
+        );
+        current = new_r.to_string();
+        let log = newest_log_of(&w, who);
+        assert!(
+            log.contains("\"host\":\"platform.claude.com\",\"credential\":\"claude-oauth\""),
+            "{who:?}:\n{log}"
+        );
+    }
+}
