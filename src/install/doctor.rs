@@ -554,19 +554,21 @@ fn check_broker(r: &mut Report, c: &config::Config) {
         key,
         has(".config/glab-cli") && !c.no_forge,
         std::path::Path::new(crate::egress::policy::broker::SYSTEM_BUNDLE).is_file(),
+        has(crate::egress::policy::claude_oauth::CREDENTIALS_REL),
     );
     r.line(ok, "credential broker", detail);
 }
 
-/// The broker's line for [`check_broker`]: `gh`, `api_key`, `glab`:
-/// whether the session would see that credential; `bundle`: whether the
-/// system CA bundle is there.
+/// The broker's line for [`check_broker`]: `gh`, `api_key`, `glab`,
+/// `login` (Claude Code's, decision 0017): whether the session would see
+/// that credential; `bundle`: whether the system CA bundle is there.
 fn broker_summary(
     c: &config::Config,
     gh: bool,
     api_key: bool,
     glab: bool,
     bundle: bool,
+    login: bool,
 ) -> (bool, String) {
     let mut held = Vec::new();
     if gh {
@@ -575,7 +577,10 @@ fn broker_summary(
     if api_key {
         held.push("ANTHROPIC_API_KEY");
     }
-    let mut not = vec!["Claude Code's own login (~/.claude/.credentials.json: planned)"];
+    if login {
+        held.push("Claude Code's own login (~/.claude/.credentials.json)");
+    }
+    let mut not = Vec::new();
     if glab {
         not.push("GitLab's token (~/.config/glab-cli: planned)");
     }
@@ -610,6 +615,9 @@ fn broker_summary(
     } else {
         format!("stand-ins inside for {}", held.join(", "))
     };
+    if not.is_empty() {
+        return (true, brokered);
+    }
     (
         true,
         format!(
@@ -686,29 +694,34 @@ mod tests {
             egress: crate::egress::policy::Egress::Allowlist,
             ..config::Config::default()
         };
-        let (ok, d) = broker_summary(&allow, true, true, true, true);
+        let (ok, d) = broker_summary(&allow, true, true, true, true, true);
         assert!(ok, "{d}");
         assert!(
-            d.starts_with("stand-ins inside for gh's GitHub token, ANTHROPIC_API_KEY;"),
+            d.starts_with("stand-ins inside for gh's GitHub token, ANTHROPIC_API_KEY, Claude Code's own login (~/.claude/.credentials.json); not brokered, readable inside: GitLab"),
             "{d}"
         );
         assert!(
             d.contains("GitLab") && d.contains("Claude Code's own login"),
             "{d}"
         );
-        let (ok, d) = broker_summary(&allow, true, false, false, false);
+        let (ok, d) = broker_summary(&allow, true, false, false, false, true);
         assert!(!ok && d.contains("exit 125"), "{d}");
-        assert!(broker_summary(&allow, false, false, false, false).0);
+        assert!(broker_summary(&allow, false, false, false, false, false).0);
+        let (ok, d) = broker_summary(&allow, false, false, false, false, true);
+        assert!(
+            !ok && d.contains("Claude Code's own login (~/.claude/.credentials.json) stops"),
+            "{d}"
+        );
         let off = config::Config {
             broker: false,
             ..allow.clone()
         };
-        let (ok, d) = broker_summary(&off, true, false, false, true);
+        let (ok, d) = broker_summary(&off, true, false, false, true, true);
         assert!(
             ok && d.contains("broker = off") && d.contains("weaker"),
             "{d}"
         );
-        let (_, d) = broker_summary(&config::Config::default(), true, false, false, true);
+        let (_, d) = broker_summary(&config::Config::default(), true, false, false, true, true);
         assert!(
             d.starts_with("off: egress = open") && d.contains("gh's GitHub token"),
             "{d}"
