@@ -3,7 +3,9 @@
 //! attempt by attempt: a refused fresh `/proc` is retried with the host's
 //! bound read-only (§4.1), a vanished root-view mask with the facts
 //! gathered again; any other failure stops the launch (exit 125). Nothing
-//! the launch started outlives it, and the tripwire reports afterwards.
+//! the launch started outlives it, and the tripwire reports afterwards; a
+//! Claude Code login the session refreshed through the credential broker
+//! is written back to the host's file (decision 0017).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

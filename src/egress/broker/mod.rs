@@ -11,8 +11,13 @@
 //! session holds a credential ([`Broker::intercepts`]); every other
 //! connection is never seen in plaintext. The upstream is verified against
 //! the host's system roots by name. A stand-in is replaced only in the
-//! credential headers of requests to the hosts of its own credential; a
-//! request whose framing is unclear ends the connection. Each swap is
+//! credential headers of requests to the hosts of its own credential —
+//! and, for Claude Code's login, in the `refresh_token` of a JSON refresh
+//! to its token endpoint, whose answer's new tokens are replaced by new
+//! stand-ins (decision 0017); a request whose framing is unclear ends the
+//! connection. After a refresh, the host's credentials file gets the
+//! newest real tokens when the session ends ([`Broker::write_back_login`]),
+//! never a stand-in. Each swap is
 //! reported (method, credential name) for the log, never a value. A broker
 //! that cannot start stops the launch (exit 125).
 //!
