@@ -616,6 +616,7 @@ fn oauth_script(n: &OauthNet) -> String {
          sed \"s/$A/$A2/; s/$R/$R2/\" ~/.claude/.credentials.json > ~/.claude/cred.tmp\n\
          mv ~/.claude/cred.tmp ~/.claude/.credentials.json 2>/dev/null; echo \"rename=$?\"\n\
          cat ~/.claude/cred.tmp > ~/.claude/.credentials.json; echo \"inplace=$?\"; rm -f ~/.claude/cred.tmp\n\
+         rm -f ~/.claude/.credentials.json 2>/dev/null; echo \"unlink=$?\"\n\
          echo \"found=$(grep -rlsaE '{pa}|{pr}' ~ /etc /tmp \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')\"\n",
         a = field(file, "accessToken"),
         r = field(file, "refreshToken"),
@@ -698,10 +699,14 @@ fn claude_codes_login_is_brokered_and_its_refresh_comes_back_real_to_the_host() 
             "{who:?}: {out}"
         );
         // Claude Code's rename onto the copy fails (EBUSY) and it writes in
-        // place: that works, inside only.
+        // place: that works, inside only; /logout's unlink fails (EBUSY).
         assert_eq!(
-            (value(&out, "rename"), value(&out, "inplace")),
-            ("1", "0"),
+            (
+                value(&out, "rename"),
+                value(&out, "inplace"),
+                value(&out, "unlink")
+            ),
+            ("1", "0", "1"),
             "{who:?}: {out}"
         );
         assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");

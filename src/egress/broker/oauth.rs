@@ -158,7 +158,16 @@ fn replace_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
         return Err(std::io::Error::other("not a regular file"));
     }
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.claude-sandbox-{}", std::process::id()));
+    // The directory is the session's to write (~/.claude): a name it
+    // cannot guess, never followed, never an existing file.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let tmp = path.with_file_name(format!(
+        ".{name}.claude-sandbox-{}-{nanos:x}",
+        std::process::id()
+    ));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
