@@ -740,3 +740,439 @@ fn every_forge_host_gets_a_standin_that_works_only_towards_its_own_hosts() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// claude oauth (decision 0017): Claude Code's own login brokered, with
+// refresh. The test site's token endpoint (`netprobe.py web`, POST
+// /v1/oauth/token on platform.claude.com) exchanges only a real refresh
+// token, once, and its API (`/user` on api.anthropic.com) accepts only the
+// real access tokens.
+
+const OAUTH_CONF: &str = "egress = allowlist\nallow-domain = allowed.test\n";
+
+struct OauthNet {
+    lan: Lan,
+    site: Site,
+    w: World,
+    /// The real access and refresh tokens at launch.
+    access: String,
+    refresh: String,
+}
+
+fn credentials_json(access: &str, refresh: &str) -> String {
+    format!(
+        r#"{{"claudeAiOauth":{{"accessToken":"{access}","refreshToken":"{refresh}","expiresAt":1764000000000,"scopes":["user:inference"],"subscriptionType":"max"}}}}"#
+    )
+}
+
+fn oauth_net(name: &str) -> OauthNet {
+    let mut lan = Lan::up();
+    let site = Site::new(name);
+    let access = real("sk-ant-oat01-", &format!("{name}-a"));
+    let refresh = real("sk-ant-ort01-", &format!("{name}-r"));
+    std::fs::write(site.dir.join("auth-token"), format!("{access}\n")).unwrap();
+    std::fs::write(site.dir.join("oauth-issued"), "").unwrap();
+    site.start(&mut lan);
+    let w = jail_world(name, OAUTH_CONF);
+    let o = w.run_root_raw(&format!(
+        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    OauthNet {
+        lan,
+        site,
+        w,
+        access,
+        refresh,
+    }
+}
+
+/// A fresh login of `who` on the host (the site's refresh list reset to
+/// it): the host's credentials file, mode 0600.
+fn fresh_login(n: &OauthNet, who: Who) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(n.site.dir.join("oauth-refresh"), format!("{}\n", n.refresh)).unwrap();
+    let p = n.w.put(
+        who,
+        ".claude/.credentials.json",
+        &credentials_json(&n.access, &n.refresh),
+    );
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p
+}
+
+fn oauth_session(n: &OauthNet, who: Who, script: &str) -> Output {
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        "",
+        &[],
+        &["claude", "shell", script],
+    );
+    in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// curl from the host's side to `https://HOST/PATH` with `args`.
+fn oauth_from_host(n: &OauthNet, host: &str, path: &str, args: &[&str]) -> String {
+    let mut c = Command::new("curl");
+    c.args(["-sS", "-m", "10", "--cacert"])
+        .arg(n.site.ca())
+        .args(["--resolve", &format!("{host}:443:203.0.113.10")])
+        .args(args)
+        .arg(format!("https://{host}{path}"));
+    stdout(&in_netns(&n.lan.host, &c).output().unwrap())
+}
+
+/// The JSON string field `name` of the text `of`, in shell.
+fn field(of: &str, name: &str) -> String {
+    format!("$(printf '%s' \"{of}\" | grep -o '\"{name}\":\"[^\"]*\"' | cut -d'\"' -f4)")
+}
+
+/// Inside: the stand-ins of the file, the API with the access stand-in, a
+/// refresh through the broker and the API with its new stand-in, the
+/// hostile requests at the token endpoint, the file rewritten the way
+/// Claude Code writes it, a search for the real values.
+fn oauth_script(n: &OauthNet) -> String {
+    let file = "$(cat ~/.claude/.credentials.json)";
+    let refresh_body = "{\\\"grant_type\\\":\\\"refresh_token\\\",\\\"refresh_token\\\":\\\"$R\\\",\\\"client_id\\\":\\\"c\\\"}";
+    let in_scope = "{\\\"grant_type\\\":\\\"refresh_token\\\",\\\"refresh_token\\\":\\\"x\\\",\\\"scope\\\":\\\"$R2\\\"}";
+    let token = "https://platform.claude.com/v1/oauth/token";
+    let json = "-H 'Content-Type: application/json'";
+    format!(
+        "A={a}; R={r}\n\
+         echo \"access=$A\"; echo \"refresh=$R\"\n\
+         echo \"api=$(curl -sS -m 10 -H \"Authorization: Bearer $A\" https://api.anthropic.com/user)\"\n\
+         OUT=$(curl -sS -m 10 {json} -d \"{refresh_body}\" {token})\n\
+         echo \"answer=$OUT\"\n\
+         A2={a2}; R2={r2}\n\
+         echo \"access2=$A2\"; echo \"refresh2=$R2\"\n\
+         echo \"api2=$(curl -sS -m 10 -H \"Authorization: Bearer $A2\" https://api.anthropic.com/user)\"\n\
+         echo \"apiold=$(curl -sS -m 10 -H \"Authorization: Bearer $A\" https://api.anthropic.com/user)\"\n\
+         echo \"inscope=$(curl -sS -m 10 {json} -d \"{in_scope}\" {token})\"\n\
+         curl -sS -m 10 {json} -H 'Transfer-Encoding: chunked' -d \"{{\\\"grant_type\\\":\\\"refresh_token\\\",\\\"refresh_token\\\":\\\"$R2\\\"}}\" {token} >/dev/null 2>&1; echo \"chunked=$?\"\n\
+         echo \"other=$(curl -sS -m 10 -H \"Authorization: Bearer $A2\" https://allowed.test/user)\"\n\
+         sed \"s/$A/$A2/; s/$R/$R2/\" ~/.claude/.credentials.json > ~/.claude/cred.tmp\n\
+         mv ~/.claude/cred.tmp ~/.claude/.credentials.json 2>/dev/null; echo \"rename=$?\"\n\
+         cat ~/.claude/cred.tmp > ~/.claude/.credentials.json; echo \"inplace=$?\"; rm -f ~/.claude/cred.tmp\n\
+         rm -f ~/.claude/.credentials.json 2>/dev/null; echo \"unlink=$?\"\n\
+         echo \"found=$(grep -rlsaE '{pa}|{pr}' ~ /etc /tmp \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')\"\n",
+        a = field(file, "accessToken"),
+        r = field(file, "refreshToken"),
+        a2 = field("$OUT", "access_token"),
+        r2 = field("$OUT", "refresh_token"),
+        pa = pattern(&n.access),
+        pr = pattern(&n.refresh),
+    )
+}
+
+#[test]
+fn claude_codes_login_is_brokered_and_its_refresh_comes_back_real_to_the_host() {
+    if !require("broker_claude_oauth") {
+        return;
+    }
+    let n = oauth_net("brkoauth");
+    // Positive control: the site accepts the real access token.
+    let bearer = |t: &str| format!("Authorization: Bearer {t}");
+    let ok = oauth_from_host(
+        &n,
+        "api.anthropic.com",
+        "/user",
+        &["-H", &bearer(&n.access)],
+    );
+    assert_eq!(ok, "authenticated\n");
+    for who in BOTH {
+        let host_file = fresh_login(&n, who);
+        let o = oauth_session(&n, who, &oauth_script(&n));
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let (a, r) = (value(&out, "access"), value(&out, "refresh"));
+        assert!(
+            a.starts_with("sk-ant-oat01-") && a.len() == n.access.len() && a != n.access,
+            "{who:?}: {out}"
+        );
+        assert!(
+            r.starts_with("sk-ant-ort01-") && r != n.refresh,
+            "{who:?}: {out}"
+        );
+        assert_eq!(
+            value(&out, "api"),
+            "authenticated",
+            "{who:?}: {}",
+            shown(&o)
+        );
+        // The refresh: new stand-ins inside (the answer rewritten: compact
+        // JSON), and the new access stand-in authenticates.
+        let (a2, r2) = (value(&out, "access2"), value(&out, "refresh2"));
+        assert!(
+            a2.starts_with("sk-ant-oat01-") && a2 != a,
+            "{who:?}: {}",
+            shown(&o)
+        );
+        assert!(r2.starts_with("sk-ant-ort01-") && r2 != r, "{who:?}: {out}");
+        assert!(
+            value(&out, "answer").contains("\"expires_in\":28800"),
+            "{who:?}: {out}"
+        );
+        assert_eq!(
+            value(&out, "api2"),
+            "authenticated",
+            "{who:?}: {}",
+            shown(&o)
+        );
+        assert_eq!(value(&out, "apiold"), "authenticated", "{who:?}: {out}");
+        // The stand-in in another field arrives as the stand-in; a chunked
+        // token request is refused (the connection ends: curl 52/56).
+        let inscope = value(&out, "inscope");
+        assert!(
+            inscope.contains("invalid_grant") && inscope.contains(r2),
+            "{who:?}: {out}"
+        );
+        assert!(
+            ["52", "56"].contains(&value(&out, "chunked")),
+            "{who:?}: {out}"
+        );
+        assert_eq!(
+            value(&out, "other"),
+            format!("got: Bearer {a2}"),
+            "{who:?}: {out}"
+        );
+        // Claude Code's rename onto the copy fails (EBUSY) and it writes in
+        // place: that works, inside only; /logout's unlink fails (EBUSY).
+        assert_eq!(
+            (
+                value(&out, "rename"),
+                value(&out, "inplace"),
+                value(&out, "unlink")
+            ),
+            ("1", "0", "1"),
+            "{who:?}: {out}"
+        );
+        assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");
+        // The host's file: the newest real tokens the site issued, its
+        // mode and owner kept, no stand-in; said on stderr.
+        let issued = std::fs::read_to_string(n.site.dir.join("oauth-issued")).unwrap();
+        let (new_a, new_r) = issued.lines().last().unwrap().split_once(' ').unwrap();
+        let host = std::fs::read_to_string(&host_file).unwrap();
+        assert!(
+            host.contains(&format!(
+                "\"accessToken\":\"{new_a}\",\"refreshToken\":\"{new_r}\""
+            )),
+            "{who:?}: {host}"
+        );
+        assert!(
+            host.contains(
+                "\"scopes\":[\"user:inference\",\"user:profile\"],\"subscriptionType\":\"max\""
+            ),
+            "{who:?}: {host}"
+        );
+        for s in [a, r, a2, r2] {
+            assert!(
+                !host.contains(s),
+                "{who:?}: a stand-in in the host's file: {host}"
+            );
+        }
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&host_file).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600, "{who:?}");
+        let uid = if who == Who::User { TEST_UID } else { 0 };
+        assert_eq!(meta.uid(), uid, "{who:?}");
+        assert!(
+            stderr(&o).contains("Claude Code's login was refreshed in the session"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+        // Copied out and replayed from the host: worthless. The launch's
+        // real refresh token was spent by the refresh (why the write-back).
+        let replay = oauth_from_host(&n, "api.anthropic.com", "/user", &["-H", &bearer(a2)]);
+        assert_eq!(replay, format!("got: Bearer {a2}\n"), "{who:?}");
+        for spent in [r2, n.refresh.as_str()] {
+            let body =
+                format!("{{\"grant_type\":\"refresh_token\",\"refresh_token\":\"{spent}\"}}");
+            let replay = oauth_from_host(
+                &n,
+                "platform.claude.com",
+                "/v1/oauth/token",
+                &["-H", "Content-Type: application/json", "-d", &body],
+            );
+            assert!(replay.contains("invalid_grant"), "{who:?}: {replay}");
+        }
+        // Each swap logged: host and credential, never a value.
+        let log = newest_log_of(&n.w, who);
+        for (method, host) in [
+            ("GET", "api.anthropic.com"),
+            ("POST", "platform.claude.com"),
+        ] {
+            assert!(
+                log.contains(&format!(
+                    "\"method\":\"{method}\",\"host\":\"{host}\",\"credential\":\"claude-oauth\""
+                )),
+                "{who:?}:\n{log}"
+            );
+        }
+        for s in [a, r, a2, r2, new_a, new_r, &n.access, &n.refresh] {
+            assert!(!log.contains(s), "{who:?}: a value in the log:\n{log}");
+        }
+        // The next session starts from the refreshed login.
+        let next = oauth_session(
+            &n,
+            who,
+            &format!("A={}; curl -sS -m 10 -H \"Authorization: Bearer $A\" https://api.anthropic.com/user", field("$(cat ~/.claude/.credentials.json)", "accessToken")),
+        );
+        assert_eq!(
+            stdout(&next),
+            "authenticated\n",
+            "{who:?}: {}",
+            shown(&next)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&host_file).unwrap(),
+            host,
+            "{who:?}: no refresh, no write"
+        );
+    }
+}
+
+/// The newest connection log of `who` in `w`.
+fn newest_log_of(w: &World, who: Who) -> String {
+    let dir = w.home(who).join(".local/state/claude-sandbox/egress");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    logs.sort();
+    std::fs::read_to_string(logs.last().expect("a log")).unwrap()
+}
+
+/// The fake Messages API and token endpoint (`fake_anthropic.py`) on
+/// 203.0.113.10:443, where every name resolves: it accepts `key` and
+/// exchanges `refresh` once. Its log.
+fn fake_api_with_login(lan: &mut Lan, site: &Site, key: &str, refresh: &str) -> PathBuf {
+    let l = lan.lan.clone();
+    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
+    let api_log = site.dir.join("api.log");
+    std::fs::write(&api_log, "").unwrap();
+    let d = site.dir.to_path_buf();
+    lan.listeners.push(
+        Command::new("ip")
+            .args(["netns", "exec", &l, "python3"])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/fake_anthropic.py"
+            ))
+            .args(["443"])
+            .arg(&api_log)
+            .args(["240", "203.0.113.10", "--tls"])
+            .arg(d.join("server.pem"))
+            .arg(d.join("server.key"))
+            .args(["--require-key", key, "--oauth-refresh", refresh])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    lan.wait_listening(
+        &l,
+        &["203.0.113.10:443"],
+        &[&format!("{}:53", common::site::RESOLVER)],
+    );
+    api_log
+}
+
+#[test]
+fn real_claude_code_refreshes_its_brokered_login_and_answers() {
+    if !require("broker_real_claude_oauth") {
+        return;
+    }
+    let Some(real_bin) = real_claude() else {
+        return;
+    };
+    let mut lan = Lan::up();
+    let site = Site::new("brkclaudeoa");
+    let access = real("sk-ant-oat01-", "brkclaudeoa-a");
+    let refresh = real("sk-ant-ort01-", "brkclaudeoa-r");
+    let api_log = fake_api_with_login(&mut lan, &site, &access, &refresh);
+    let w = World::new("brkclaudeoa");
+    w.install_by_hand(
+        &real_bin,
+        "egress = allowlist\npass-env = CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
+    );
+    let o = w.run_root_raw(&format!(
+        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        common::site::RESOLVER,
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Root first, then the user: each starts from the login the one
+    // before left in the fake's state (its current refresh token).
+    let mut current = refresh.clone();
+    for who in BOTH {
+        // Expired an hour ago: Claude Code refreshes before it asks.
+        let expired = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            - 3_600_000;
+        let file = w.put(
+            who,
+            ".claude/.credentials.json",
+            &format!(
+                r#"{{"claudeAiOauth":{{"accessToken":"{access}","refreshToken":"{current}","expiresAt":{expired},"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}}}"#
+            ),
+        );
+        let prompt = format!("hello-oauth-{who:?}");
+        let cmd = w.command_with_setup(
+            who,
+            &w.workspace(who),
+            "",
+            &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+            &["claude", "-p", &prompt],
+        );
+        let o = in_netns(&lan.host, &cmd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let logged = std::fs::read_to_string(&api_log).unwrap_or_default();
+        assert!(
+            o.status.success() && stdout(&o).contains("PONG-FROM-FAKE-API"),
+            "{who:?}: {}\napi log:\n{logged}",
+            shown(&o)
+        );
+        let lines: Vec<serde_json::Value> = logged
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // It refreshed with the real refresh token, which it never had...
+        let issued = lines
+            .iter()
+            .rev()
+            .find_map(|v| v["issued"].as_array().cloned())
+            .unwrap_or_else(|| panic!("{who:?}: no refresh went through:\n{logged}"));
+        let (new_a, new_r) = (issued[0].as_str().unwrap(), issued[1].as_str().unwrap());
+        // ...and asked with the new real access token it never had either.
+        let line = lines
+            .iter()
+            .find(|v| v["body"].as_str().is_some_and(|b| b.contains(&prompt)))
+            .unwrap_or_else(|| panic!("{who:?}: the prompt never reached the API:\n{logged}"));
+        assert_eq!(line["key_ok"], true, "{who:?}: {line}");
+        // The host's file: the new real tokens.
+        let host = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            host.contains(&format!(
+                "\"accessToken\":\"{new_a}\",\"refreshToken\":\"{new_r}\""
+            )),
+            "{who:?}: {host}\n{}",
+            shown(&o)
+        );
+        current = new_r.to_string();
+        let log = newest_log_of(&w, who);
+        assert!(
+            log.contains("\"host\":\"platform.claude.com\",\"credential\":\"claude-oauth\""),
+            "{who:?}:\n{log}"
+        );
+    }
+}

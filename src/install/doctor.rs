@@ -546,54 +546,93 @@ fn check_host_git(r: &mut Report) {
 fn check_broker(r: &mut Report, c: &config::Config) {
     let home = crate::sys::user::identity().map(|i| i.home).ok();
     let has = |rel: &str| home.as_ref().is_some_and(|h| h.join(rel).exists());
-    let gh = has(".config/gh/hosts.yml") && !c.no_forge;
-    let key = c.pass_env.iter().any(|n| n == "ANTHROPIC_API_KEY");
+    let forwarded = |n: &str| c.pass_env.iter().any(|p| p == n) && std::env::var_os(n).is_some();
+    let gateway = std::env::var("ANTHROPIC_BASE_URL").is_ok_and(|u| {
+        let u = u.trim().trim_end_matches('/');
+        !u.is_empty() && u != "https://api.anthropic.com"
+    });
+    let held = Held {
+        gh: has(".config/gh/hosts.yml") && !c.no_forge,
+        glab: has(".config/glab-cli/config.yml") && !c.no_forge,
+        gitlab_env: ["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"]
+            .iter()
+            .any(|n| forwarded(n)),
+        api_key: forwarded("ANTHROPIC_API_KEY"),
+        gateway,
+        login: has(crate::egress::policy::claude_oauth::CREDENTIALS_REL),
+        login_elsewhere: std::env::var_os("CLAUDE_CONFIG_DIR").is_some(),
+    };
     let (ok, detail) = broker_summary(
         c,
-        gh,
-        key,
-        has(".config/glab-cli") && !c.no_forge,
+        &held,
         std::path::Path::new(crate::egress::policy::broker::SYSTEM_BUNDLE).is_file(),
     );
     r.line(ok, "credential broker", detail);
 }
 
-/// The broker's line for [`check_broker`]: `gh`, `api_key`, `glab`:
-/// whether the session would see that credential; `bundle`: whether the
-/// system CA bundle is there.
-fn broker_summary(
-    c: &config::Config,
+/// The credentials a session of this user would hold, as doctor sees them.
+#[derive(Default)]
+struct Held {
+    /// `~/.config/gh/hosts.yml` (the forge directories bound).
     gh: bool,
-    api_key: bool,
+    /// `~/.config/glab-cli/config.yml` (the forge directories bound).
     glab: bool,
-    bundle: bool,
-) -> (bool, String) {
+    /// `GITLAB_TOKEN` or its kin, forwarded.
+    gitlab_env: bool,
+    /// `ANTHROPIC_API_KEY`, forwarded.
+    api_key: bool,
+    /// `ANTHROPIC_BASE_URL` names another host than api.anthropic.com.
+    gateway: bool,
+    /// `~/.claude/.credentials.json`.
+    login: bool,
+    /// `CLAUDE_CONFIG_DIR` is set: the login the session uses is elsewhere.
+    login_elsewhere: bool,
+}
+
+/// The broker's line for [`check_broker`]: what is brokered, what is not
+/// and why; `bundle`: whether the system CA bundle is there. A FAIL only
+/// when a launch would stop.
+fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) {
     let mut held = Vec::new();
-    if gh {
-        held.push("gh's GitHub token");
+    let mut not = Vec::new();
+    if h.gh {
+        held.push("gh's tokens (every host of hosts.yml)");
     }
-    if api_key {
-        held.push("ANTHROPIC_API_KEY");
+    if h.glab {
+        held.push("glab's tokens (every host of config.yml)");
     }
-    let mut not = vec!["Claude Code's own login (~/.claude/.credentials.json: planned)"];
-    if glab {
-        not.push("GitLab's token (~/.config/glab-cli: planned)");
+    if h.gitlab_env {
+        held.push("GITLAB_TOKEN");
+    }
+    match (h.api_key, h.gateway) {
+        (true, false) => held.push("ANTHROPIC_API_KEY"),
+        (true, true) => not.push(
+            "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL names a gateway, which a stand-in would break)",
+        ),
+        _ => {}
+    }
+    if h.login_elsewhere {
+        not.push("Claude Code's login under CLAUDE_CONFIG_DIR (only ~/.claude/.credentials.json is brokered)");
+    } else if h.login {
+        held.push("Claude Code's own login (~/.claude/.credentials.json)");
     }
     let mode = crate::plan::egress(c);
     if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
         let why = if c.broker {
             format!(
-                "egress = {} (the broker runs in allowlist mode only, so far)",
+                "egress = {} (the broker does not run in this mode)",
                 mode.name()
             )
         } else {
             "broker = off in the configuration (weaker)".to_string()
         };
         held.extend(not);
-        return (
-            true,
-            format!("off: {why}; readable inside: {}", held.join(", ")),
-        );
+        let readable = if held.is_empty() {
+            "no credential found to broker".to_string()
+        } else {
+            format!("readable inside: {}", held.join(", "))
+        };
+        return (true, format!("off: {why}; {readable}"));
     }
     if !held.is_empty() && !bundle {
         return (
@@ -605,18 +644,18 @@ fn broker_summary(
             ),
         );
     }
-    let brokered = if held.is_empty() {
+    let mut d = if held.is_empty() {
         "nothing to broker".to_string()
     } else {
         format!("stand-ins inside for {}", held.join(", "))
     };
-    (
-        true,
-        format!(
-            "{brokered}; not brokered, readable inside: {}",
+    if !not.is_empty() {
+        d.push_str(&format!(
+            "; not brokered, readable inside: {}",
             not.join(", ")
-        ),
-    )
+        ));
+    }
+    (true, d)
 }
 
 /// An alias or function named `claude` in a shell startup file runs
@@ -686,32 +725,57 @@ mod tests {
             egress: crate::egress::policy::Egress::Allowlist,
             ..config::Config::default()
         };
-        let (ok, d) = broker_summary(&allow, true, true, true, true);
+        let all = Held {
+            gh: true,
+            glab: true,
+            gitlab_env: true,
+            api_key: true,
+            login: true,
+            ..Held::default()
+        };
+        let (ok, d) = broker_summary(&allow, &all, true);
+        assert_eq!(
+            (ok, d.as_str()),
+            (true, "stand-ins inside for gh's tokens (every host of hosts.yml), glab's tokens (every host of config.yml), GITLAB_TOKEN, ANTHROPIC_API_KEY, Claude Code's own login (~/.claude/.credentials.json)")
+        );
+        // What is not brokered is named, with why.
+        let gw = Held {
+            gateway: true,
+            login_elsewhere: true,
+            ..all
+        };
+        let (ok, d) = broker_summary(&allow, &gw, true);
         assert!(ok, "{d}");
         assert!(
-            d.starts_with("stand-ins inside for gh's GitHub token, ANTHROPIC_API_KEY;"),
+            d.contains("not brokered, readable inside: ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL")
+                && d.contains("CLAUDE_CONFIG_DIR")
+                && !d.contains("own login"),
             "{d}"
         );
+        // No CA bundle: a launch that brokers stops; nothing held, none stops.
+        let login = Held {
+            login: true,
+            ..Held::default()
+        };
+        let (ok, d) = broker_summary(&allow, &login, false);
         assert!(
-            d.contains("GitLab") && d.contains("Claude Code's own login"),
+            !ok && d.contains("Claude Code's own login (~/.claude/.credentials.json) stops")
+                && d.contains("exit 125"),
             "{d}"
         );
-        let (ok, d) = broker_summary(&allow, true, false, false, false);
-        assert!(!ok && d.contains("exit 125"), "{d}");
-        assert!(broker_summary(&allow, false, false, false, false).0);
+        assert!(broker_summary(&allow, &Held::default(), false).0);
         let off = config::Config {
             broker: false,
             ..allow.clone()
         };
-        let (ok, d) = broker_summary(&off, true, false, false, true);
+        let (ok, d) = broker_summary(&off, &login, true);
         assert!(
-            ok && d.contains("broker = off") && d.contains("weaker"),
+            ok && d.contains("broker = off")
+                && d.contains("weaker")
+                && d.contains("readable inside: Claude"),
             "{d}"
         );
-        let (_, d) = broker_summary(&config::Config::default(), true, false, false, true);
-        assert!(
-            d.starts_with("off: egress = open") && d.contains("gh's GitHub token"),
-            "{d}"
-        );
+        let (_, d) = broker_summary(&off, &Held::default(), true);
+        assert!(d.ends_with("no credential found to broker"), "{d}");
     }
 }

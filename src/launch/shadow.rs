@@ -3,7 +3,9 @@
 //! attempt by attempt: a refused fresh `/proc` is retried with the host's
 //! bound read-only (§4.1), a vanished root-view mask with the facts
 //! gathered again; any other failure stops the launch (exit 125). Nothing
-//! the launch started outlives it, and the tripwire reports afterwards.
+//! the launch started outlives it, and the tripwire reports afterwards; a
+//! Claude Code login the session refreshed through the credential broker
+//! is written back to the host's file (decision 0017).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -155,6 +157,16 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         None => {}
     }
     reap_orphans();
+    // Decision 0017: a refreshed login's real tokens back in the host's
+    // file, once nothing inside runs any more.
+    match broker.as_ref().and_then(|b| b.write_back_login()) {
+        Some(Ok(p)) => eprintln!(
+            "claude-sandbox: Claude Code's login was refreshed in the session; its new tokens are in {}",
+            p.display()
+        ),
+        Some(Err(e)) => eprintln!("claude-sandbox: Claude Code's refreshed login was not saved: {e}; log in again with /login if claude asks"),
+        None => {}
+    }
     pids.finish();
     // The private state is measured for the next launch while the
     // tripwire walks the workspace (issue #24).
@@ -302,6 +314,10 @@ fn start_broker(
         anthropic_key: forwarded(key).filter(|_| !base_url_elsewhere(cfg, &home)),
         extra_hosts: cfg.broker_hosts.clone(),
         bundle: egress::policy::broker::SYSTEM_BUNDLE.into(),
+        // Claude Code's login (decision 0017): a regular file only (Claude
+        // Code refuses a symbolic link there too).
+        claude_credentials: Some(home.join(egress::policy::claude_oauth::CREDENTIALS_REL))
+            .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
     };
     let broker = egress::Broker::start(&src)?;
     if broker.is_some() {

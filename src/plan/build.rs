@@ -156,6 +156,12 @@ fn broker_mounts(facts: &Facts) -> Vec<Mount> {
             data: Data::Text(text.clone()),
         })
         .collect();
+    // Read-write copies (Claude Code's credentials file): the session
+    // rewrites its own copy; nothing of it reaches the host's file.
+    m.extend(b.writable.iter().map(|(dst, text)| Mount::Data {
+        dst: dst.clone(),
+        data: Data::Writable(text.clone()),
+    }));
     m.push(Mount::Data {
         dst: b.bundle_path.clone(),
         data: Data::Text(b.bundle.clone()),
@@ -464,6 +470,36 @@ mod tests {
             err.contains("/home/dev/.claude/local is not a directory")
                 && err.contains("rm /home/dev/.claude/local"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_brokered_login_is_a_writable_copy_over_the_bound_claude_dir() {
+        // Decision 0017: after ~/.claude's bind, or the host's file shows.
+        let mut f = facts();
+        f.broker = Some(crate::egress::policy::broker::Inside {
+            files: Vec::new(),
+            writable: vec![(
+                PathBuf::from("/home/dev/.claude/.credentials.json"),
+                "{}".into(),
+            )],
+            env: Vec::new(),
+            bundle_path: "/etc/ssl/certs/ca-certificates.crt".into(),
+            bundle: "pem".into(),
+        });
+        let plan = build(&Config::default(), &f, &[]).unwrap();
+        let bound = pos(&plan, &["--bind", "/home/dev/.claude", "/home/dev/.claude"]);
+        let copy = args_of(&plan)
+            .windows(3)
+            .position(|w| w[0] == "--bind-data" && w[2] == "/home/dev/.claude/.credentials.json")
+            .expect("the copy is bound");
+        assert!(copy > bound);
+        let read_only = args_of(&plan)
+            .windows(3)
+            .any(|w| w[0] == "--ro-bind-data" && w[2] == "/home/dev/.claude/.credentials.json");
+        assert!(
+            !read_only,
+            "Claude Code could not write its refreshed login"
         );
     }
 

@@ -94,7 +94,8 @@ pub(crate) enum Mount {
     Dev { dst: PathBuf },
     /// `--proc DST`: a fresh procfs for the sandbox's PID namespace.
     Proc { dst: PathBuf },
-    /// `--ro-bind-data`: a file with these contents, read-only.
+    /// `--ro-bind-data`: a file with these contents, read-only
+    /// (`--bind-data` for [`Data::Writable`]).
     Data { dst: PathBuf, data: Data },
 }
 
@@ -109,6 +110,10 @@ pub(crate) enum Data {
     Record(Box<LaunchRecord>),
     /// Literal text (the jail's resolv.conf).
     Text(String),
+    /// Literal text in a file the session may rewrite (`--bind-data`,
+    /// mode 0600): a copy private to the sandbox, gone with it (the
+    /// broker's stand-in credentials file, decision 0017).
+    Writable(String),
 }
 
 /// A read-write root, checked again just before exec (§4.3).

@@ -180,6 +180,17 @@ fn mount(o: &mut Out, m: &Mount, limits: &Limits) {
                     let num = if first { FD_FIRST_TEXT } else { o.dynamic() };
                     (num, FdContent::Bytes(t.clone().into_bytes()))
                 }
+                Data::Writable(t) => {
+                    o.push(["--perms", "0600"]);
+                    let num = o.dynamic();
+                    o.with_fd(
+                        "--bind-data",
+                        num,
+                        FdContent::Bytes(t.clone().into_bytes()),
+                        &[dst.as_os_str()],
+                    );
+                    return;
+                }
             };
             o.with_fd("--ro-bind-data", num, content, &[dst.as_os_str()]);
         }
@@ -456,5 +467,30 @@ mod tests {
         assert_eq!(j["network"]["mode"], "host");
         assert_eq!(j["seccomp"]["bytes"], 3);
         assert_eq!(j["env"][0][0], "A");
+    }
+
+    /// Decision 0017: a writable data file is `--perms 0600 --bind-data`,
+    /// its fd in the table with its text.
+    #[test]
+    fn a_writable_data_file_is_bound_read_write_and_private() {
+        let mut sb = minimal(Network::Host);
+        sb.mounts.push(Mount::Data {
+            dst: "/h/.claude/.credentials.json".into(),
+            data: Data::Writable("{}".into()),
+        });
+        let r = render(&sb);
+        let a: Vec<String> = r
+            .args
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        let at = a.iter().position(|x| x == "--bind-data").unwrap();
+        assert_eq!(a[at - 2..at], ["--perms", "0600"]);
+        assert_eq!(a[at + 2], "/h/.claude/.credentials.json");
+        let n: i32 = a[at + 1].parse().unwrap();
+        assert!(r
+            .fds
+            .iter()
+            .any(|(m, c)| *m == n && matches!(c, FdContent::Bytes(b) if b == b"{}")));
     }
 }

@@ -37,7 +37,12 @@ and "pktinfo" (an IP_PKTINFO message naming the interface).
                                                `PRIVATE-TOKEN: T` (GitLab)
                                                or `x-api-key: T`): 401 naming what came without
                                                one, else "authenticated" or the file under
-                                               /private/ stripped; stop after SECONDS (default 30)
+                                               /private/ stripped; POST /v1/oauth/token with a JSON
+                                               refresh of a token listed in DIR/../oauth-refresh
+                                               answers new tokens (the access one added to
+                                               auth-token, the refresh one replacing the list, both
+                                               a line of DIR/../oauth-issued), else 400 with what
+                                               it got; stop after SECONDS (default 30)
   netprobe.py echo ADDR:PORT [SECONDS]         an HTTP/1.1 peer that shows what reached it: each
                                                request it reads (its head, then a chunked or
                                                Content-Length body, chunked first) is answered
@@ -306,6 +311,53 @@ def web(target, root, seconds, tls=None):
                 self.wfile.write(body)
             else:
                 super().do_GET()
+
+        def do_POST(self):
+            if self.path.split("?", 1)[0] == "/v1/oauth/token":
+                self.token()
+            else:
+                self.send_error(404)
+
+        def token(self):
+            """A refresh token endpoint: a refresh token listed in
+            DIR/../oauth-refresh is exchanged (once) for a new access token
+            (added to DIR/../auth-token) and a new refresh token (replacing
+            the list); each exchange a line of DIR/../oauth-issued."""
+            import json
+            import secrets
+
+            base = os.path.join(root, os.pardir)
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            try:
+                req = json.loads(raw)
+                with open(os.path.join(base, "oauth-refresh")) as f:
+                    valid = {t.strip() for t in f if t.strip()}
+            except (ValueError, OSError):
+                req, valid = {}, set()
+            if req.get("grant_type") == "refresh_token" and req.get("refresh_token") in valid:
+                access = "sk-ant-oat01-" + secrets.token_hex(20)
+                refresh = "sk-ant-ort01-" + secrets.token_hex(20)
+                with open(os.path.join(base, "auth-token"), "a") as f:
+                    f.write(access + "\n")
+                with open(os.path.join(base, "oauth-refresh"), "w") as f:
+                    f.write(refresh + "\n")
+                with open(os.path.join(base, "oauth-issued"), "a") as f:
+                    f.write(f"{access} {refresh}\n")
+                status, answer = 200, {
+                    "token_type": "Bearer",
+                    "access_token": access,
+                    "refresh_token": refresh,
+                    "expires_in": 28800,
+                    "scope": "user:inference user:profile",
+                }
+            else:
+                status, answer = 400, {"error": "invalid_grant", "got": raw.decode(errors="replace")}
+            body = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def authenticated(self, path):
             import base64

@@ -7,7 +7,11 @@
 //! connection ends); after an `Upgrade` or `CONNECT` the rest is carried
 //! as it is.
 
-use crate::egress::policy::broker::{swap_header, Swap};
+use crate::egress::policy::broker::{swap_header, Swap, CLAUDE_OAUTH};
+use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
+
+use super::oauth::Oauth;
+use super::responses::Sent;
 
 /// The longest request head read.
 const MAX_HEAD: usize = 64 * 1024;
@@ -23,6 +27,19 @@ enum State {
     ChunkEnd,
     Trailer,
     Raw,
+    /// A request to the token endpoint whose body is held (its head
+    /// written once the body is rewritten; decision 0017).
+    TokenBody(u64),
+}
+
+/// Claude Code's login on this connection (decision 0017): its access
+/// tokens swapped in the headers as the table's credentials are; where
+/// the host has its token endpoint, each request told to the responses'
+/// side and the endpoint's bodies rewritten.
+pub(super) struct LoginHook<'a> {
+    pub(super) login: &'a Oauth,
+    /// The token endpoint's path and the responses' side, on its host.
+    pub(super) endpoint: Option<(&'static str, std::sync::mpsc::Sender<Sent>)>,
 }
 
 /// The client's side of one intercepted connection.
@@ -31,6 +48,9 @@ pub(super) struct Requests<'a> {
     /// A head or a line not yet complete.
     buf: Vec<u8>,
     swaps: &'a [Swap<'a>],
+    login: Option<LoginHook<'a>>,
+    /// The head of a held token request.
+    held: Vec<u8>,
 }
 
 impl<'a> Requests<'a> {
@@ -39,7 +59,15 @@ impl<'a> Requests<'a> {
             state: State::Head,
             buf: Vec::new(),
             swaps,
+            login: None,
+            held: Vec::new(),
         }
+    }
+
+    /// With Claude Code's login brokered on this connection.
+    pub(super) fn with_login(mut self, hook: LoginHook<'a>) -> Requests<'a> {
+        self.login = Some(hook);
+        self
     }
 
     /// Take `input` from the client; what goes upstream is appended to
@@ -68,9 +96,19 @@ impl<'a> Requests<'a> {
                 let (taken, done) = take_until(&mut self.buf, input, b"\r\n\r\n", MAX_HEAD)?;
                 if done {
                     let head = std::mem::take(&mut self.buf);
-                    self.state = rewrite_head(&head, self.swaps, out, swapped)?;
+                    self.state = self.head(head, out, swapped)?;
                 }
                 Ok(&input[taken..])
+            }
+            State::TokenBody(left) => {
+                let n = left.min(input.len() as u64) as usize;
+                self.buf.extend_from_slice(&input[..n]);
+                if left == n as u64 {
+                    self.state = self.token_request(out, swapped)?;
+                } else {
+                    self.state = State::TokenBody(left - n as u64);
+                }
+                Ok(&input[n..])
             }
             State::Body(left) | State::ChunkData(left) => {
                 let n = left.min(input.len() as u64) as usize;
@@ -126,9 +164,134 @@ impl<'a> Requests<'a> {
     }
 }
 
+impl Requests<'_> {
+    /// A complete request head: swapped and written, or held when it is
+    /// the token endpoint's; the state its body puts the connection in.
+    fn head(
+        &mut self,
+        head: Vec<u8>,
+        out: &mut Vec<u8>,
+        swapped: &mut dyn FnMut(&str, &str),
+    ) -> Result<State, String> {
+        let Some(hook) = &self.login else {
+            return rewrite_head(&head, self.swaps, out, swapped);
+        };
+        let access = hook.login.access();
+        let swaps: Vec<Swap<'_>> = self
+            .swaps
+            .iter()
+            .map(|s| Swap { ..*s })
+            .chain(access.iter().map(|(s, r)| Swap {
+                credential: CLAUDE_OAUTH,
+                standin: s,
+                real: r,
+            }))
+            .collect();
+        let Some((path, sent)) = &hook.endpoint else {
+            return rewrite_head(&head, &swaps, out, swapped);
+        };
+        let (method, target) = request_line(&head)?;
+        if is_path(&target, path) {
+            let n = token_body_len(&head)?;
+            self.held = head;
+            self.buf.clear();
+            return Ok(State::TokenBody(n));
+        }
+        let state = rewrite_head(&head, &swaps, out, swapped)?;
+        let _ = sent.send(Sent {
+            head: method.eq_ignore_ascii_case("HEAD"),
+            refresh: false,
+        });
+        Ok(state)
+    }
+
+    /// A held token request complete: its body rewritten when it is this
+    /// session's refresh, its head written with the body's new length and
+    /// no compression asked for (the answer is rewritten too), the
+    /// responses' side told.
+    fn token_request(
+        &mut self,
+        out: &mut Vec<u8>,
+        swapped: &mut dyn FnMut(&str, &str),
+    ) -> Result<State, String> {
+        let Some(LoginHook {
+            login,
+            endpoint: Some((_, sent)),
+        }) = &self.login
+        else {
+            return Err("a token request without its endpoint".into());
+        };
+        let body = std::mem::take(&mut self.buf);
+        let head = std::mem::take(&mut self.held);
+        let rewritten = login.request(&body)?;
+        let refresh = rewritten.is_some();
+        let body = rewritten.unwrap_or(body);
+        let mut headers = [httparse::EMPTY_HEADER; 128];
+        let mut req = httparse::Request::new(&mut headers);
+        req.parse(&head).map_err(|e| e.to_string())?;
+        let method = req.method.unwrap_or("-");
+        out.extend_from_slice(
+            format!("{method} {} HTTP/1.1\r\n", req.path.unwrap_or("/")).as_bytes(),
+        );
+        for h in req.headers.iter() {
+            let drop = ["content-length", "accept-encoding", "expect"];
+            if !drop.iter().any(|d| h.name.eq_ignore_ascii_case(d)) {
+                out.extend_from_slice(h.name.as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(h.value);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(
+            format!(
+                "Content-Length: {}\r\nAccept-Encoding: identity\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(&body);
+        if refresh {
+            swapped(method, CLAUDE_OAUTH);
+        }
+        sent.send(Sent {
+            head: false,
+            refresh,
+        })
+        .map_err(|_| "the responses' side is gone")?;
+        Ok(State::Head)
+    }
+}
+
+/// The method and target of a request head.
+fn request_line(head: &[u8]) -> Result<(String, String), String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => Ok((
+            req.method.unwrap_or("-").to_string(),
+            req.path.unwrap_or("/").to_string(),
+        )),
+        _ => Err("a malformed request head".into()),
+    }
+}
+
+/// The body length of a request to the token endpoint: `Content-Length`
+/// only (no chunked, no upgrade), at most [`MAX_BODY`].
+fn token_body_len(head: &[u8]) -> Result<u64, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut headers);
+    req.parse(head).map_err(|e| e.to_string())?;
+    match body_state(req.method.unwrap_or("-"), req.headers)? {
+        State::Body(n) if n <= MAX_BODY as u64 => Ok(n),
+        _ => Err(format!(
+            "a token request that is not a body of 1 to {MAX_BODY} bytes framed by Content-Length"
+        )),
+    }
+}
+
 /// Move bytes of `input` into `buf` until `buf` ends with `end`: how many
 /// were taken, and whether `end` was reached. `Err` past `max` bytes.
-fn take_until(
+pub(super) fn take_until(
     buf: &mut Vec<u8>,
     input: &[u8],
     end: &[u8],

@@ -13,14 +13,23 @@
 //! connection is never seen in plaintext. The upstream is verified against
 //! the host's system roots by name. A stand-in is replaced only in the
 //! headers of its own protocol in requests to the hosts of its own
-//! credential (each forge host's token is a credential of its own); a
-//! request whose framing is unclear ends the connection. Each swap is
+//! credential (each forge host's token is a credential of its own) —
+//! and, for Claude Code's login, in the `refresh_token` of a JSON refresh
+//! to its token endpoint, whose answer's new tokens are replaced by new
+//! stand-ins (decision 0017); a request whose framing is unclear ends the
+//! connection. After a refresh, the host's credentials file gets the
+//! newest real tokens when the session ends ([`Broker::write_back_login`]),
+//! never a stand-in. Each swap is
 //! reported (method, credential name) for the log, never a value. A broker
 //! that cannot start stops the launch (exit 125).
 //!
 //! `ca.rs`: the session CA and its leaves. `http.rs`: requests framed and
 //! their credential headers swapped. `tunnel.rs`: the two TLS connections
-//! and the threads between them.
+//! and the threads between them. `oauth.rs`: Claude Code's login (decision
+//! 0017): its real tokens, the refresh's body and answer rewritten at the
+//! token endpoint only, the newest real tokens written back to the host's
+//! file after a refresh, never a stand-in. `responses.rs`: the responses
+//! framed on a connection to the token endpoint's host, only there.
 //!
 //! May import: `sys`, `error`, `egress::policy`.
 //!
@@ -28,6 +37,10 @@
 
 mod ca;
 mod http;
+mod oauth;
+#[cfg(test)]
+mod oauth_tests;
+mod responses;
 #[cfg(test)]
 mod tests;
 mod tunnel;
@@ -42,8 +55,10 @@ use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerCo
 
 use crate::egress::policy::broker::{
     forge_credential, forge_host, gh_tokens, glab_config, replace_all, standin, without_comments,
-    Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, GITLAB, SYSTEM_BUNDLE,
+    Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, GITLAB,
+    SYSTEM_BUNDLE,
 };
+use crate::egress::policy::claude_oauth::token_path;
 use crate::error::setup;
 use ca::SessionCa;
 use tunnel::{pump, Side};
@@ -68,6 +83,9 @@ pub(crate) struct Sources {
     pub(crate) extra_hosts: Vec<(String, String)>,
     /// The system CA bundle ([`SYSTEM_BUNDLE`]; tests name another).
     pub(crate) bundle: PathBuf,
+    /// `~/.claude/.credentials.json`, when it is a regular file (decision
+    /// 0017): brokered when it holds a login.
+    pub(crate) claude_credentials: Option<PathBuf>,
 }
 
 /// One brokered credential: one real value of it (a credential may have
@@ -86,6 +104,8 @@ pub(crate) struct Broker {
     upstream: Arc<ClientConfig>,
     table: Table,
     creds: Vec<Cred>,
+    /// Claude Code's login, when brokered (decision 0017).
+    oauth: Option<oauth::Oauth>,
     inside: Inside,
 }
 
@@ -114,22 +134,9 @@ impl Gather {
         if let Some((_, s)) = self.pairs.iter().find(|(r, _)| r == real) {
             return Ok(s.clone());
         }
-        // A draw equal to the real value (a very short one) is drawn again.
-        for _ in 0..16 {
-            let mut rnd = vec![0u8; real.len()];
-            self.provider
-                .secure_random
-                .fill(&mut rnd)
-                .map_err(|_| fail("no random numbers".into()))?;
-            if let Some(s) = standin(real, &rnd) {
-                self.pairs.push((real.to_string(), s.clone()));
-                return Ok(s);
-            }
-        }
-        Err(fail(format!(
-            "no stand-in differs from a credential of {} characters",
-            real.len()
-        )))
+        let s = draw(&self.provider, real).map_err(fail)?;
+        self.pairs.push((real.to_string(), s.clone()));
+        Ok(s)
     }
 
     /// `real` brokered as `name`, swapped towards `hosts` (beyond the fixed
@@ -245,7 +252,17 @@ impl Broker {
             let s = g.cred(ANTHROPIC_API_KEY, real, &[])?;
             g.env.push(("ANTHROPIC_API_KEY".to_string(), s));
         }
-        if g.pairs.is_empty() {
+        let mut writable = Vec::new();
+        let oauth = match &src.claude_credentials {
+            Some(p) => oauth::Oauth::start(p, provider.clone(), &read(p)?)
+                .map_err(|e| fail(format!("{}: {e}", p.display())))?
+                .map(|(o, inside)| {
+                    writable.push((p.clone(), inside));
+                    o
+                }),
+            None => None,
+        };
+        if g.pairs.is_empty() && oauth.is_none() {
             return Ok(None);
         }
         let mut rows = g.rows;
@@ -266,8 +283,10 @@ impl Broker {
             upstream,
             table,
             creds: g.creds,
+            oauth,
             inside: Inside {
                 files: g.files,
+                writable,
                 env: g.env,
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
@@ -283,7 +302,26 @@ impl Broker {
     /// Whether a `CONNECT` to `host:port` is intercepted: a brokered host,
     /// port 443, a credential for it held.
     pub(crate) fn intercepts(&self, host: &str, port: u16) -> bool {
-        port == BROKERED_PORT && !self.swaps(host).is_empty()
+        port == BROKERED_PORT && (!self.swaps(host).is_empty() || self.login_for(host).is_some())
+    }
+
+    /// Claude Code's login, when brokered and `host` may receive it.
+    fn login_for(&self, host: &str) -> Option<&oauth::Oauth> {
+        self.oauth
+            .as_ref()
+            .filter(|_| self.table.credentials_for(host).any(|c| c == CLAUDE_OAUTH))
+    }
+
+    /// After the session (decision 0017): the newest real tokens of
+    /// Claude Code's login back in the host's file when a refresh went
+    /// through; the file, or why it was left as it was.
+    pub(crate) fn write_back_login(&self) -> Option<Result<PathBuf, String>> {
+        let o = self.oauth.as_ref()?;
+        match o.write_back() {
+            Ok(true) => Some(Ok(o.path().to_path_buf())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn swaps(&self, host: &str) -> Vec<Swap<'_>> {
@@ -338,11 +376,21 @@ impl Broker {
             }
         };
         let swaps = self.swaps(host);
+        let login = self.login_for(host);
+        let endpoint = login.and(token_path(host));
+        let (sent, answers) = std::sync::mpsc::channel();
         let (up, down) = std::thread::scope(|s| {
             let down = s.spawn(|| {
-                let r = pump(&outer, &inner, &mut |b, out| {
-                    out.extend_from_slice(b);
-                    Ok(())
+                let mut responses = match (login, endpoint) {
+                    (Some(l), Some(_)) => Some(responses::Responses::new(l, answers)),
+                    _ => None,
+                };
+                let r = pump(&outer, &inner, &mut |b, out| match &mut responses {
+                    Some(r) => r.feed(b, out),
+                    None => {
+                        out.extend_from_slice(b);
+                        Ok(())
+                    }
                 });
                 if r.is_err() {
                     inner.cut();
@@ -351,6 +399,12 @@ impl Broker {
                 r
             });
             let mut requests = http::Requests::new(&swaps);
+            if let Some(login) = login {
+                requests = requests.with_login(http::LoginHook {
+                    login,
+                    endpoint: endpoint.map(|p| (p, sent)),
+                });
+            }
             let up = pump(&inner, &outer, &mut |b, out| {
                 requests.feed(b, out, &mut |m, c| swapped(m, c))
             });
@@ -365,6 +419,25 @@ impl Broker {
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
     }
+}
+
+/// A stand-in for `real`, from the system's random generator (a draw
+/// equal to the real value, for a very short one, is drawn again).
+fn draw(provider: &rustls::crypto::CryptoProvider, real: &str) -> Result<String, String> {
+    for _ in 0..16 {
+        let mut rnd = vec![0u8; real.len()];
+        provider
+            .secure_random
+            .fill(&mut rnd)
+            .map_err(|_| "no random numbers".to_string())?;
+        if let Some(s) = standin(real, &rnd) {
+            return Ok(s);
+        }
+    }
+    Err(format!(
+        "no stand-in differs from a credential of {} characters",
+        real.len()
+    ))
 }
 
 /// The TLS client configuration towards the real hosts: the system roots

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use super::claude_oauth::CLAUDE_OAUTH;
+
 /// The GitHub token of `gh` for `github.com` (`~/.config/gh/hosts.yml`,
 /// `oauth_token`); another host's is `github:HOST` ([`forge_credential`]).
 pub(crate) const GITHUB: &str = "github";
@@ -28,6 +30,12 @@ pub(crate) const BROKERED: &[(&str, &str)] = &[
     ("api.github.com", GITHUB),
     ("gitlab.com", GITLAB),
     ("api.anthropic.com", ANTHROPIC_API_KEY),
+    // Claude Code's login (decision 0017): its access token on the API
+    // and the claude.ai connectors' proxy, its refresh at the token
+    // endpoint (`claude_oauth::TOKEN_ENDPOINTS`).
+    ("api.anthropic.com", CLAUDE_OAUTH),
+    ("mcp-proxy.anthropic.com", CLAUDE_OAUTH),
+    ("platform.claude.com", CLAUDE_OAUTH),
 ];
 
 /// Whether the broker runs in egress mode `mode` (with `broker` on): the
@@ -109,15 +117,18 @@ pub(crate) fn parse_broker_host(v: &str) -> Result<(String, String), String> {
     if !known {
         return Err(format!(
             "`{cred}` is not a credential the broker knows (known: {}, or github:HOST, gitlab:HOST)",
-            [GITHUB, GITLAB, ANTHROPIC_API_KEY].join(", ")
+            KNOWN.join(", ")
         ));
     }
     Ok((h, cred.to_string()))
 }
 
+/// The credentials a `broker-host` line may name without a host.
+const KNOWN: [&str; 4] = [GITHUB, GITLAB, ANTHROPIC_API_KEY, CLAUDE_OAUTH];
+
 /// A credential name a `broker-host` line may give a host.
 fn known_credential(c: &str) -> bool {
-    if [GITHUB, GITLAB, ANTHROPIC_API_KEY].contains(&c) {
+    if KNOWN.contains(&c) {
         return true;
     }
     match c.split_once(':') {
@@ -183,6 +194,10 @@ impl Table {
 pub(crate) struct Inside {
     /// Files bound read-only over the real ones (path inside, content).
     pub(crate) files: Vec<(PathBuf, String)>,
+    /// Files bound read-write over the real ones, each a copy private to
+    /// the sandbox that nothing reads back (Claude Code's credentials
+    /// file, which it rewrites on a refresh; decision 0017).
+    pub(crate) writable: Vec<(PathBuf, String)>,
     /// Variables whose value inside is a stand-in (name, stand-in).
     pub(crate) env: Vec<(String, String)>,
     /// The CA bundle: bound over this path, named by the CA variables.
@@ -665,8 +680,14 @@ mod tests {
                 "api.github.com",
                 "gitlab.com",
                 "api.anthropic.com",
+                "mcp-proxy.anthropic.com",
+                "platform.claude.com",
                 "uploads.github.com"
             ]
+        );
+        assert_eq!(
+            t.credentials_for("api.anthropic.com").collect::<Vec<_>>(),
+            [ANTHROPIC_API_KEY, CLAUDE_OAUTH]
         );
     }
 

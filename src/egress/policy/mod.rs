@@ -14,14 +14,17 @@
 //! interface kept off the blocked ranges too (SPEC §4.7, decisions 0002
 //! and 0004, issue #24). `broker.rs`: the credential broker's table of
 //! hosts, stand-ins and header swap (issue #25, decision 0015).
+//! `claude_oauth.rs`: Claude Code's login file, its token endpoint and the
+//! JSON of a refresh and its answer (decision 0017).
 //!
 //! May import: `sys` only.
 //!
-//! Exports: the items re-exported below, by name, and the namespace
-//! `broker`. `DomainRule`, `Egress`
+//! Exports: the items re-exported below, by name, and the namespaces
+//! `broker` and `claude_oauth`. `DomainRule`, `Egress`
 //! and `Preset` are `pub` for lib.rs's `fuzz_targets`.
 
 pub(crate) mod broker;
+pub(crate) mod claude_oauth;
 mod decide;
 mod log;
 mod routes;
