@@ -209,6 +209,8 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         weakened_by_env: cfg.weakened_by_env.clone(),
         publish_port: network.published().to_vec(),
         limits: super::limits::limits(cfg, facts),
+        broker: facts.broker.as_ref().map(|b| b.digests.clone()),
+        broker_off: !cfg.broker,
     }
 }
 

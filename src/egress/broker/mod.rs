@@ -39,8 +39,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConnection};
 
 use crate::egress::policy::broker::{
-    brokered_hosts, credentials_for, gh_tokens, replace_all, standin, Inside, Swap,
-    ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, SYSTEM_BUNDLE,
+    brokered_hosts, credentials_for, digest_of, gh_tokens, hex, replace_all, standin, Digests,
+    Inside, Swap, ANTHROPIC_API_KEY, BROKERED_PORT, GITHUB, SYSTEM_BUNDLE,
 };
 use crate::error::setup;
 use ca::SessionCa;
@@ -144,6 +144,7 @@ impl Broker {
         })?;
         let upstream = upstream_config(&system, provider.clone())
             .map_err(|e| fail(format!("{}: {e}", src.bundle.display())))?;
+        let digests = digests(&creds, provider.secure_random)?;
         let ca = SessionCa::new(&src.session, &brokered_hosts(), provider).map_err(fail)?;
         let bundle = format!("{}\n{}", system.trim_end(), ca.pem());
         Ok(Some(Broker {
@@ -155,6 +156,7 @@ impl Broker {
                 env,
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
+                digests,
             },
         }))
     }
@@ -249,6 +251,23 @@ impl Broker {
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
     }
+}
+
+/// What `verify` is told of `creds` (every credential this broker holds,
+/// whatever its kind): a salt drawn for this session and each real
+/// value's salted digest, never the value (decision 0015, "Visible").
+fn digests(creds: &[Cred], random: &dyn rustls::crypto::SecureRandom) -> anyhow::Result<Digests> {
+    let mut salt = [0u8; 16];
+    random
+        .fill(&mut salt)
+        .map_err(|_| fail("no random numbers".into()))?;
+    Ok(Digests {
+        salt: hex(&salt),
+        credentials: creds
+            .iter()
+            .map(|c| digest_of(c.name, &c.real, &salt))
+            .collect(),
+    })
 }
 
 /// The TLS client configuration towards the real hosts: the system roots
