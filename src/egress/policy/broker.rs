@@ -241,6 +241,17 @@ pub(crate) struct InjectLine {
 /// The value of [`InjectLine::event`].
 pub(crate) const INJECT_EVENT: &str = "credential";
 
+/// Whether `s` has the shape of a credential's name (`github`,
+/// `anthropic-api-key`, `gitlab:gitlab.example.com`): 1 to 64 of
+/// `[a-z0-9.:_-]`, starting with a letter. What `egress report` shows of a
+/// logged swap; anything else in that field is not the broker's.
+pub(crate) fn is_credential_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".:_-".contains(&b))
+}
+
 /// What the shadow tells `verify` of the session's brokered credentials,
 /// in the launch record: a salt drawn for this session and, per
 /// credential, the shape of its stand-in and SHA-256(salt || real value).
@@ -514,5 +525,28 @@ mod tests {
             real_values_in(b"ANTHROPIC_API_KEY=sk-ant-test\0", &short, b"s").0,
             [ANTHROPIC_API_KEY]
         );
+    }
+
+    #[test]
+    fn credential_names_are_names_not_values() {
+        for n in [
+            "github",
+            "anthropic-api-key",
+            "claude-oauth",
+            "gitlab:gitlab.example.com",
+        ] {
+            assert!(is_credential_name(n), "{n}");
+        }
+        for n in [
+            "",
+            "Github",
+            "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+            "git\u{1b}[2J",
+            "-x",
+            "a b",
+        ] {
+            assert!(!is_credential_name(n), "{n}");
+        }
+        assert!(!is_credential_name(&"a".repeat(65)));
     }
 }
