@@ -241,15 +241,12 @@ pub(crate) struct InjectLine {
 /// The value of [`InjectLine::event`].
 pub(crate) const INJECT_EVENT: &str = "credential";
 
-/// Whether `s` has the shape of a credential's name (`github`,
-/// `anthropic-api-key`, `gitlab:gitlab.example.com`): 1 to 64 of
-/// `[a-z0-9.:_-]`, starting with a letter. What `egress report` shows of a
-/// logged swap; anything else in that field is not the broker's.
+/// Whether `s` is the name of a credential of the table ([`BROKERED`]):
+/// what `egress report` shows of a logged swap. Anything else in that
+/// field is not the broker's (a value a forged line claims as its name,
+/// an escape sequence) and is never shown.
 pub(crate) fn is_credential_name(s: &str) -> bool {
-    (1..=64).contains(&s.len())
-        && s.starts_with(|c: char| c.is_ascii_lowercase())
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".:_-".contains(&b))
+    BROKERED.iter().any(|(_, c)| *c == s)
 }
 
 /// What the shadow tells `verify` of the session's brokered credentials,
@@ -528,25 +525,19 @@ mod tests {
     }
 
     #[test]
-    fn credential_names_are_names_not_values() {
-        for n in [
-            "github",
-            "anthropic-api-key",
-            "claude-oauth",
-            "gitlab:gitlab.example.com",
-        ] {
+    fn credential_names_are_the_tables_never_values() {
+        for n in [GITHUB, ANTHROPIC_API_KEY] {
             assert!(is_credential_name(n), "{n}");
         }
+        // A lower-case token is name-shaped: only the table tells.
         for n in [
             "",
             "Github",
-            "gho_16C7e42F292c6912E7710c838347Ae178B4a",
-            "git\u{1b}[2J",
-            "-x",
-            "a b",
+            "gho_37457303b3ab2ead1a6bc0727df62439f2ae",
+            "github\u{1b}[2J",
+            "github ",
         ] {
             assert!(!is_credential_name(n), "{n}");
         }
-        assert!(!is_credential_name(&"a".repeat(65)));
     }
 }
