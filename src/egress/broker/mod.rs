@@ -4,7 +4,8 @@
 //! the way out, only towards the hosts the table gives it.
 //!
 //! PROMISES. A launch that brokers ([`Broker::start`]) gives the plan only
-//! stand-ins and the session CA's certificate ([`Inside`]); the real values
+//! stand-ins, the session CA's certificate and, for `verify`, a salted
+//! digest of every credential it holds ([`Inside`]); the real values
 //! and the CA's key live in this process's memory, never in a file. TLS is
 //! terminated only for a `CONNECT` to a host of the table
 //! ([`crate::egress::policy::broker::BROKERED`]), on port 443, for which this

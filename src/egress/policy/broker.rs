@@ -1,8 +1,10 @@
 //! The credential broker's pure half (issue #25, docs/decisions/0015): the
 //! table of brokered hosts, stand-ins, the stand-in copy of `gh`'s
-//! `hosts.yml`, the header swap, the log line of an injection, and what
-//! the plan binds inside ([`Inside`]). No real value is ever a field of
-//! anything here that the plan sees.
+//! `hosts.yml`, the header swap, the log line of an injection, what
+//! the plan binds inside ([`Inside`]), and what `verify` is told of the
+//! real values ([`Digests`]: salted SHA-256, with the candidates a scan
+//! compares, [`candidates`], [`real_values_in`]). No real value is ever a
+//! field of anything here that the plan sees.
 
 use std::path::PathBuf;
 
