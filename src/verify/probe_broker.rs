@@ -1,7 +1,7 @@
 //! What `broker-no-real-values` observes (issue #25): every file this
 //! process can read where a credential could be — `$HOME`, `/etc`, `/tmp`,
-//! `/run`, the workspace and the `allow-write` paths, and every
-//! `/proc/PID/environ` and `cmdline` — scanned for the real values of the
+//! `/run`, the workspace and the `allow-write` paths, the launch record,
+//! and every `/proc/PID/environ` and `cmdline` — scanned for the real values of the
 //! brokered credentials, which it knows only by the launch record's salted
 //! digests ([`crate::egress::policy::broker::Digests`]): each candidate (a
 //! string of a credential's prefix and length,
@@ -72,7 +72,10 @@ pub(super) fn scan_for_real_values(rec: &LaunchRecord) -> Option<Result<Scan, St
     let skip: Vec<(u64, u64)> = std::fs::metadata(paths::REAL_CLAUDE)
         .map(|m| vec![(m.dev(), m.ino())])
         .unwrap_or_default();
-    Some(Ok(scan(&roots, &proc_files(), &skip, d, &salt, BOUND)))
+    // The record itself too: it must carry digests, never a value.
+    let mut files = vec![PathBuf::from(paths::LAUNCH_RECORD)];
+    files.extend(proc_files());
+    Some(Ok(scan(&roots, &files, &skip, d, &salt, BOUND)))
 }
 
 /// Every `/proc/PID/environ` and `/proc/PID/cmdline`.
