@@ -1,8 +1,8 @@
 //! What `broker-no-real-values` observes (issue #25): every file this
-//! process can read where a credential could be — `$HOME`, `/etc`, `/tmp`,
-//! `/run`, the workspace and the `allow-write` paths, the launch record,
-//! and every `/proc/PID/environ` and `cmdline` — scanned for the real values of the
-//! brokered credentials, which it knows only by the launch record's salted
+//! process can read where a credential could be — `$HOME`, `/etc`,
+//! `/tmp`, `/dev/shm`, `/run`, the workspace and the `allow-write` paths,
+//! the launch record, and every `/proc/PID/environ` and `cmdline` —
+//! scanned for the real values of the brokered credentials, which it knows only by the launch record's salted
 //! digests ([`crate::egress::policy::broker::Digests`]): each candidate (a
 //! string of a credential's prefix and length,
 //! [`crate::egress::policy::broker::candidates`]) is hashed with the
@@ -65,6 +65,7 @@ pub(super) fn scan_for_real_values(rec: &LaunchRecord) -> Option<Result<Scan, St
         rec.home.clone(),
         "/etc".into(),
         "/tmp".into(),
+        "/dev/shm".into(),
         "/run".into(),
         rec.workspace.clone(),
     ];
