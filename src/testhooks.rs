@@ -77,6 +77,11 @@ pub(crate) enum Mutation {
     TmpfsUnsized,
     /// The launch neither measures nor prunes the private state.
     NoPrivateBound,
+    /// The credential broker's stand-in copy of `gh`'s `hosts.yml`
+    /// replaced by a bind of the real file (issue #25): the broker still
+    /// runs, the real token is readable inside.
+    #[cfg(feature = "test-mutations")]
+    BrokerRealFile,
 }
 
 /// `drop-mount=PATH` entries of `CLAUDE_SANDBOX_TEST_MUTATION`: every mount
@@ -143,6 +148,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::NoPidsLimit => "no-pids-limit",
         Mutation::TmpfsUnsized => "tmpfs-unsized",
         Mutation::NoPrivateBound => "no-private-bound",
+        Mutation::BrokerRealFile => "broker-real-file",
     };
     std::env::var("CLAUDE_SANDBOX_TEST_MUTATION")
         .map(|v| v.split(',').any(|m| m.trim() == name))
@@ -195,6 +201,19 @@ fn apply_leaks(
     if active(Mutation::TmpfsUnsized) {
         sb.limits.tmpfs_size = 0;
         sb.limits.mask_size = 0;
+    }
+    if active(Mutation::BrokerRealFile) {
+        for m in &mut sb.mounts {
+            if let Mount::Data { dst, .. } = m {
+                if dst.ends_with(".config/gh/hosts.yml") {
+                    let real = dst.clone();
+                    *m = Mount::ReadOnly {
+                        src: real.clone(),
+                        dst: real,
+                    };
+                }
+            }
+        }
     }
 }
 

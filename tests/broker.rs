@@ -1176,3 +1176,134 @@ fn real_claude_code_refreshes_its_brokered_login_and_answers() {
         );
     }
 }
+
+// ---- Issue #25 item 4, "Visible": `egress report` lists the swaps ----
+
+/// `egress report --last` of `who` (text, or `--json`), as the user runs it.
+fn report_of(n: &Net, who: Who, json: bool) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_claude-sandbox"));
+    c.args(["egress", "report", "--last"]);
+    if json {
+        c.arg("--json");
+    }
+    c.env_clear()
+        .env("HOME", n.w.home(who))
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap()
+}
+
+/// A brokered session's swaps are in `egress report`, per host and
+/// credential, text and JSON, with no value in either; lines another
+/// process of the user appends to the log (it lies in the user's home)
+/// show names only, escaped, and a line whose credential is a value is
+/// skipped as no log line.
+#[test]
+fn egress_report_lists_the_swaps_by_host_and_credential() {
+    if !require("broker_report") {
+        return;
+    }
+    let n = net("brkreport");
+    let script = "T=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | head -1)\n\
+         for i in 1 2; do curl -sS -m 10 -o /dev/null -H \"Authorization: token $T\" https://api.github.com/user; done\n\
+         curl -sS -m 10 -o /dev/null -H \"x-api-key: $ANTHROPIC_API_KEY\" https://api.anthropic.com/user\n\
+         curl -sS -m 10 -o /dev/null -H \"Authorization: token $T\" https://allowed.test/user\n\
+         echo \"standin=$T\"\n";
+    for who in BOTH {
+        let o = session(&n, who, script);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let out = stdout(&o);
+        let standin = value(&out, "standin").to_string();
+        let key_standin = |s: &str| s.contains("sk-ant-api03-");
+        let o = report_of(&n, who, true);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(
+            v["credentials"],
+            serde_json::json!([
+                {"host": "api.github.com", "credential": "github", "requests": 2},
+                {"host": "api.anthropic.com", "credential": "anthropic-api-key", "requests": 1}
+            ]),
+            "{who:?}: {v}"
+        );
+        assert_eq!(v["unreadable_lines"], 0, "{who:?}: {v}");
+        let t = report_of(&n, who, false);
+        let text = stdout(&t);
+        let section = text
+            .split("credentials swapped in by the broker:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{who:?}: no section:\n{text}"));
+        let rows: Vec<Vec<&str>> = section
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                vec!["host", "credential", "requests"],
+                vec!["api.github.com", "github", "2"],
+                vec!["api.anthropic.com", "anthropic-api-key", "1"]
+            ],
+            "{who:?}:\n{text}"
+        );
+        for o in [&stdout(&o), &text] {
+            for secret in [&n.reals.gh, &n.reals.api_key, &standin] {
+                assert!(!o.contains(secret.as_str()), "{who:?}: a value shown:\n{o}");
+            }
+            assert!(!key_standin(o), "{who:?}: a value shown:\n{o}");
+        }
+        // Hostile lines appended by another process of the user.
+        let dir = n.w.home(who).join(".local/state/claude-sandbox/egress");
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        logs.sort();
+        let log = logs.last().unwrap();
+        let hostile = |host: &str, cred: &str, extra: &str| {
+            format!(
+                "{{\"time\":\"2026-11-26T05:00:00.000Z\",\"session\":\"x\",\"event\":\"credential\",\"method\":\"GET\",\"host\":\"{host}\",{extra}\"credential\":\"{cred}\"}}\n"
+            )
+        };
+        let mut f = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+        use std::io::Write;
+        f.write_all(
+            [
+                hostile("evil\\u001b]0;pwned\\u0007.test", "github", ""),
+                hostile("api.github.com", &n.reals.gh, ""),
+                hostile(
+                    "api.github.com",
+                    "github",
+                    &format!("\"value\":\"{}\",", n.reals.gh),
+                ),
+                hostile(&"h".repeat(300), "github", ""),
+            ]
+            .concat()
+            .as_bytes(),
+        )
+        .unwrap();
+        drop(f);
+        let o = report_of(&n, who, true);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["unreadable_lines"], 2, "{who:?}: {v}");
+        let t = stdout(&report_of(&n, who, false));
+        assert!(
+            t.lines()
+                .any(|l| l.split_whitespace().eq(["api.github.com", "github", "3"])),
+            "{who:?}: the line claiming a value counts by its names:\n{t}"
+        );
+        assert!(
+            t.contains("evil\\u{1b}]0;pwned\\u{7}.test"),
+            "{who:?}:\n{t}"
+        );
+        for o in [&stdout(&o), &t] {
+            assert!(!o.contains(&n.reals.gh), "{who:?}: a value shown:\n{o}");
+            assert!(
+                !o.contains('\u{1b}') && !o.contains('\u{7}'),
+                "{who:?}:\n{o}"
+            );
+        }
+    }
+}

@@ -35,6 +35,7 @@ const NAMES: &[&str] = &[
     "no-pids-limit",
     "tmpfs-unsized",
     "no-private-bound",
+    "broker-real-file",
 ];
 
 fn holds(bin: &Path, needle: &str) -> bool {

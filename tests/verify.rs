@@ -513,3 +513,120 @@ fn the_battery_is_off_path_root_owned_and_read_only_inside() {
         before
     );
 }
+
+// ---- Issue #25, "Visible": check 39 broker-no-real-values ----
+
+/// A credential of `prefix` and 36 characters of this test's own: never
+/// in the repository.
+fn broker_real(prefix: &str) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(format!("verify-broker-{prefix}-{}", std::process::id()));
+    let tail: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}{}", &tail[..36])
+}
+
+/// Check 39 of a `verify --json` run: (status, detail).
+fn check_39(o: &std::process::Output) -> (String, String) {
+    let c = checks(o);
+    let x = c
+        .iter()
+        .find(|x| x["name"] == "broker-no-real-values")
+        .unwrap_or_else(|| panic!("no check broker-no-real-values: {}", stdout(o)));
+    assert_eq!(x["id"], 39);
+    (
+        x["status"].as_str().unwrap().to_string(),
+        x["detail"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The number before ` candidates compared` in a PASS detail.
+fn candidates_in(detail: &str) -> u64 {
+    detail
+        .split(" candidates compared")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no candidate count in: {detail}"))
+}
+
+/// In an allowlist session whose broker holds the GitHub token and
+/// `ANTHROPIC_API_KEY`, every check passes for root and the user, and
+/// check 39 says it compared the stand-ins it found (in `hosts.yml` and the
+/// environments) against both credentials' digests. With the real
+/// `hosts.yml` bound over the stand-in copy (`broker-real-file`) exactly
+/// check 39 fails, naming the credential and the file, never the value.
+/// `broker = off`: a PASS that says so.
+#[test]
+fn broker_no_real_values_passes_brokered_and_fails_with_the_real_file_bound() {
+    if !require("verify_broker") {
+        return;
+    }
+    let lan = lan_with_loopback_service();
+    let w = World::new("verifybrk");
+    w.use_mutation_binary();
+    w.install_by_hand(
+        &w.root.join("bin/probe"),
+        "egress = allowlist\npass-env = ANTHROPIC_API_KEY\n",
+    );
+    install_managed_settings(&w);
+    gateway_resolver(&w);
+    let gh = broker_real("gho_");
+    let key = broker_real("sk-ant-api03-");
+    for who in BOTH {
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!(
+                "github.com:\n    oauth_token: {gh}\n    git_protocol: https\n    user: octo\n"
+            ),
+        );
+        let env = [("ANTHROPIC_API_KEY", key.as_str())];
+        let o = verify_inside(&w, &lan, who, &env, "--json");
+        let c = checks(&o);
+        assert_eq!(failing(&c), Vec::<String>::new(), "{who:?}: {}", stderr(&o));
+        let (status, detail) = check_39(&o);
+        assert_eq!(status, "PASS", "{who:?}: {detail}");
+        assert!(
+            detail.contains("2 brokered credentials (github, anthropic-api-key)"),
+            "{who:?}: {detail}"
+        );
+        // The stand-ins are candidates: in hosts.yml, and in the
+        // environment of verify and the shell that ran it.
+        assert!(candidates_in(&detail) >= 3, "{who:?}: {detail}");
+        // The real file bound in: exactly this check fails.
+        let env = [
+            ("ANTHROPIC_API_KEY", key.as_str()),
+            ("CLAUDE_SANDBOX_TEST_MUTATION", "broker-real-file"),
+        ];
+        let o = verify_inside(&w, &lan, who, &env, "--json");
+        let f = failing(&checks(&o));
+        let names: Vec<&str> = f.iter().map(|l| l.split(':').next().unwrap()).collect();
+        assert_eq!(names, ["broker-no-real-values"], "{who:?}: {f:#?}");
+        assert_eq!(o.status.code(), Some(1), "{who:?}");
+        let (_, detail) = check_39(&o);
+        let file = w.home(who).join(".config/gh/hosts.yml");
+        assert!(
+            detail.ends_with(&format!("github in {}", file.display())),
+            "{who:?}: {detail}"
+        );
+        assert!(
+            !stdout(&o).contains(&gh) && !stdout(&o).contains(&key),
+            "{who:?}: a value shown"
+        );
+    }
+    let o = w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = verify_inside(
+        &w,
+        &lan,
+        Who::User,
+        &[("ANTHROPIC_API_KEY", &key)],
+        "--json",
+    );
+    let (status, detail) = check_39(&o);
+    assert_eq!(status, "PASS", "{detail}");
+    assert!(
+        detail.starts_with("deliberately off (broker = off)"),
+        "{detail}"
+    );
+}

@@ -6,13 +6,15 @@
 //! This file reads and prints; the arithmetic is `tally.rs`. [`read_log`]
 //! streams a file into a [`Tally`] a line at a time. A line that is not a
 //! log line (not JSON, a field missing or of the wrong type, not UTF-8,
-//! over [`MAX_LINE`] bytes) is counted and skipped. The text output is the
-//! layout docs/egress.md shows; `--json` is the [`Report`] serialised.
+//! over [`MAX_LINE`] bytes) is counted and skipped. The credential broker's
+//! lines (issue #25) are counted per host and credential, by name only
+//! (see `tally.rs`). The text output is the layout docs/egress.md shows;
+//! `--json` is the [`Report`] serialised.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use super::tally::{plural, Domain, Refusal, Report, Tally};
+use super::tally::{plural, Domain, Injection, Refusal, Report, Tally};
 use crate::egress::policy::{is_session_id, log_dir, log_path};
 use crate::error::bad_input;
 use crate::sys::files::ReadError;
@@ -238,6 +240,7 @@ pub(super) fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()>
     };
     write_header(r, spans_days, out)?;
     write_domains(&r.domains, out)?;
+    write_credentials(&r.credentials, out)?;
     write_refusals(&r.refusals, spans_days, out)?;
     write_failures(&r.failures, spans_days, out)?;
     writeln!(out, "\nrisk: {}/100", r.risk.score)?;
@@ -335,6 +338,42 @@ fn write_domains(domains: &[Domain], out: &mut dyn Write) -> std::io::Result<()>
     Ok(())
 }
 
+/// The credentials the broker swapped in, by host (issue #25): names
+/// only, escaped; nothing when there were none.
+fn write_credentials(rows: &[Injection], out: &mut dyn Write) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let hosts: Vec<String> = rows.iter().map(|r| clean(&r.host)).collect();
+    let hw = hosts
+        .iter()
+        .map(|h| h.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 40);
+    let cw = rows
+        .iter()
+        .map(|r| r.credential.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    writeln!(out, "\ncredentials swapped in by the broker:")?;
+    writeln!(
+        out,
+        "{:<hw$}  {:<cw$}  {:>8}",
+        "host", "credential", "requests"
+    )?;
+    for (r, host) in rows.iter().zip(&hosts) {
+        writeln!(
+            out,
+            "{host:<hw$}  {:<cw$}  {:>8}",
+            clean(&r.credential),
+            r.requests
+        )?;
+    }
+    Ok(())
+}
+
 /// One line per refusal (the raw line where it did not parse).
 fn write_refusals(
     refusals: &[Refusal],
@@ -423,6 +462,7 @@ mod tests {
                 "domains",
                 "refusals",
                 "failures",
+                "credentials",
                 "risk"
             ]
         );
@@ -576,5 +616,118 @@ risk: 0/100
                 (false, "last".to_string())
             ]
         );
+    }
+    /// The broker's line for a swapped credential, as it writes it.
+    fn inject(time: &str, host: &str, credential: &str) -> String {
+        serde_json::to_string(&crate::egress::policy::broker::InjectLine {
+            time: time.into(),
+            session: "20261123T184501Z-4242".into(),
+            event: "credential".into(),
+            method: "GET".into(),
+            host: host.into(),
+            credential: credential.into(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn credentials_swapped_in_are_a_section_of_their_own() {
+        let mut lines = clean_session();
+        lines.push(line(&at(5), "api.github.com", 443, true, 300, 900));
+        for _ in 0..3 {
+            lines.push(inject(&at(5), "api.github.com", "github"));
+        }
+        lines.push(inject(&at(3), "api.anthropic.com", "anthropic-api-key"));
+        let r = report_of(&lines);
+        // Neither requests nor unreadable: the request is its own line.
+        assert_eq!((r.requests, r.unreadable_lines), (5, 0));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["credentials"],
+            serde_json::json!([
+                {"host": "api.github.com", "credential": "github", "requests": 3},
+                {"host": "api.anthropic.com", "credential": "anthropic-api-key", "requests": 1}
+            ])
+        );
+        assert_eq!(text(&r), CREDENTIALS_SAMPLE);
+        // None swapped: no section, and an empty list.
+        let r = report_of(&clean_session());
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["credentials"],
+            serde_json::json!([])
+        );
+        assert!(!text(&r).contains("credential"));
+    }
+
+    /// What `credentials_swapped_in_are_a_section_of_their_own` prints;
+    /// docs/egress.md shows the same.
+    const CREDENTIALS_SAMPLE: &str = "\
+20261123T184501Z-4242: 5 requests, 4 allowed, 1 refused; 460 B up, 3.3 KiB down; 18:45:01→18:45:05
+
+host               ports   allowed  failed  refused         up       down
+allowed.test       80,443        2       0        0      150 B    2.4 KiB
+api.anthropic.com  443           1       0        0       10 B       20 B
+api.github.com     443           1       0        0      300 B      900 B
+denied.test        443           0       0        1        0 B        0 B
+
+credentials swapped in by the broker:
+host               credential         requests
+api.github.com     github                    3
+api.anthropic.com  anthropic-api-key         1
+
+refused:
+  18:45:04.000  CONNECT denied.test:443  denied.test is not on the allowlist
+
+risk: 0/100
+";
+
+    #[test]
+    fn the_docs_show_the_credentials_section() {
+        let doc = include_str!("../../docs/egress.md");
+        assert!(
+            doc.contains(&format!("```\n{CREDENTIALS_SAMPLE}```")),
+            "docs/egress.md: the sample with credentials"
+        );
+    }
+
+    /// The log lives in a directory the user owns: a credential line is
+    /// shown by its names only, escaped; one whose host is overlong or
+    /// whose credential is no name (a value, an escape sequence) is no
+    /// log line; a value claimed in another field is never read.
+    #[test]
+    fn hostile_credential_lines_show_names_only() {
+        let value = "gho_SECRETSECRETSECRETSECRET0123456789ab";
+        let claims = inject(&at(1), "api.github.com", "github").replace(
+            "\"credential\":",
+            &format!("\"value\":\"{value}\",\"credential\":"),
+        );
+        let lines = vec![
+            claims,
+            inject(&at(1), "x\u{1b}[2J.test", "github"),
+            inject(&at(1), &"h".repeat(254), "github"),
+            inject(&at(1), "api.github.com", value),
+            inject(&at(1), "api.github.com", "github\u{1b}[2J"),
+            inject(&at(1), "api.github.com", &"a".repeat(65)),
+            inject(&at(1), "", "github"),
+        ];
+        let r = report_of(&lines);
+        assert_eq!(
+            (r.requests, r.unreadable_lines),
+            (0, 5),
+            "{:?}",
+            r.credentials
+        );
+        let t = text(&r);
+        let j = serde_json::to_string(&r).unwrap();
+        for out in [&t, &j] {
+            assert!(!out.contains(value) && !out.contains("SECRET"), "{out}");
+            assert!(!out.contains('\u{1b}'), "{out}");
+        }
+        assert!(t.contains("x\\u{1b}[2J.test  github"), "{t}");
+        assert!(
+            t.contains("\napi.github.com   github             1\n"),
+            "{t}"
+        );
+        assert!(t.contains("5 lines of /h/x.jsonl skipped"), "{t}");
     }
 }

@@ -1,8 +1,8 @@
 //! The report's arithmetic, pure: [`Tally::add_line`] takes a connection
 //! log's lines one by one, [`Tally::finish`] makes the [`Report`] on the
 //! session and its [`Risk`] score. Memory grows with the hosts, the
-//! refusals and failures, and one (time, host) pair a request, never with
-//! the log.
+//! refusals and failures, the (host, credential) pairs of the broker's
+//! swaps, and one (time, host) pair a request, never with the log.
 //!
 //! Each request is one of three: **allowed** (and its server reached),
 //! **failed** (allowed, but the name did not resolve, no address answered,
@@ -84,15 +84,23 @@ pub(crate) struct Tally {
     last: Option<(i64, String)>,
     /// (milliseconds, host id) of every request whose `time` parsed.
     events: Vec<(i64, usize)>,
+    /// The broker's swaps (issue #25): (host, credential) → requests.
+    credentials: BTreeMap<(String, String), u64>,
 }
 
-/// Whether `bytes` is the broker's line for a swapped credential.
-fn is_inject_line(bytes: &[u8]) -> bool {
-    use crate::egress::policy::broker::{InjectLine, INJECT_EVENT};
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|t| serde_json::from_str::<InjectLine>(t.trim()).ok())
-        .is_some_and(|l| l.event == INJECT_EVENT)
+/// The host and credential of the broker's line for a swapped credential
+/// (issue #25); `None` when `bytes` is not one: another line, or one whose
+/// host is no host name's length (over 253 bytes, or empty) or whose
+/// credential is no credential's name
+/// ([`crate::egress::policy::broker::is_credential_name`]). Only these two
+/// fields are kept: whatever else a line claims (a value) is never read.
+fn inject_line(bytes: &[u8]) -> Option<(String, String)> {
+    use crate::egress::policy::broker::{is_credential_name, InjectLine, INJECT_EVENT};
+    let l = serde_json::from_str::<InjectLine>(std::str::from_utf8(bytes).ok()?.trim()).ok()?;
+    (l.event == INJECT_EVENT
+        && (1..=253).contains(&l.host.len())
+        && is_credential_name(&l.credential))
+    .then_some((l.host, l.credential))
 }
 
 impl Tally {
@@ -105,9 +113,11 @@ impl Tally {
         match parsed {
             Some((line, text)) => self.add(line, text),
             // The broker's line for a swapped credential (issue #25): not
-            // a request of its own; the report does not list them yet.
-            None if is_inject_line(bytes) => {}
-            None => self.unreadable += 1,
+            // a request of its own, counted by host and credential.
+            None => match inject_line(bytes) {
+                Some(key) => *self.credentials.entry(key).or_insert(0) += 1,
+                None => self.unreadable += 1,
+            },
         }
     }
 
@@ -189,6 +199,16 @@ impl Tally {
         self.events.sort_unstable();
         let burst = busiest_window(&self.events, hosts);
         let risk = risk(self.requests, self.refused, &domains, burst);
+        let mut credentials: Vec<Injection> = self
+            .credentials
+            .into_iter()
+            .map(|((host, credential), requests)| Injection {
+                host,
+                credential,
+                requests,
+            })
+            .collect();
+        credentials.sort_by_key(|c| std::cmp::Reverse(c.requests));
         Report {
             session: session.to_string(),
             log: log.display().to_string(),
@@ -203,6 +223,7 @@ impl Tally {
             domains,
             refusals: self.refusals,
             failures: self.failures,
+            credentials,
             risk,
             first: self.first.map(|(_, t)| t),
             last: self.last.map(|(_, t)| t),
@@ -254,6 +275,15 @@ impl Domain {
     }
 }
 
+/// How many requests to one host had one credential swapped in by the
+/// broker: names only, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(super) struct Injection {
+    pub(super) host: String,
+    pub(super) credential: String,
+    pub(super) requests: u64,
+}
+
 /// The risk score (0-100) and why, one reason a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(super) struct Risk {
@@ -284,6 +314,9 @@ pub(crate) struct Report {
     pub(super) refusals: Vec<Refusal>,
     /// The failed requests' lines, in the log's order.
     pub(super) failures: Vec<Refusal>,
+    /// The credentials the broker swapped in (issue #25), by host and
+    /// credential: most requests first, then by host and credential.
+    pub(super) credentials: Vec<Injection>,
     pub(super) risk: Risk,
     /// The earliest and latest request time, as logged (text output only).
     #[serde(skip)]

@@ -215,6 +215,8 @@ fn record(cfg: &Config, facts: &Facts, rw: &[RwBind], network: &Network) -> Laun
         weakened_by_env: cfg.weakened_by_env.clone(),
         publish_port: network.published().to_vec(),
         limits: super::limits::limits(cfg, facts),
+        broker: facts.broker.as_ref().map(|b| b.digests.clone()),
+        broker_off: !cfg.broker,
     }
 }
 
@@ -486,6 +488,7 @@ mod tests {
             env: Vec::new(),
             bundle_path: "/etc/ssl/certs/ca-certificates.crt".into(),
             bundle: "pem".into(),
+            digests: Default::default(),
         });
         let plan = build(&Config::default(), &f, &[]).unwrap();
         let bound = pos(&plan, &["--bind", "/home/dev/.claude", "/home/dev/.claude"]);

@@ -56,6 +56,15 @@ pub(crate) struct LaunchRecord {
     /// What the session may exhaust and how it is enforced (issue #24).
     #[serde(default)]
     pub(crate) limits: super::Limits,
+    /// The credential broker's digests of the real values (issue #25):
+    /// present when the broker runs for this session. `verify` looks for
+    /// the real values inside by them; no value is here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) broker: Option<crate::egress::policy::broker::Digests>,
+    /// `broker = off` in the configuration file. Absent from the file
+    /// when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) broker_off: bool,
 }
 
 impl LaunchRecord {

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::check_broker::check_broker_no_real_values;
 use super::check_files::{
     check_dev, check_git_rule, check_masked_files, check_protected, check_protected_creation,
     check_root_view, check_run, check_tmp, check_workspace,
@@ -107,6 +108,7 @@ pub(super) const BATTERY: &[Def] = &[
     def("pids-limit", "the session's processes are bounded (pids-limit: its own cgroup, else RLIMIT_NPROC): a fork bomb cannot take the machine (issue #24)", check_pids),
     def("tmpfs-sized", "every tmpfs the sandbox mounts is sized (tmpfs-size; masks 1M): a session cannot fill memory through /tmp, $HOME or /dev/shm (issue #24)", check_tmpfs_sized),
     def("private-state-bounded", "the private ~/.cache and ~/.local/share kept between sessions hold at most private-state-max (issue #24)", check_private_bounded),
+    def("broker-no-real-values", "the real value of no brokered credential is readable inside: files, environments, command lines (issue #25)", check_broker_no_real_values),
 ];
 
 /// Evaluate every check against `o`.

@@ -28,11 +28,14 @@
 //!
 //! Files: `observe` gathers what the `probe_*` files sample (`mountinfo`
 //! parses the mount table; `probe_forwarder` asks the kernel for routes to
-//! the jail's DNS forwarder by protocol, port and interface); the `check_*` files judge it by area;
+//! the jail's DNS forwarder by protocol, port and interface; `probe_broker`
+//! scans what the session can read for the brokered credentials' real
+//! values by their digests); the `check_*` files judge it by area;
 //! `battery` lists the checks in order and prints the result; `coverage`
 //! (test code) ties the list to the plan and to docs/verify.md.
 
 mod battery;
+mod check_broker;
 mod check_files;
 mod check_home;
 mod check_limits;
@@ -45,6 +48,7 @@ mod coverage;
 mod fixtures;
 mod mountinfo;
 mod observe;
+mod probe_broker;
 mod probe_files;
 mod probe_forwarder;
 mod probe_limits;

@@ -9,6 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
 use super::mountinfo::{parse_mountinfo, Mount};
+use super::probe_broker::{scan_for_real_values, Scan};
 use super::probe_files::{
     config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
     read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
@@ -105,6 +106,9 @@ pub(super) struct Observed {
     pub(super) tmpfs: Vec<Tmpfs>,
     /// The private `~/.cache` and `~/.local/share` together, when bounded.
     pub(super) private_state: Option<Result<u64, String>>,
+    /// The scan for the brokered credentials' real values, when the
+    /// record names any (issue #25).
+    pub(super) broker_scan: Option<Result<Scan, String>>,
 }
 
 impl Default for Observed {
@@ -151,6 +155,7 @@ impl Default for Observed {
             pids_cgroup: None,
             tmpfs: Vec::new(),
             private_state: None,
+            broker_scan: None,
         }
     }
 }
@@ -224,6 +229,7 @@ impl Observed {
             pids_cgroup: pids_cgroup(&rec),
             tmpfs: tmpfs_mounts(&mountinfo),
             private_state: private_state(&rec),
+            broker_scan: scan_for_real_values(&rec),
             env,
         }
     }

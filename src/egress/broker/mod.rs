@@ -4,7 +4,8 @@
 //! the way out, only towards the hosts the table gives it.
 //!
 //! PROMISES. A launch that brokers ([`Broker::start`]) gives the plan only
-//! stand-ins and the session CA's certificate ([`Inside`]); the real values
+//! stand-ins, the session CA's certificate and, for `verify`, a salted
+//! digest of every credential it holds ([`Inside`]); the real values
 //! and the CA's key live in this process's memory, never in a file. TLS is
 //! terminated only for a `CONNECT` to a host of the session's table
 //! ([`crate::egress::policy::broker::Table`]: the fixed rows, each forge
@@ -54,9 +55,9 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConnection};
 
 use crate::egress::policy::broker::{
-    forge_credential, forge_host, gh_tokens, glab_config, replace_all, standin, without_comments,
-    Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, GITLAB,
-    SYSTEM_BUNDLE,
+    digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, replace_all, standin,
+    without_comments, Digests, Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH,
+    GITHUB, GITLAB, SYSTEM_BUNDLE,
 };
 use crate::egress::policy::claude_oauth::token_path;
 use crate::error::setup;
@@ -276,6 +277,7 @@ impl Broker {
         })?;
         let upstream = upstream_config(&system, provider.clone())
             .map_err(|e| fail(format!("{}: {e}", src.bundle.display())))?;
+        let digests = digests(&g.creds, oauth.as_ref(), provider.secure_random)?;
         let ca = SessionCa::new(&src.session, &table.hosts(), provider).map_err(fail)?;
         let bundle = format!("{}\n{}", system.trim_end(), ca.pem());
         Ok(Some(Broker {
@@ -290,6 +292,7 @@ impl Broker {
                 env: g.env,
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
+                digests,
             },
         }))
     }
@@ -438,6 +441,33 @@ fn draw(provider: &rustls::crypto::CryptoProvider, real: &str) -> Result<String,
         "no stand-in differs from a credential of {} characters",
         real.len()
     ))
+}
+
+/// What `verify` is told of `creds` (every credential this broker holds,
+/// whatever its kind): a salt drawn for this session and each real
+/// value's salted digest, never the value (decision 0015, "Visible").
+fn digests(
+    creds: &[Cred],
+    login: Option<&oauth::Oauth>,
+    random: &dyn rustls::crypto::SecureRandom,
+) -> anyhow::Result<Digests> {
+    let mut salt = [0u8; 16];
+    random
+        .fill(&mut salt)
+        .map_err(|_| fail("no random numbers".into()))?;
+    let mut credentials: Vec<_> = creds
+        .iter()
+        .map(|c| digest_of(&c.name, &c.real, &salt))
+        .collect();
+    // The login's tokens at launch (a refresh's new ones are never inside:
+    // the sandbox is only ever handed new stand-ins for them).
+    for real in login.map(|o| o.launch_reals()).unwrap_or_default() {
+        credentials.push(digest_of(CLAUDE_OAUTH, &real, &salt));
+    }
+    Ok(Digests {
+        salt: hex(&salt),
+        credentials,
+    })
 }
 
 /// The TLS client configuration towards the real hosts: the system roots

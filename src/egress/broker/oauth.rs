@@ -78,6 +78,13 @@ impl Oauth {
         &self.path
     }
 
+    /// The real access and refresh tokens of the launch, for `verify`'s
+    /// digests (decision 0015, "Visible").
+    pub(super) fn launch_reals(&self) -> Vec<String> {
+        let st = lock(&self.state);
+        vec![st.access[0].1.clone(), self.launched.clone()]
+    }
+
     /// The access tokens as (stand-in, real), for the header swap.
     pub(super) fn access(&self) -> Vec<(String, String)> {
         lock(&self.state).access.clone()

@@ -373,3 +373,41 @@ fn every_forge_host_is_brokered_with_its_own_credential() {
     assert_eq!(inside.env[0].0, "GITLAB_TOKEN");
     assert!(inside.env[0].1.starts_with("glpat-"));
 }
+
+/// `verify`'s digests (issue #25, "Visible"): one per credential held,
+/// each of the real value under this session's salt, and nothing of the
+/// value itself in what the plan sees; another session, another salt.
+#[test]
+fn verify_is_told_a_salted_digest_never_the_value() {
+    let f = fixture();
+    let b = Broker::start(&Sources {
+        session: "test".into(),
+        gh_hosts: Some(f.dir.join("hosts.yml")),
+        anthropic_key: Some("sk-ant-api03-KeyKeyKeyKeyKeyKeyKey".into()),
+        bundle: f.dir.join("public.pem"),
+        ..Default::default()
+    })
+    .unwrap()
+    .expect("credentials to broker");
+    let d = b.inside().digests.clone();
+    let salt = crate::egress::policy::broker::unhex(&d.salt).unwrap();
+    assert_eq!(salt.len(), 16);
+    let names: Vec<&str> = d.credentials.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, [GITHUB, ANTHROPIC_API_KEY]);
+    let gh = &d.credentials[0];
+    assert_eq!((gh.prefix.as_str(), gh.length), ("gho_", REAL.len()));
+    assert_eq!(
+        gh.sha256,
+        crate::egress::policy::broker::salted_sha256(&salt, REAL.as_bytes())
+    );
+    let shown = format!("{d:?}");
+    assert!(
+        !shown.contains("RealReal") && !shown.contains("KeyKey"),
+        "{shown}"
+    );
+    assert_ne!(
+        broker(&f).inside().digests.salt,
+        d.salt,
+        "a salt per session"
+    );
+}

@@ -3,8 +3,10 @@
 //! `broker-host` lines), stand-ins, the forges' files read (`gh`'s
 //! `hosts.yml`, `glab`'s `config.yml`) and their stand-in copies, the
 //! header swap (each credential in its own protocol's headers), the log
-//! line of an injection, and what the plan binds inside ([`Inside`]). No real value is ever a field of
-//! anything here that the plan sees.
+//! line of an injection, what the plan binds inside ([`Inside`]), and
+//! what `verify` is told of the real values ([`Digests`]: salted SHA-256,
+//! with the candidates a scan compares, [`candidates`], [`real_values_in`]).
+//! No real value is ever a field of anything here that the plan sees.
 
 use std::path::PathBuf;
 
@@ -203,6 +205,9 @@ pub(crate) struct Inside {
     /// The CA bundle: bound over this path, named by the CA variables.
     pub(crate) bundle_path: PathBuf,
     pub(crate) bundle: String,
+    /// What `verify` learns of the real values (the launch record): a
+    /// salted digest of each, never the value.
+    pub(crate) digests: Digests,
 }
 
 /// The variables that name the CA bundle inside.
@@ -251,15 +256,21 @@ fn prefix_len(real: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The public prefix of `real` that its stand-in keeps: empty when fewer
+/// than 8 characters would remain after it.
+pub(crate) fn public_prefix(real: &str) -> &str {
+    match prefix_len(real) {
+        p if real[p..].chars().count() >= 8 => &real[..p],
+        _ => "",
+    }
+}
+
 /// A stand-in for `real`: its prefix (when at least 8 characters remain)
 /// and length, the rest from `random` (one byte a character; nothing of
 /// `real` beyond its prefix). `None` when `random` is too short or the
 /// result would equal `real` (draw again).
 pub(crate) fn standin(real: &str, random: &[u8]) -> Option<String> {
-    let p = match prefix_len(real) {
-        p if real[p..].chars().count() >= 8 => p,
-        _ => 0,
-    };
+    let p = public_prefix(real).len();
     let rest = real[p..].chars().count();
     if random.len() < rest {
         return None;
@@ -567,6 +578,124 @@ pub(crate) struct InjectLine {
 
 /// The value of [`InjectLine::event`].
 pub(crate) const INJECT_EVENT: &str = "credential";
+
+/// Whether `s` is the name of a credential the broker knows (the fixed
+/// ones, or a forge host's `github:HOST`/`gitlab:HOST`):
+/// what `egress report` shows of a logged swap. Anything else in that
+/// field is not the broker's (a value a forged line claims as its name,
+/// an escape sequence) and is never shown.
+pub(crate) fn is_credential_name(s: &str) -> bool {
+    known_credential(s)
+}
+
+/// What the shadow tells `verify` of the session's brokered credentials,
+/// in the launch record: a salt drawn for this session and, per
+/// credential, the shape of its stand-in and SHA-256(salt || real value).
+/// Never a value: the digest lets a scan inside recognise the real value
+/// where it finds it, and (salted per session) matches nothing of any
+/// other session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Digests {
+    /// The salt, hex.
+    pub(crate) salt: String,
+    pub(crate) credentials: Vec<CredentialDigest>,
+}
+
+/// One brokered credential as `verify` knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CredentialDigest {
+    /// The credential's name (`github`, `anthropic-api-key`, …).
+    pub(crate) name: String,
+    /// The public prefix the stand-in keeps (`gho_`; empty: none kept).
+    pub(crate) prefix: String,
+    /// The stand-in's length in bytes, the real value's too.
+    pub(crate) length: usize,
+    /// SHA-256 of the salt's bytes followed by the real value's, hex.
+    pub(crate) sha256: String,
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of lower-case hex `text` (`None`: not hex).
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// SHA-256(`salt` || `value`), hex.
+pub(crate) fn salted_sha256(salt: &[u8], value: &[u8]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(salt);
+    h.update(value);
+    hex(&h.finalize())
+}
+
+/// What `verify` is told of the credential `name` whose real value is
+/// `real`, under `salt`.
+pub(crate) fn digest_of(name: &str, real: &str, salt: &[u8]) -> CredentialDigest {
+    CredentialDigest {
+        name: name.to_string(),
+        prefix: public_prefix(real).to_string(),
+        length: real.len(),
+        sha256: salted_sha256(salt, real.as_bytes()),
+    }
+}
+
+/// Characters a candidate without a prefix is a run of.
+fn token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.~+/".contains(&b)
+}
+
+/// The candidates for a credential of this `prefix` and `length` in
+/// `text`: with a prefix, the `length` bytes from each place the prefix
+/// starts (whatever surrounds it); without one, each run of token
+/// characters (`[A-Za-z0-9._~+/-]`) exactly `length` long.
+pub(crate) fn candidates<'a>(
+    text: &'a [u8],
+    prefix: &'a [u8],
+    length: usize,
+) -> Box<dyn Iterator<Item = &'a [u8]> + 'a> {
+    if length == 0 || text.len() < length {
+        return Box::new(std::iter::empty());
+    }
+    if !prefix.is_empty() {
+        let starts = (0..=text.len() - length).filter(move |&i| text[i..].starts_with(prefix));
+        return Box::new(starts.map(move |i| &text[i..i + length]));
+    }
+    Box::new(
+        text.split(|b| !token_byte(*b))
+            .filter(move |run| run.len() == length),
+    )
+}
+
+/// The names of the credentials of `digests` whose real value is one of
+/// the candidates in `text`, and how many candidates were checked.
+pub(crate) fn real_values_in<'a>(
+    text: &[u8],
+    digests: &'a Digests,
+    salt: &[u8],
+) -> (Vec<&'a str>, u64) {
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for d in &digests.credentials {
+        for c in candidates(text, d.prefix.as_bytes(), d.length) {
+            checked += 1;
+            if salted_sha256(salt, c) == d.sha256 && !found.contains(&d.name.as_str()) {
+                found.push(d.name.as_str());
+            }
+        }
+    }
+    (found, checked)
+}
 
 #[cfg(test)]
 mod tests {
@@ -923,6 +1052,91 @@ aliases:
                 e.contains(&format!("`{names}`")) && !e.contains('\n'),
                 "{bad}: {e}"
             );
+        }
+    }
+
+    #[test]
+    fn candidates_are_the_prefix_and_length_or_runs_of_the_length() {
+        let text = b"token=gho_abcdefgh!x gho_ab\ngho_0123456789 ";
+        let c: Vec<&[u8]> = candidates(text, b"gho_", 12).collect();
+        // Wherever the prefix starts, whatever follows: the digest decides.
+        assert_eq!(c, [&b"gho_abcdefgh"[..], b"gho_ab\ngho_0", b"gho_01234567"]);
+        // Too close to the end for the whole length: no candidate.
+        assert_eq!(candidates(b"xx gho_abc", b"gho_", 8).count(), 0);
+        // No prefix: each run of token characters exactly that long.
+        let text = b"KEY=abcdefghij\0x=abcdefghijk abc.def/ghi \"0123456789\"";
+        let c: Vec<&[u8]> = candidates(text, b"", 10).collect();
+        assert_eq!(c, [&b"abcdefghij"[..], b"0123456789"]);
+        assert_eq!(candidates(b"abc", b"", 0).count(), 0);
+    }
+
+    #[test]
+    fn digests_match_the_real_value_only_under_its_salt() {
+        let real = "gho_16C7e42F292c6912E7710c838347Ae178B4a";
+        let d = Digests {
+            salt: hex(b"salt-one"),
+            credentials: vec![digest_of(GITHUB, real, b"salt-one")],
+        };
+        assert_eq!(unhex(&d.salt).unwrap(), b"salt-one");
+        assert_eq!((unhex("0g"), unhex("abc")), (None, None));
+        let c = &d.credentials[0];
+        assert_eq!((c.prefix.as_str(), c.length), ("gho_", real.len()));
+        assert_eq!(c.sha256.len(), 64);
+        assert!(!c.sha256.contains("16C7e42F"), "no part of the value");
+        // The salt comes first: SHA-256("salt-one" || real).
+        assert_eq!(
+            c.sha256,
+            salted_sha256(b"salt-", format!("one{real}").as_bytes())
+        );
+        let text = format!("oauth_token: {real}\n");
+        let standin = standin(real, &(0..200u8).collect::<Vec<_>>()).unwrap();
+        assert_eq!(
+            real_values_in(text.as_bytes(), &d, b"salt-one"),
+            (vec![GITHUB], 1)
+        );
+        assert_eq!(
+            real_values_in(text.replace(real, &standin).as_bytes(), &d, b"salt-one"),
+            (vec![], 1),
+            "a stand-in is a candidate, never a match"
+        );
+        assert_eq!(
+            real_values_in(text.as_bytes(), &d, b"salt-two"),
+            (vec![], 1)
+        );
+        // A real value without a prefix kept: found as a run.
+        let short = Digests {
+            salt: hex(b"s"),
+            credentials: vec![digest_of(ANTHROPIC_API_KEY, "sk-ant-test", b"s")],
+        };
+        assert_eq!(short.credentials[0].prefix, "");
+        assert_eq!(
+            real_values_in(b"ANTHROPIC_API_KEY=sk-ant-test\0", &short, b"s").0,
+            [ANTHROPIC_API_KEY]
+        );
+    }
+
+    #[test]
+    fn credential_names_are_the_tables_never_values() {
+        for n in [
+            GITHUB,
+            ANTHROPIC_API_KEY,
+            GITLAB,
+            CLAUDE_OAUTH,
+            "github:ghe.example.test",
+        ] {
+            assert!(is_credential_name(n), "{n}");
+        }
+        // A lower-case token is name-shaped: only the table tells.
+        for n in [
+            "",
+            "Github",
+            "gho_37457303b3ab2ead1a6bc0727df62439f2ae",
+            "github\u{1b}[2J",
+            "github:ghe\u{1b}[2J.test",
+            "github:GHE.example.test",
+            "github ",
+        ] {
+            assert!(!is_credential_name(n), "{n}");
         }
     }
 }

@@ -13,7 +13,8 @@
 //! forwarder routed for UDP port 53 only, and sockets bound to the jail's
 //! interface kept off the blocked ranges too (SPEC §4.7, decisions 0002
 //! and 0004, issue #24). `broker.rs`: the credential broker's table of
-//! hosts, stand-ins and header swap (issue #25, decision 0015).
+//! hosts, stand-ins and header swap, and the salted digests `verify` finds
+//! the real values by (issue #25, decision 0015).
 //! `claude_oauth.rs`: Claude Code's login file, its token endpoint and the
 //! JSON of a refresh and its answer (decision 0017).
 //!
