@@ -583,7 +583,7 @@ fn broker_summary(
     if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
         let why = if c.broker {
             format!(
-                "egress = {} (the broker runs in allowlist mode only, so far)",
+                "egress = {} (the broker does not run on the host's network, decision 0016; weaker)",
                 mode.name()
             )
         } else {
@@ -708,9 +708,21 @@ mod tests {
             ok && d.contains("broker = off") && d.contains("weaker"),
             "{d}"
         );
-        let (_, d) = broker_summary(&config::Config::default(), true, false, false, true);
+        // The open jail brokers too (decision 0016); egress = off does not.
+        let (ok, d) = broker_summary(&config::Config::default(), true, false, false, true);
         assert!(
-            d.starts_with("off: egress = open") && d.contains("gh's GitHub token"),
+            ok && d.starts_with("stand-ins inside for gh's GitHub token"),
+            "{d}"
+        );
+        let host = config::Config {
+            egress: crate::egress::policy::Egress::Off,
+            ..Default::default()
+        };
+        let (_, d) = broker_summary(&host, true, false, false, true);
+        assert!(
+            d.starts_with("off: egress = off")
+                && d.contains("weaker")
+                && d.contains("gh's GitHub token"),
             "{d}"
         );
     }

@@ -105,6 +105,18 @@ pub(super) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
                 .map(|(k, v)| (k.into(), v.into())),
         );
     }
+    // The open jail with the credential broker (decision 0016): the same
+    // variables name the broker's proxy; a forwarded NO_PROXY keeps only
+    // what exempts no brokered host.
+    if egress(cfg) == Egress::Open && facts.broker.is_some() {
+        let forwarded = ["NO_PROXY", "no_proxy"]
+            .into_iter()
+            .filter(|k| cfg.pass_env.iter().any(|n| n == k))
+            .find_map(|k| get(k)?.into_string().ok());
+        let hosts = crate::egress::policy::broker::brokered_hosts();
+        let (vars, _dropped) = crate::egress::policy::open_proxy_env(forwarded.as_deref(), &hosts);
+        env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+    }
     let mut push = |k: &OsStr, v: OsString| {
         if !env.iter().any(|(e, _)| e == k) {
             env.push((k.to_os_string(), v));

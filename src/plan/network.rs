@@ -40,20 +40,31 @@ pub(super) fn network(
     }
     let plan = crate::egress::policy::plan_jail(&j.routes, &j.resolv, &cfg.allow_ip);
     let resolv_conf = plan.resolv_conf.filter(|_| !j.resolv_missing);
+    // Decision 0016: the broker's proxy only when something is brokered.
+    let proxy = match facts.broker {
+        Some(_) => Some(ProxyNet {
+            publish: Vec::new(),
+            ..proxy_net(cfg, facts, j, rw)?
+        }),
+        None => None,
+    };
     Ok((
         Network::Jail(JailNet {
             route_batch: plan.route_batch,
             dns_forward: plan.dns_forward,
             iface: j.routes.iface.clone(),
             publish: cfg.publish_port.clone(),
+            proxy,
         }),
         resolv_conf,
     ))
 }
 
 /// Allowlist mode's proxy: the configuration's rules and presets, Claude
-/// Code's own domains, and what the open jail would block. The log must lie
-/// outside every read-write root, or the session could rewrite it.
+/// Code's own domains, and what the open jail would block; in the open jail
+/// (the credential broker's, decision 0016) every name, and what the jail
+/// blocks. The log must lie outside every read-write root, or the session
+/// could rewrite it.
 pub(super) fn proxy_net(
     cfg: &Config,
     facts: &Facts,
@@ -70,22 +81,30 @@ pub(super) fn proxy_net(
         )));
     }
     let listen = crate::egress::policy::PROXY_ADDR;
+    let open = egress(cfg) == Egress::Open;
     if cfg.publish_port.contains(&listen.port()) {
         return Err(bad_input(format!(
-            "refusing publish-port = {}: with egress = allowlist that port inside the sandbox is the proxy's ({listen}); pick another port in {}",
+            "refusing publish-port = {}: with egress = {} that port inside the sandbox is the proxy's ({listen}){}; pick another port in {}",
             listen.port(),
+            egress(cfg).name(),
+            if open { ", which the credential broker serves while a brokered credential is held" } else { "" },
             paths::CONFIG_FILE
         )));
     }
+    let blocked = crate::egress::policy::blocked_ranges(&j.routes);
     Ok(ProxyNet {
         listen,
-        policy: crate::egress::policy::Policy::new(
-            &cfg.allow_domain,
-            &cfg.allow_domains,
-            facts.claude_traffic,
-            &cfg.allow_ip,
-            crate::egress::policy::blocked_ranges(&j.routes),
-        ),
+        policy: if open {
+            crate::egress::policy::Policy::open(&cfg.allow_ip, blocked)
+        } else {
+            crate::egress::policy::Policy::new(
+                &cfg.allow_domain,
+                &cfg.allow_domains,
+                facts.claude_traffic,
+                &cfg.allow_ip,
+                blocked,
+            )
+        },
         session: facts.session.clone(),
         log,
         publish: cfg.publish_port.clone(),

@@ -23,9 +23,12 @@ pub(crate) const BROKERED: &[(&str, &str)] = &[
 ];
 
 /// Whether the broker runs in egress mode `mode` (with `broker` on): the
-/// one place the launch and doctor ask.
+/// one place the launch and doctor ask. Allowlist mode (decision 0015) and
+/// the open jail (decision 0016); not `egress = off`, where the sandbox
+/// shares the host's network and loopback (decision 0016: real values, as
+/// before, named weaker).
 pub(crate) fn brokers_in(mode: super::Egress) -> bool {
-    mode == super::Egress::Allowlist
+    matches!(mode, super::Egress::Allowlist | super::Egress::Open)
 }
 
 /// The only port the broker intercepts.

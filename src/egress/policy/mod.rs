@@ -30,7 +30,7 @@ mod rules;
 // The property tests name these (lib.rs `fuzz_targets`).
 pub use rules::{DomainRule, Egress, Preset};
 
-pub(crate) use decide::{proxy_env, NameVerdict, Policy, PROXY_ADDR};
+pub(crate) use decide::{open_proxy_env, proxy_env, NameVerdict, Policy, PROXY_ADDR};
 pub(crate) use log::{
     is_session_id, log_dir, log_path, session_id, sessions, sessions_in, Decision, LogLine,
     KEEP_LOGS,
