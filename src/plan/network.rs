@@ -178,9 +178,8 @@ mod tests {
             };
             crate::plan::build(&cfg, &f, &[])
         };
-        let env_has_proxy = |sb: &crate::sandbox::Sandbox| {
-            sb.env.iter().any(|(k, _)| k == "HTTPS_PROXY")
-        };
+        let env_has_proxy =
+            |sb: &crate::sandbox::Sandbox| sb.env.iter().any(|(k, _)| k == "HTTPS_PROXY");
         let sb = plan_with(false, &[]).unwrap();
         let Network::Jail(j) = &sb.network else {
             panic!("{:?}", sb.network)
