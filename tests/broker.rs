@@ -760,3 +760,51 @@ fn open_jail_a_broker_that_cannot_start_stops_the_launch() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn egress_off_keeps_the_real_values_as_documented_weaker() {
+    if !require("broker_egress_off") {
+        return;
+    }
+    // Decision 0016: no broker on the host's network. No network needed.
+    let w = jail_world("brkegoff", "egress = off\n");
+    let token = "gho_0123456789abcdefghijABCDEFGHIJ012345";
+    for who in BOTH {
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!("github.com:\n    oauth_token: {token}\n"),
+        );
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml; echo \"proxy=${HTTPS_PROXY:-unset} ${SSL_CERT_FILE:-unset}\"",
+            ],
+        );
+        assert_eq!(
+            stdout(&o),
+            format!("{token}\nproxy=unset unset\n"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+    }
+    // The same world in the open jail brokers it (the control: the real
+    // value above is the mode's, not a broker that failed to run).
+    let o = w.run_root_raw("echo 'egress = open' > /etc/claude-sandbox.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "grep -c gho_0123456789 ~/.config/gh/hosts.yml",
+            ],
+        );
+        assert_eq!(stdout(&o), "0\n", "{who:?}: {}", shown(&o));
+    }
+}
