@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/launch.sh [BINARY]: the launch latency of `claude --version` through
-# the shadow, as root and as an unprivileged user, jail off and jail on, from
+# the shadow, as root and as an unprivileged user, jail off, jail on and jail
+# on with a brokered credential (decision 0016), from
 # a repository workspace (issue #23 item 3), with hyperfine. Smaller than
 # `just bench`: for measuring one change to the launch path before and after.
 # BINARY defaults to target/release/claude-sandbox (built if missing).
@@ -40,6 +41,13 @@ ip netns exec "$prefix-lan" python3 tests/testnet/netprobe.py dns 10.77.0.1 600 
 servers+=($!)
 chmod 755 "$work"
 mkdir -p "$work/ov" "$work/root-home" "$work/user-home"
+# "jail on, brokered": the same launch from a home that holds gh's token,
+# so the credential broker and its proxy on the jail's loopback start
+# (decision 0016). A made-up token: nothing here talks to a forge.
+for who in root user; do
+    mkdir -p "$work/$who-home-b/.config/gh"
+    printf 'github.com:\n    oauth_token: gho_%s\n    user: bench\n' "$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/$who-home-b/.config/gh/hosts.yml"
+done
 cp "$bin" "$work/claude-sandbox"
 # The repository workspace: this project's history, an editor and a
 # devcontainer folder, a nested repository (as bench/bench.sh makes it).
@@ -67,35 +75,39 @@ printf 'allow-env-overrides\n%s\n' "$conf_extra" > /etc/claude-sandbox.conf
 rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 useradd -l -u 4243 -U -M -d $work/user-home -s /bin/sh csbbench
-chown -R 4243:4243 $work/user-home $work/repo-user
+chown -R 4243:4243 $work/user-home $work/user-home-b $work/repo-user
 # pasta as a non-root user needs /dev/net/tun: a private node (containers
 # give it 0666), never the host's changed.
 if [ -c /dev/net/tun ]; then mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200; fi
 as_root="env -i HOME=$work/root-home PATH=/usr/local/bin:/usr/bin:/bin USER=root"
 as_user="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$work/user-home PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
+as_root_b="env -i HOME=$work/root-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=root"
+as_user_b="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$work/user-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
 cd $work/repo-root
 \$as_root claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
 hyperfine -N --warmup 5 --runs $runs --export-json $work/root.json \\
     -n direct "\$as_root /usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "\$as_root CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
-    -n "jail on" "\$as_root /usr/local/bin/claude --version"
+    -n "jail on" "\$as_root /usr/local/bin/claude --version" \\
+    -n "jail on, brokered" "\$as_root_b /usr/local/bin/claude --version"
 cd $work/repo-user
 \$as_user claude --version >/dev/null
 hyperfine -N --warmup 5 --runs $runs --export-json $work/user.json \\
     -n direct "\$as_user /usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "\$as_user CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
-    -n "jail on" "\$as_user /usr/local/bin/claude --version"
+    -n "jail on" "\$as_user /usr/local/bin/claude --version" \\
+    -n "jail on, brokered" "\$as_user_b /usr/local/bin/claude --version"
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh" >/dev/null
 
 python3 - "$work/root.json" "$work/user.json" <<'PY'
 import json, sys, os
-print(f"{'':30}{'median':>10}{'mean':>10}{'± σ':>9}{'added (median)':>17}")
+print(f"{'':36}{'median':>10}{'mean':>10}{'± σ':>9}{'added (median)':>17}")
 for who, f in (("root", sys.argv[1]), ("unprivileged", sys.argv[2])):
     r = {x["command"]: x for x in json.load(open(f))["results"]}
     d = r["direct"]["median"] * 1000
-    for k in ("direct", "jail off", "jail on"):
+    for k in ("direct", "jail off", "jail on", "jail on, brokered"):
         x = r[k]
         added = "" if k == "direct" else f"{x['median'] * 1000 - d:13.1f} ms"
-        print(f"{who + ', ' + k:30}{x['median'] * 1000:7.1f} ms{x['mean'] * 1000:7.1f} ms{x['stddev'] * 1000:6.1f} ms{added:>17}")
+        print(f"{who + ', ' + k:36}{x['median'] * 1000:7.1f} ms{x['mean'] * 1000:7.1f} ms{x['stddev'] * 1000:6.1f} ms{added:>17}")
 PY

@@ -1307,3 +1307,313 @@ fn egress_report_lists_the_swaps_by_host_and_credential() {
         }
     }
 }
+
+// ---------------------------------------------------------------------
+// Open jail (issue #25 item 2, decision 0016): the broker in the default
+// `egress = open` jail. With a brokered credential held, the proxy on the
+// jail's loopback is the broker and HTTPS_PROXY names it; everything else
+// still goes out through the jail's routes, and the proxy reaches only
+// what the jail routes.
+
+/// `egress = open` (the default, said aloud), the API key forwarded, and
+/// `NO_PROXY` too (for the test of a forwarded one).
+const OPEN_CONF: &str = "egress = open\npass-env = ANTHROPIC_API_KEY, NO_PROXY\n";
+
+/// [`net`] with the open jail's configuration instead of allowlist mode's.
+fn open_net(name: &str) -> Net {
+    let n = net(name);
+    let o = n.w.run_root_raw(&format!(
+        "printf '{}' > /etc/claude-sandbox.conf",
+        OPEN_CONF.replace('\n', "\\n")
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    n
+}
+
+/// [`session`] with more of the launching environment (`env`); the real
+/// API key only when `key`.
+fn open_session(n: &Net, who: Who, key: bool, env: &[(&str, &str)], script: &str) -> Output {
+    let mut all: Vec<(&str, &str)> = env.to_vec();
+    if key {
+        all.push(("ANTHROPIC_API_KEY", &n.reals.api_key));
+    }
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        "",
+        &all,
+        &["claude", "shell", script],
+    );
+    in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Inside the open jail: the stand-ins and the proxy variables; the forge
+/// and the API through the default proxy; the forge straight through the
+/// jail (`--noproxy '*'`); an unbrokered host; the LAN host through the
+/// proxy and directly; a search for the real values.
+fn open_script(n: &Net) -> String {
+    format!(
+        "export T=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | head -1)\n\
+         echo \"standin=$T\"\n\
+         echo \"key=$ANTHROPIC_API_KEY\"\n\
+         echo \"proxy=${{HTTPS_PROXY:-unset}} ${{https_proxy:-unset}} ${{HTTP_PROXY:-unset}}\"\n\
+         echo \"noproxy=${{NO_PROXY:-unset}}\"\n\
+         echo \"forge=$(curl -sS -m 10 -H \"Authorization: token $T\" https://api.github.com/user)\"\n\
+         echo \"api=$(curl -sS -m 10 -H \"x-api-key: $ANTHROPIC_API_KEY\" https://api.anthropic.com/user)\"\n\
+         echo \"direct=$(curl -sS -m 10 --noproxy '*' -w ' %{{http_code}}' -H \"Authorization: token $T\" https://api.github.com/user | tr -d '\\n')\"\n\
+         echo \"other=$(curl -sS -m 10 -H \"Authorization: token $T\" https://allowed.test/user)\"\n\
+         echo \"internal=$(curl -sS -m 10 -o /dev/null -w '%{{http_code}}' http://internal.test/)\"\n\
+         echo \"internaltls=$(curl -sS -m 10 -o /dev/null -w '%{{http_connect}}' https://internal.test/ 2>/dev/null)\"\n\
+         echo \"internaldirect=$(curl -sS -m 5 --noproxy '*' http://internal.test/ 2>/dev/null || echo unreachable)\"\n\
+         echo \"found={}\"\n",
+        search(n)
+    )
+}
+
+#[test]
+fn open_jail_brokers_through_its_proxy_and_routes_nothing_internal() {
+    if !require("broker_open_jail") {
+        return;
+    }
+    let n = open_net("brkopen");
+    // Positive controls from the host's side: the forge takes the real
+    // token, and the LAN host answers (so a refusal inside is the proxy's).
+    let ok = from_host(
+        &n,
+        "api.github.com",
+        "/user",
+        &format!("Authorization: token {}", n.reals.gh),
+    );
+    assert_eq!(ok, "authenticated\n");
+    let mut c = Command::new("curl");
+    c.args(["-sS", "-m", "10", "http://10.77.0.9/"]);
+    let lan = stdout(&in_netns(&n.lan.host, &c).output().unwrap());
+    assert_eq!(lan, common::site::INTERNAL_INDEX);
+    for who in BOTH {
+        let o = open_session(&n, who, true, &[], &open_script(&n));
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let standin = value(&out, "standin");
+        let key = value(&out, "key");
+        assert!(
+            standin.starts_with("gho_") && standin != n.reals.gh,
+            "{who:?}: {out}"
+        );
+        assert!(
+            key.starts_with("sk-ant-api03-") && key != n.reals.api_key,
+            "{who:?}: {out}"
+        );
+        let url = "http://127.0.0.1:3128";
+        assert_eq!(value(&out, "proxy"), [url; 3].join(" "), "{who:?}");
+        assert_eq!(value(&out, "noproxy"), "localhost,127.0.0.1", "{who:?}");
+        // Through the default proxy: the broker swaps the stand-ins in.
+        for k in ["forge", "api"] {
+            assert_eq!(
+                value(&out, k),
+                "authenticated",
+                "{who:?} {k}: {}",
+                shown(&o)
+            );
+        }
+        // Straight through the jail (the route exists): the stand-in only.
+        assert_eq!(
+            value(&out, "direct"),
+            format!("got: token {standin} 401"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+        // An unbrokered host gets the stand-in as it was sent.
+        assert_eq!(
+            value(&out, "other"),
+            format!("got: token {standin}"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+        // The proxy is no way around the jail: the LAN host is refused
+        // through it, plain or tunnelled, as the jail refuses it directly.
+        assert_eq!(value(&out, "internal"), "403", "{who:?}: {out}");
+        assert_eq!(value(&out, "internaltls"), "403", "{who:?}: {out}");
+        assert_eq!(value(&out, "internaldirect"), "unreachable", "{who:?}");
+        assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");
+        // The proxied requests are logged (the swaps too, never a value),
+        // and `egress report` reads the log.
+        let log = newest_log(&n, who);
+        for (host, cred) in [
+            ("api.github.com", "github"),
+            ("api.anthropic.com", "anthropic-api-key"),
+        ] {
+            assert!(
+                log.contains(&format!("\"host\":\"{host}\",\"credential\":\"{cred}\"")),
+                "{who:?}: {host}:\n{log}"
+            );
+        }
+        assert!(
+            log.lines().any(|l| l.contains("\"host\":\"allowed.test\"")
+                && l.contains("\"reason\":\"egress = open\"")),
+            "{who:?}:\n{log}"
+        );
+        assert!(
+            log.lines().any(|l| l.contains("\"host\":\"internal.test\"")
+                && l.contains("\"decision\":\"refused\"")
+                && l.contains("10.77.0.9")),
+            "{who:?}:\n{log}"
+        );
+        for secret in [&n.reals.gh, &n.reals.api_key] {
+            assert!(!log.contains(secret.as_str()), "{who:?}:\n{log}");
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_claude-sandbox"))
+            .args(["egress", "report", "--json", "--last"])
+            .env_clear()
+            .env("HOME", n.w.home(who))
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["unreadable_lines"], 0, "{who:?}: {v}");
+        assert!(v["requests"].as_u64().unwrap() >= 5, "{who:?}: {v}");
+    }
+}
+
+#[test]
+fn open_jail_a_forwarded_no_proxy_cannot_send_a_standin_direct_and_no_credential_no_proxy() {
+    if !require("broker_open_no_proxy") {
+        return;
+    }
+    let n = open_net("brknoproxy");
+    let script = format!(
+        "export T=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | head -1)\n\
+         echo \"noproxy=${{NO_PROXY:-unset}} ${{no_proxy:-unset}}\"\n\
+         echo \"forge=$(curl -sS -m 10 -H \"Authorization: token $T\" https://api.github.com/user)\"\n\
+         echo \"found={}\"\n",
+        search(&n)
+    );
+    let bare =
+        "echo \"proxy=${HTTPS_PROXY:-unset} ${https_proxy:-unset} ${SSL_CERT_FILE:-unset}\"\n";
+    for who in BOTH {
+        // The hostile setting: NO_PROXY naming the brokered hosts (and one
+        // that names none, kept).
+        let fwd = [("NO_PROXY", "github.com,.github.com,*,example.org")];
+        let o = open_session(&n, who, true, &fwd, &script);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let want = "localhost,127.0.0.1,example.org";
+        assert_eq!(value(&out, "noproxy"), format!("{want} {want}"), "{who:?}");
+        // The stand-in still goes through the broker (so it works), and
+        // nothing real is readable.
+        assert_eq!(
+            value(&out, "forge"),
+            "authenticated",
+            "{who:?}: {}",
+            shown(&o)
+        );
+        assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");
+        // No credential held: no proxy at all, nothing changed inside.
+        std::fs::remove_file(n.w.home(who).join(".config/gh/hosts.yml")).unwrap();
+        let o = open_session(&n, who, false, &[], bare);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        assert_eq!(
+            stdout(&o),
+            "proxy=unset unset unset\n",
+            "{who:?}: {}",
+            shown(&o)
+        );
+        // The control: with the key held, the same script sees the proxy.
+        let o = open_session(&n, who, true, &[], bare);
+        assert!(
+            stdout(&o).starts_with("proxy=http://127.0.0.1:3128 http://127.0.0.1:3128 /etc/ssl/"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+    }
+}
+
+#[test]
+fn open_jail_a_broker_that_cannot_start_stops_the_launch() {
+    if !require("broker_open_fails_closed") {
+        return;
+    }
+    let w = jail_world("brkopenfail", OPEN_CONF);
+    let o = w.run_root_raw("rm -f /etc/ssl/certs/ca-certificates.crt");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            "github.com:\n    oauth_token: gho_0123456789abcdefghijABCDEFGHIJ012345\n",
+        );
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
+        assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("the credential broker cannot start") && e.contains("broker = off"),
+            "{who:?}: {e}"
+        );
+        // broker = off: the old behaviour, the real token bound (control).
+        let o = w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = w.run(
+            who,
+            &[],
+            &["claude", "shell", "grep -c gho_0123 ~/.config/gh/hosts.yml"],
+        );
+        assert_eq!(stdout(&o), "1\n", "{who:?}: {}", shown(&o));
+        let o = w.run_root_raw(&format!(
+            "printf '{}' > /etc/claude-sandbox.conf",
+            OPEN_CONF.replace('\n', "\\n")
+        ));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn egress_off_keeps_the_real_values_as_documented_weaker() {
+    if !require("broker_egress_off") {
+        return;
+    }
+    // Decision 0016: no broker on the host's network. No network needed.
+    let w = jail_world("brkegoff", "egress = off\n");
+    let token = "gho_0123456789abcdefghijABCDEFGHIJ012345";
+    for who in BOTH {
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!("github.com:\n    oauth_token: {token}\n"),
+        );
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml; echo \"proxy=${HTTPS_PROXY:-unset} ${SSL_CERT_FILE:-unset}\"",
+            ],
+        );
+        assert_eq!(
+            stdout(&o),
+            format!("{token}\nproxy=unset unset\n"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+    }
+    // The same world in the open jail brokers it (the control: the real
+    // value above is the mode's, not a broker that failed to run).
+    let o = w.run_root_raw("echo 'egress = open' > /etc/claude-sandbox.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "claude",
+                "shell",
+                "grep -c gho_0123456789 ~/.config/gh/hosts.yml",
+            ],
+        );
+        assert_eq!(stdout(&o), "0\n", "{who:?}: {}", shown(&o));
+    }
+}

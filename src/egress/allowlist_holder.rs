@@ -47,25 +47,28 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
         return Err(USAGE.into());
     }
     crate::egress::jail_holder::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
-    loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
-    let listener =
-        TcpListener::bind(SocketAddr::V4(crate::egress::policy::PROXY_ADDR)).map_err(|e| {
-            format!(
-                "cannot listen on {}: {e}",
-                crate::egress::policy::PROXY_ADDR
-            )
-        })?;
-    let channel = unsafe { OwnedFd::from_raw_fd(channel) };
-    crate::sys::fd::send_fd(channel.as_raw_fd(), listener.as_raw_fd())
-        .map_err(|e| format!("cannot hand the proxy its socket: {e}"))?;
-    // Neither stays open in the sandbox.
-    drop(listener);
-    drop(channel);
+    send_listener(channel)?;
     if let Some((fd, ports)) = inward {
         super::publish::start_connector(&fd.to_string_lossy(), &ports.to_string_lossy())?;
     }
     let err = Command::new(bwrap).args(rest).exec();
     Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
+}
+
+/// In the holder's fresh network namespace: bring up its loopback, make
+/// the proxy's listening socket there ([`crate::egress::policy::PROXY_ADDR`])
+/// and send it to the shadow over `channel`; neither stays open here (so
+/// neither is in the sandbox). Allowlist mode's holder, and the open
+/// jail's when the session brokers a credential (decision 0016).
+pub(super) fn send_listener(channel: RawFd) -> Result<(), String> {
+    let channel = unsafe { OwnedFd::from_raw_fd(channel) };
+    loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
+    let addr = crate::egress::policy::PROXY_ADDR;
+    let listener = TcpListener::bind(SocketAddr::V4(addr))
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    crate::sys::fd::send_fd(channel.as_raw_fd(), listener.as_raw_fd())
+        .map_err(|e| format!("cannot hand the proxy its socket: {e}"))?;
+    Ok(())
 }
 
 /// `ip link set lo up`, by ioctl (no `ip` needed in this mode).

@@ -142,6 +142,9 @@ pub(crate) struct Jail {
     go: Option<OwnedFd>,
     /// pasta's keeper for the current attempt; dropping it ends pasta.
     keeper: Option<Keeper>,
+    /// The credential broker's proxy on the jail's loopback, when the
+    /// session brokers (decision 0016).
+    proxy: Option<super::Proxy>,
 }
 
 /// The ends of the jail's pipes the holder and bubblewrap receive, by role.
@@ -191,7 +194,26 @@ impl Jail {
             publish: Vec::new(),
             go: None,
             keeper: None,
+            proxy: None,
         })
+    }
+
+    /// With the broker's proxy in `net` (decision 0016): create its log and
+    /// hold `broker` for it, before the first attempt.
+    pub(crate) fn with_broker(
+        mut self,
+        net: &JailNet,
+        broker: Option<std::sync::Arc<super::Broker>>,
+    ) -> anyhow::Result<Jail> {
+        self.proxy = match (&net.proxy, broker) {
+            (Some(p), Some(b)) => Some(super::Proxy::prepare(p, Some(b))?),
+            // Planned from the broker's stand-ins, so never one without the other.
+            (Some(_), None) => return Err(setup(
+                "internal error: the open jail's proxy was planned without the credential broker",
+            )),
+            (None, _) => None,
+        };
+        Ok(self)
     }
 
     /// The command to spawn in place of `bwrap ARGS` for `net`: the holder,
@@ -217,6 +239,25 @@ impl Jail {
         let (gate_r, gate_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         self.keeper = Some(Keeper::start(&self.pasta_args(), target_r)?);
         self.go = Some(go_w);
+        let mut ends = vec![
+            (FdContent::HolderReady, target_w),
+            (FdContent::HolderGo, go_r),
+            (FdContent::HolderGate, gate_w),
+            (FdContent::JailGate, gate_r),
+        ];
+        // The broker's proxy (decision 0016): the holder's channel.
+        let channel = match (&mut self.proxy, rendered.proxy_channel) {
+            (Some(p), Some(num)) => {
+                ends.push((FdContent::ProxyChannel, p.channel()?));
+                Some(num.to_string())
+            }
+            (None, None) => None,
+            _ => {
+                return Err(setup(
+                    "internal error: the open jail's proxy and its channel do not match",
+                ))
+            }
+        };
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
         let mut c = Command::new(me);
@@ -233,18 +274,11 @@ impl Jail {
             .arg(nix::unistd::getuid().as_raw().to_string())
             .arg(nix::unistd::getgid().as_raw().to_string())
             .args(holder.args())
+            .args(channel)
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
-        Ok((
-            c,
-            Ends(vec![
-                (FdContent::HolderReady, target_w),
-                (FdContent::HolderGo, go_r),
-                (FdContent::HolderGate, gate_w),
-                (FdContent::JailGate, gate_r),
-            ]),
-        ))
+        Ok((c, Ends(ends)))
     }
 
     /// pasta's command line, less the PID to attach to (the keeper adds it).
@@ -303,6 +337,11 @@ impl Jail {
     /// Once pasta is attached, tell the route keeper to lock the routes and
     /// open the shim's gate.
     pub(crate) fn release(&mut self) -> anyhow::Result<()> {
+        // The holder sends the broker's listener before it forks the route
+        // keeper; if it fails first, its message is the executor's to report.
+        if let Some(p) = &mut self.proxy {
+            p.serve();
+        }
         let (Some(keeper), Some(go)) = (self.keeper.as_mut(), self.go.take()) else {
             return Ok(());
         };
@@ -313,6 +352,14 @@ impl Jail {
         // it): the executor reports bubblewrap's own words, so no error here.
         let _ = File::from(go).write_all(b"g");
         Ok(())
+    }
+
+    /// The session ended: the broker's proxy closes its connections and
+    /// its log (as allowlist mode's does), then pasta is ended.
+    pub(crate) fn finish(mut self) {
+        if let Some(p) = self.proxy.take() {
+            p.finish();
+        }
     }
 }
 
@@ -330,6 +377,7 @@ mod tests {
             publish: Vec::new(),
             go: None,
             keeper: None,
+            proxy: None,
         };
         let args = j.pasta_args();
         // The tap the holder made, by name (pasta would otherwise make its
@@ -358,6 +406,7 @@ mod tests {
             publish: Vec::new(),
             go: None,
             keeper: None,
+            proxy: None,
         };
         assert_eq!(tcp(&j.pasta_args()), ["none"]);
         j.publish = vec![3000, 8888];

@@ -14,10 +14,11 @@ use std::process::{Child, Command, Stdio};
 
 use crate::sandbox::Holder;
 
-/// `claude-sandbox __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS…`
-/// (the four fd numbers as [`crate::sandbox::render`] assigned them): owns
-/// the jail's namespaces. Returns only on failure (exit status), after one
-/// line on stderr.
+/// `claude-sandbox __holder IP IFACE UID GID ROUTES READY GO GATE [PROXY] -- BWRAP ARGS…`
+/// (the fd numbers as [`crate::sandbox::render`] assigned them; PROXY, the
+/// channel for the credential broker's listener, only when the session
+/// brokers: decision 0016): owns the jail's namespaces. Returns only on
+/// failure (exit status), after one line on stderr.
 pub(crate) fn holder_main(args: &[OsString]) -> i32 {
     match holder(args) {
         Ok(never) => match never {},
@@ -29,7 +30,7 @@ pub(crate) fn holder_main(args: &[OsString]) -> i32 {
 }
 
 const HOLDER_USAGE: &str =
-    "__holder is internal (usage: __holder IP IFACE UID GID ROUTES READY GO GATE -- BWRAP ARGS)";
+    "__holder is internal (usage: __holder IP IFACE UID GID ROUTES READY GO GATE [PROXY] -- BWRAP ARGS)";
 
 /// The holder: unshares the user and network namespaces, makes the jail's
 /// interface (a persistent tap named IFACE) in them, forks the route keeper
@@ -38,10 +39,18 @@ const HOLDER_USAGE: &str =
 /// bubblewrap builds the sandbox while pasta attaches, and the shim inside
 /// runs nothing until the route keeper opens the gate.
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
-    let [ip, iface, uid, gid, routes, ready, go, gate, sep, bwrap, rest @ ..] = args else {
+    let [ip, iface, uid, gid, routes, ready, go, gate, rest @ ..] = args else {
         return Err(HOLDER_USAGE.into());
     };
     let num = |a: &OsString| a.to_str().and_then(|s| s.parse::<RawFd>().ok());
+    // The credential broker's channel (decision 0016), when there is one.
+    let (proxy, rest) = match rest {
+        [fd, rest @ ..] if fd != "--" => (Some(num(fd).ok_or(HOLDER_USAGE)?), rest),
+        _ => (None, rest),
+    };
+    let [sep, bwrap, rest @ ..] = rest else {
+        return Err(HOLDER_USAGE.into());
+    };
     let (Some(routes), Some(ready), Some(go), Some(gate)) =
         (num(routes), num(ready), num(go), num(gate))
     else {
@@ -59,6 +68,10 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
     // Before the route keeper's PID is reported: pasta attaches to it.
     make_tap(&iface.to_string_lossy())?;
+    // Before the fork, so the route keeper never holds the listener.
+    if let Some(channel) = proxy {
+        super::allowlist_holder::send_listener(channel)?;
+    }
     let me = nix::unistd::getpid();
     // Single-threaded here (a fresh exec), so the child may run any code.
     match unsafe { nix::unistd::fork() } {

@@ -11,7 +11,10 @@
 //! jail would route), decides each plain-http request on its own and
 //! sends it only where it was decided, and logs every request as it opens
 //! and as it closes for `claude-sandbox egress report` (SPEC §4.9;
-//! decision 0008).
+//! decision 0008). In the open jail, only while the session holds a
+//! brokered credential, the same proxy (the credential broker's) listens on
+//! the jail's loopback too: it lets every name through, but only to the
+//! addresses the jail routes, and logs as allowlist mode's (decision 0016).
 //! Any failed step refuses the launch; there is no unjailed fallback.
 //! Inward, in either mode, only the `publish-port` ports are reachable, and
 //! only from the host's 127.0.0.1 (decision 0011); a port taken on the host

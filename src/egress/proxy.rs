@@ -49,6 +49,14 @@ pub(crate) struct Proxy {
     listener: Option<Arc<TcpListener>>,
 }
 
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("log", &self.shared.log_path)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What every connection's thread shares.
 pub(super) struct Shared {
     pub(super) policy: Policy,
@@ -86,10 +94,18 @@ impl Proxy {
     ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
-            setup(format!(
-                "egress = allowlist: cannot {what} {}: {e}; the connection log must be writable (make $HOME writable, or set egress = open)",
-                p.display()
-            ))
+            setup(if net.policy.any_name {
+                format!(
+                    "the credential broker's proxy cannot {what} {}: {e}; its connection log must be writable (make $HOME writable, or set broker = off in {})",
+                    p.display(),
+                    crate::sys::paths::CONFIG_FILE
+                )
+            } else {
+                format!(
+                    "egress = allowlist: cannot {what} {}: {e}; the connection log must be writable (make $HOME writable, or set egress = open)",
+                    p.display()
+                )
+            })
         };
         {
             use std::os::unix::fs::DirBuilderExt;
@@ -134,16 +150,7 @@ impl Proxy {
         rendered: &Rendered,
         num: RawFd,
     ) -> anyhow::Result<(Command, crate::egress::jail::Ends)> {
-        self.stop_accepting();
-        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let (ours, theirs) = socketpair(
-            AddressFamily::Unix,
-            SockType::Stream,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .map_err(|e| setup(format!("cannot create the proxy's channel: {e}")))?;
-        self.channel = Some(ours);
+        let theirs = self.channel()?;
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
         let mut c = Command::new(me);
@@ -160,6 +167,22 @@ impl Proxy {
             c,
             crate::egress::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
         ))
+    }
+
+    /// A fresh channel for this attempt's holder (its end returned; ours
+    /// kept for [`Proxy::serve`]); the previous attempt's serving stops.
+    pub(super) fn channel(&mut self) -> anyhow::Result<OwnedFd> {
+        self.stop_accepting();
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| setup(format!("cannot create the proxy's channel: {e}")))?;
+        self.channel = Some(ours);
+        Ok(theirs)
     }
 
     /// Once the holder runs: take the listener it sends and serve it. `false`
@@ -200,7 +223,7 @@ impl Proxy {
             }
         }
         st = self.shared.until_idle(st);
-        if let Some(line) = summary(&st.refused) {
+        if let Some(line) = summary(&st.refused, self.shared.policy.any_name) {
             eprintln!("{line}");
         }
         drop(st);
@@ -228,8 +251,9 @@ fn prune(dir: &Path) {
     }
 }
 
-/// The line printed at exit when anything was refused.
-fn summary(refused: &BTreeMap<String, u64>) -> Option<String> {
+/// The line printed at exit when anything was refused (`open`: by the
+/// open jail's proxy, which refuses only what the jail would not route).
+fn summary(refused: &BTreeMap<String, u64>, open: bool) -> Option<String> {
     let total: u64 = refused.values().sum();
     if total == 0 {
         return None;
@@ -253,7 +277,8 @@ fn summary(refused: &BTreeMap<String, u64>) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "claude-sandbox: the egress allowlist refused {total} request{} ({}{more}); details: {} egress report --last",
+        "claude-sandbox: the egress {} refused {total} request{} ({}{more}); details: {} egress report --last",
+        if open { "proxy" } else { "allowlist" },
         if total == 1 { "" } else { "s" },
         names.join(", "),
         crate::sys::paths::SELF_BIN
@@ -641,12 +666,15 @@ pub(super) mod tests {
 
     #[test]
     fn the_summary_names_the_most_refused() {
-        assert_eq!(summary(&BTreeMap::new()), None);
+        assert_eq!(summary(&BTreeMap::new(), false), None);
         let m: BTreeMap<String, u64> = [("a.test", 1), ("b.test", 3), ("c.test", 1), ("d.test", 1)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-        let s = summary(&m).unwrap();
+        let s = summary(&m, false).unwrap();
+        assert!(summary(&m, true)
+            .unwrap()
+            .contains("the egress proxy refused 6"));
         assert!(
             s.contains("refused 6 requests (b.test ×3, a.test, c.test and 1 more)"),
             "{s}"

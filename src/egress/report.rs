@@ -1,5 +1,6 @@
 //! `claude-sandbox egress report [SESSION | --last] [--json]`: what one
-//! allowlist session's proxy let through and refused, read from its
+//! session's proxy (allowlist mode's, or the open jail's credential broker
+//! proxy: decision 0016) let through and refused, read from its
 //! connection log (one [`crate::egress::policy::LogLine`] a line,
 //! [`crate::egress::policy::log_path`]), with a risk score.
 //!
@@ -81,7 +82,7 @@ fn read_line_bounded(
 }
 
 const ONLY_ALLOWLIST: &str =
-    "only sessions launched with `egress = allowlist` that made a request have one, and the newest 200 are kept";
+    "only sessions launched with `egress = allowlist`, or in the open jail while the credential broker held a credential, that made a request through the proxy have one, and the newest 200 are kept";
 
 /// The session to report on and its log: `session`, else the newest.
 fn choose(home: &Path, session: Option<&str>) -> anyhow::Result<(String, PathBuf)> {

@@ -620,7 +620,7 @@ fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) 
     if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
         let why = if c.broker {
             format!(
-                "egress = {} (the broker does not run in this mode)",
+                "egress = {} (the broker does not run on the host's network, decision 0016; weaker)",
                 mode.name()
             )
         } else {
@@ -773,6 +773,25 @@ mod tests {
             ok && d.contains("broker = off")
                 && d.contains("weaker")
                 && d.contains("readable inside: Claude"),
+            "{d}"
+        );
+        // The open jail brokers too (decision 0016); egress = off does not.
+        let gh = Held {
+            gh: true,
+            ..Held::default()
+        };
+        let (ok, d) = broker_summary(&config::Config::default(), &gh, true);
+        assert!(
+            ok && d.starts_with("stand-ins inside for gh's tokens"),
+            "{d}"
+        );
+        let host = config::Config {
+            egress: crate::egress::policy::Egress::Off,
+            ..Default::default()
+        };
+        let (_, d) = broker_summary(&host, &gh, true);
+        assert!(
+            d.starts_with("off: egress = off") && d.contains("weaker") && d.contains("gh's tokens"),
             "{d}"
         );
         let (_, d) = broker_summary(&off, &Held::default(), true);

@@ -149,8 +149,9 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let result = attempts(&from, first, &mut net, &mut run);
     published.finish();
     match net {
-        // Ends pasta (its keeper waits until it is gone).
-        Some(Net::Jail(j)) => drop(j),
+        // The broker's proxy, if any, closes; pasta ends (its keeper
+        // waits until it is gone).
+        Some(Net::Jail(j)) => j.finish(),
         // Open connections close and log their lines; one line on stderr
         // if anything was refused.
         Some(Net::Proxy(p)) => p.finish(),
@@ -218,7 +219,10 @@ fn attempts(
         match (&sb.network, &*net) {
             (Network::Jail(_), Some(Net::Jail(_)))
             | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
-            (Network::Jail(_), _) => *net = Some(Net::Jail(egress::Jail::prepare()?)),
+            (Network::Jail(j), _) => {
+                let jail = egress::Jail::prepare()?.with_broker(j, from.broker.cloned())?;
+                *net = Some(Net::Jail(jail))
+            }
             (Network::Allowlist(p), _) => {
                 *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
             }

@@ -488,7 +488,7 @@ mod tests {
             env: Vec::new(),
             bundle_path: "/etc/ssl/certs/ca-certificates.crt".into(),
             bundle: "pem".into(),
-            digests: Default::default(),
+            ..Default::default()
         });
         let plan = build(&Config::default(), &f, &[]).unwrap();
         let bound = pos(&plan, &["--bind", "/home/dev/.claude", "/home/dev/.claude"]);

@@ -105,6 +105,22 @@ pub(super) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
                 .map(|(k, v)| (k.into(), v.into())),
         );
     }
+    // The open jail with the credential broker (decision 0016): the same
+    // variables name the broker's proxy; a forwarded NO_PROXY keeps only
+    // what exempts no brokered host.
+    if let Some(b) = facts
+        .broker
+        .as_ref()
+        .filter(|_| egress(cfg) == Egress::Open)
+    {
+        let forwarded = ["NO_PROXY", "no_proxy"]
+            .into_iter()
+            .filter(|k| cfg.pass_env.iter().any(|n| n == k))
+            .find_map(|k| get(k)?.into_string().ok());
+        let hosts: Vec<&str> = b.hosts.iter().map(String::as_str).collect();
+        let (vars, _dropped) = crate::egress::policy::open_proxy_env(forwarded.as_deref(), &hosts);
+        env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+    }
     let mut push = |k: &OsStr, v: OsString| {
         if !env.iter().any(|(e, _)| e == k) {
             env.push((k.to_os_string(), v));

@@ -206,6 +206,12 @@ pub(crate) struct JailNet {
     /// into the namespace (`-t 127.0.0.1/PORT`); nothing else comes in.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) publish: Vec<u16>,
+    /// When the session holds a brokered credential (decision 0016): the
+    /// proxy on the jail's loopback that the shadow serves, the credential
+    /// broker in it; its policy lets every name through to the addresses
+    /// the jail routes. `None`: no proxy at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) proxy: Option<ProxyNet>,
 }
 
 /// The program the shim execs inside.

@@ -87,7 +87,8 @@ pub(crate) struct Rendered {
     pub(crate) fds: Vec<(i32, FdContent)>,
     /// With the jail: the holder's fd numbers.
     pub(crate) holder: Option<Holder>,
-    /// In allowlist mode: the fd the allowlist holder sends the listener on.
+    /// In allowlist mode, and in the open jail with the broker's proxy: the
+    /// fd the holder sends the proxy's listener on.
     pub(crate) proxy_channel: Option<i32>,
     /// Allowlist mode with `publish-port`: the allowlist holder's arguments
     /// for its connector (`FD PORT,PORT…`, before its `--`); else empty.
@@ -288,7 +289,13 @@ fn network(o: &mut Out, net: &Network) -> (Option<Holder>, Option<i32>) {
                 go: FD_HOLDER_GO,
                 gate: FD_HOLDER_GATE,
             };
-            (Some(holder), None)
+            // The credential broker's proxy (decision 0016): the holder
+            // sends its listener over this channel too.
+            let channel = net.proxy.as_ref().map(|_| {
+                o.fds.push((FD_PROXY_CHANNEL, FdContent::ProxyChannel));
+                FD_PROXY_CHANNEL
+            });
+            (Some(holder), channel)
         }
     }
 }
@@ -390,26 +397,37 @@ mod tests {
     /// Every fd an argument names is in the table, once, and no two roles share a number.
     #[test]
     fn every_named_fd_is_in_the_table_once() {
+        let proxy = ProxyNet {
+            listen: crate::egress::policy::PROXY_ADDR,
+            policy: crate::egress::policy::Policy::new(
+                &[],
+                &[],
+                Default::default(),
+                &[],
+                Vec::new(),
+            ),
+            session: "s".into(),
+            log: "/l".into(),
+            publish: vec![3000],
+        };
+        let jail = JailNet {
+            route_batch: "link set lo up\n".into(),
+            dns_forward: None,
+            iface: "eth0".into(),
+            publish: vec![3000],
+            proxy: None,
+        };
         for net in [
             Network::Host,
-            Network::Allowlist(ProxyNet {
-                listen: crate::egress::policy::PROXY_ADDR,
-                policy: crate::egress::policy::Policy::new(
-                    &[],
-                    &[],
-                    Default::default(),
-                    &[],
-                    Vec::new(),
-                ),
-                session: "s".into(),
-                log: "/l".into(),
-                publish: vec![3000],
-            }),
+            Network::Allowlist(proxy.clone()),
+            Network::Jail(jail.clone()),
+            // The open jail with the credential broker's proxy (decision 0016).
             Network::Jail(JailNet {
-                route_batch: "link set lo up\n".into(),
-                dns_forward: None,
-                iface: "eth0".into(),
-                publish: vec![3000],
+                proxy: Some(ProxyNet {
+                    publish: Vec::new(),
+                    ..proxy.clone()
+                }),
+                ..jail.clone()
             }),
         ] {
             let r = render(&minimal(net.clone()));
@@ -441,10 +459,12 @@ mod tests {
             let gate = &a[shim + 3];
             assert_eq!(net.is_jail(), gate != "-", "{gate}");
             assert_eq!(net.is_jail(), r.holder.is_some());
-            assert_eq!(
-                matches!(net, Network::Allowlist(_)),
-                r.proxy_channel.is_some()
-            );
+            let proxied = match &net {
+                Network::Allowlist(_) => true,
+                Network::Jail(j) => j.proxy.is_some(),
+                Network::Host => false,
+            };
+            assert_eq!(proxied, r.proxy_channel.is_some());
             // publish-port: the allowlist holder's connector gets a channel;
             // pasta needs none.
             if matches!(net, Network::Allowlist(_)) {

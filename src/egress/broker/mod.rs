@@ -22,7 +22,10 @@
 //! newest real tokens when the session ends ([`Broker::write_back_login`]),
 //! never a stand-in. Each swap is
 //! reported (method, credential name) for the log, never a value. A broker
-//! that cannot start stops the launch (exit 125).
+//! that cannot start stops the launch (exit 125); the root store towards
+//! the upstreams is parsed on a thread of its own, off the launch's path
+//! (a bundle none of whose certificates parse then fails each intercepted
+//! connection with a 502, never a fallback).
 //!
 //! `ca.rs`: the session CA and its leaves. `http.rs`: requests framed and
 //! their credential headers swapped. `tunnel.rs`: the two TLS connections
@@ -102,7 +105,7 @@ struct Cred {
 /// them.
 pub(crate) struct Broker {
     ca: SessionCa,
-    upstream: Arc<ClientConfig>,
+    upstream: Upstream,
     table: Table,
     creds: Vec<Cred>,
     /// Claude Code's login, when brokered (decision 0017).
@@ -275,11 +278,12 @@ impl Broker {
                 src.bundle.display()
             ))
         })?;
-        let upstream = upstream_config(&system, provider.clone())
-            .map_err(|e| fail(format!("{}: {e}", src.bundle.display())))?;
+        let upstream =
+            Upstream::start(&system, provider.clone(), src.bundle.clone()).map_err(fail)?;
         let digests = digests(&g.creds, oauth.as_ref(), provider.secure_random)?;
         let ca = SessionCa::new(&src.session, &table.hosts(), provider).map_err(fail)?;
         let bundle = format!("{}\n{}", system.trim_end(), ca.pem());
+        let hosts = table.hosts().into_iter().map(String::from).collect();
         Ok(Some(Broker {
             ca,
             upstream,
@@ -293,6 +297,7 @@ impl Broker {
                 bundle_path: PathBuf::from(SYSTEM_BUNDLE),
                 bundle,
                 digests,
+                hosts,
             },
         }))
     }
@@ -363,7 +368,7 @@ impl Broker {
         let outer = ServerName::try_from(host.to_string())
             .map_err(|e| e.to_string())
             .and_then(|name| {
-                ClientConnection::new(self.upstream.clone(), name).map_err(|e| e.to_string())
+                ClientConnection::new(self.upstream.get()?, name).map_err(|e| e.to_string())
             })
             .and_then(|c| {
                 Side::handshake(Connection::Client(c), upstream, &[]).map_err(|e| e.to_string())
@@ -468,6 +473,51 @@ fn digests(
         salt: hex(&salt),
         credentials,
     })
+}
+
+/// The TLS client configuration towards the real hosts, made on a thread
+/// of its own at start and taken by the first intercepted connection.
+struct Upstream {
+    made: std::sync::OnceLock<Made>,
+    making: std::sync::Mutex<Option<std::thread::JoinHandle<Made>>>,
+}
+
+/// The configuration, or why it could not be made.
+type Made = Result<Arc<ClientConfig>, String>;
+
+impl Upstream {
+    /// Parsing ~150 roots costs ~0.7 ms: off the launch's critical path,
+    /// on a thread, until the first intercepted CONNECT. A bundle without
+    /// a certificate fails here, at once.
+    fn start(
+        pem: &str,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+        from: PathBuf,
+    ) -> Result<Upstream, String> {
+        if !pem.contains("-----BEGIN CERTIFICATE-----") {
+            return Err(format!("{}: no CA certificate in it", from.display()));
+        }
+        let pem = pem.to_string();
+        let making = std::thread::spawn(move || {
+            upstream_config(&pem, provider).map_err(|e| format!("{}: {e}", from.display()))
+        });
+        Ok(Upstream {
+            made: std::sync::OnceLock::new(),
+            making: std::sync::Mutex::new(Some(making)),
+        })
+    }
+
+    fn get(&self) -> Made {
+        self.made
+            .get_or_init(|| {
+                let handle = self.making.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match handle.map(std::thread::JoinHandle::join) {
+                    Some(Ok(r)) => r,
+                    _ => Err("the upstream TLS configuration was not made".into()),
+                }
+            })
+            .clone()
+    }
 }
 
 /// The TLS client configuration towards the real hosts: the system roots

@@ -41,9 +41,12 @@ pub(crate) const BROKERED: &[(&str, &str)] = &[
 ];
 
 /// Whether the broker runs in egress mode `mode` (with `broker` on): the
-/// one place the launch and doctor ask.
+/// one place the launch and doctor ask. Allowlist mode (decision 0015) and
+/// the open jail (decision 0016); not `egress = off`, where the sandbox
+/// shares the host's network and loopback (decision 0016: real values, as
+/// before, named weaker).
 pub(crate) fn brokers_in(mode: super::Egress) -> bool {
-    mode == super::Egress::Allowlist
+    matches!(mode, super::Egress::Allowlist | super::Egress::Open)
 }
 
 /// The only port the broker intercepts.
@@ -192,7 +195,7 @@ impl Table {
 
 /// What the sandbox sees of the broker, for the plan: the stand-in files,
 /// the stand-in environment, and the CA bundle that adds the session CA.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Inside {
     /// Files bound read-only over the real ones (path inside, content).
     pub(crate) files: Vec<(PathBuf, String)>,
@@ -208,6 +211,9 @@ pub(crate) struct Inside {
     /// What `verify` learns of the real values (the launch record): a
     /// salted digest of each, never the value.
     pub(crate) digests: Digests,
+    /// The hosts of the session's table (a forwarded `NO_PROXY` may not
+    /// exempt any of them in the open jail; decision 0016).
+    pub(crate) hosts: Vec<String>,
 }
 
 /// The variables that name the CA bundle inside.

@@ -26,6 +26,10 @@ pub(crate) struct Policy {
     /// What the open jail blackholes (internal ranges, the connected
     /// subnets, the gateway), as (network, prefix length).
     pub blocked: Vec<(Ipv4Addr, u8)>,
+    /// The open jail's proxy (decision 0016): every name on every port,
+    /// no rules; the addresses are still checked as the jail routes them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub any_name: bool,
 }
 
 /// The proxy's verdict on one request's name and port.
@@ -74,6 +78,19 @@ impl Policy {
             rules,
             allow_ip: allow_ip.to_vec(),
             blocked,
+            any_name: false,
+        }
+    }
+
+    /// The open jail's proxy (decision 0016): any name, any port, but
+    /// only to the addresses the jail routes ([`Policy::address_allowed`]:
+    /// `blocked` and the fixed internal ranges refused, `allow_ip` kept).
+    pub(crate) fn open(allow_ip: &[Ipv4Addr], blocked: Vec<(Ipv4Addr, u8)>) -> Policy {
+        Policy {
+            rules: Vec::new(),
+            allow_ip: allow_ip.to_vec(),
+            blocked,
+            any_name: true,
         }
     }
 
@@ -89,6 +106,8 @@ impl Policy {
         if let Ok(ip) = h.parse::<IpAddr>() {
             return match ip {
                 IpAddr::V4(v4) if self.allow_ip.contains(&v4) => NameVerdict::AllowedIp(v4),
+                // Checked as an address like any name's (decide, then connect).
+                IpAddr::V4(_) if self.any_name => NameVerdict::Name(OPEN_ORIGIN.into()),
                 IpAddr::V4(v4) => NameVerdict::Refused {
                     reason: "an address, not a name: the allowlist is by name".into(),
                     fix: format!("allow-ip = {v4}"),
@@ -98,6 +117,9 @@ impl Policy {
                     fix: String::new(),
                 },
             };
+        }
+        if self.any_name {
+            return NameVerdict::Name(OPEN_ORIGIN.into());
         }
         if let Some(r) = self.rules.iter().find(|r| r.rule.matches(&h, port, via)) {
             return NameVerdict::Name(r.origin.clone());
@@ -151,6 +173,9 @@ fn in_any(ip: Ipv4Addr, nets: &[(Ipv4Addr, u8)]) -> bool {
     })
 }
 
+/// Why the open jail's proxy allowed a name (the log line's reason).
+pub(crate) const OPEN_ORIGIN: &str = "egress = open";
+
 /// The proxy's address inside the sandbox (its own network namespace: the
 /// port is the sandbox's alone).
 pub(crate) const PROXY_ADDR: std::net::SocketAddrV4 =
@@ -167,6 +192,56 @@ pub(crate) fn proxy_env() -> Vec<(String, String)> {
     v.push(("NO_PROXY".into(), "localhost,127.0.0.1".into()));
     v.push(("no_proxy".into(), "localhost,127.0.0.1".into()));
     v
+}
+
+/// The open jail's proxy variables (decision 0016): [`proxy_env`], with
+/// `NO_PROXY` keeping loopback direct plus each entry of a forwarded
+/// `NO_PROXY` (`forwarded`) that exempts none of `brokered`. An entry that
+/// would send a brokered host direct (`*`, the host, a parent domain) is
+/// dropped: the stand-in would leave without the broker and fail where the
+/// session expects it to work. The dropped entries are returned too.
+pub(crate) fn open_proxy_env(
+    forwarded: Option<&str>,
+    brokered: &[&str],
+) -> (Vec<(String, String)>, Vec<String>) {
+    let mut keep = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let mut dropped = Vec::new();
+    for entry in forwarded.unwrap_or_default().split([',', ' ']) {
+        let e = entry.trim();
+        if e.is_empty() || keep.iter().any(|k| k == e) {
+            continue;
+        }
+        if brokered.iter().any(|h| no_proxy_matches(e, h)) {
+            dropped.push(e.to_string());
+        } else {
+            keep.push(e.to_string());
+        }
+    }
+    let no_proxy = keep.join(",");
+    let mut env = proxy_env();
+    for (k, v) in &mut env {
+        if k.eq_ignore_ascii_case("no_proxy") {
+            v.clone_from(&no_proxy);
+        }
+    }
+    (env, dropped)
+}
+
+/// Whether `NO_PROXY` entry `entry` exempts `host`, as curl, Go, Python
+/// and Node read it (the widest of them): `*`; the host itself or a
+/// parent domain, with or without a leading `.` or `*.`; a port ignored.
+fn no_proxy_matches(entry: &str, host: &str) -> bool {
+    let e = entry.to_ascii_lowercase();
+    if e == "*" {
+        return true;
+    }
+    let e = e.trim_start_matches('*').trim_start_matches('.');
+    let e = match e.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => e,
+    };
+    let e = e.trim_end_matches('.');
+    !e.is_empty() && (host == e || host.ends_with(&format!(".{e}")))
 }
 
 #[cfg(test)]
@@ -337,5 +412,73 @@ mod tests {
         assert!(env
             .iter()
             .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1"));
+    }
+
+    #[test]
+    fn the_open_proxy_allows_every_name_and_port_but_only_routed_addresses() {
+        let blocked = vec![
+            (Ipv4Addr::new(10, 0, 0, 0), 8),
+            (Ipv4Addr::new(169, 254, 0, 0), 16),
+        ];
+        let p = Policy::open(&[Ipv4Addr::new(10, 77, 0, 9)], blocked);
+        let open = NameVerdict::Name(OPEN_ORIGIN.into());
+        for (host, port, via) in [
+            ("github.com", 443, Connect),
+            ("internal.test", 22, Connect),
+            ("example.org", 8080, Http),
+            ("203.0.113.10", 443, Connect),
+        ] {
+            assert_eq!(p.check_name(host, port, via), open, "{host}:{port}");
+        }
+        // Literals: allow-ip as in allowlist mode; IPv6 never; and no
+        // address the jail blackholes, whatever the name said.
+        assert_eq!(
+            p.check_name("10.77.0.9", 443, Connect),
+            NameVerdict::AllowedIp(Ipv4Addr::new(10, 77, 0, 9))
+        );
+        assert!(matches!(
+            p.check_name("[::1]", 443, Connect),
+            NameVerdict::Refused { .. }
+        ));
+        for ip in ["10.1.2.3", "127.0.0.1", "169.254.169.254", "0.0.0.0", "::1"] {
+            assert!(!p.address_allowed(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["203.0.113.10", "10.77.0.9", "::ffff:203.0.113.10"] {
+            assert!(p.address_allowed(ip.parse().unwrap()), "{ip}");
+        }
+        // The allowlist's policy is not open.
+        let a = policy(ClaudeTraffic::default());
+        assert!(!a.any_name);
+        assert!(matches!(
+            a.check_name("internal.test", 443, Connect),
+            NameVerdict::Refused { .. }
+        ));
+    }
+
+    #[test]
+    fn a_forwarded_no_proxy_never_exempts_a_brokered_host() {
+        let hosts = ["github.com", "api.github.com", "api.anthropic.com"];
+        let no_proxy = |fwd: Option<&str>| {
+            let (env, dropped) = open_proxy_env(fwd, &hosts);
+            let get = |k: &str| env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+            assert_eq!(get("NO_PROXY"), get("no_proxy"));
+            assert_eq!(get("HTTPS_PROXY"), "http://127.0.0.1:3128");
+            (get("NO_PROXY"), dropped)
+        };
+        assert_eq!(no_proxy(None), ("localhost,127.0.0.1".into(), vec![]));
+        let (np, dropped) = no_proxy(Some(
+            "github.com, .anthropic.com,*,corp.example,localhost,GITHUB.COM:443,*.github.com,10.0.0.0/8,hub.com",
+        ));
+        assert_eq!(np, "localhost,127.0.0.1,corp.example,10.0.0.0/8,hub.com");
+        assert_eq!(
+            dropped,
+            [
+                "github.com",
+                ".anthropic.com",
+                "*",
+                "GITHUB.COM:443",
+                "*.github.com"
+            ]
+        );
     }
 }

@@ -5,8 +5,9 @@
 //! PROMISES. `rules.rs`: the egress modes, the allowlist's rules and
 //! presets, Claude Code's own domains. `decide.rs`: the proxy's verdict on
 //! each request's name and on the addresses it resolves to — allowed only
-//! by a rule, and never to an address the open jail would not route
-//! unless `allow-ip` names it. `log.rs`: the connection log's format and
+//! by a rule (in the open jail's broker proxy: any name, decision 0016),
+//! and never to an address the open jail would not route unless
+//! `allow-ip` names it; the proxy variables inside. `log.rs`: the connection log's format and
 //! paths (SPEC §4.9, decision 0008). `routes.rs`: the jail's routes and
 //! DNS as functions of the host's routing table and resolv.conf —
 //! internal ranges blackholed, link-local unreachable, pasta's DNS
@@ -34,7 +35,7 @@ mod rules;
 // The property tests name these (lib.rs `fuzz_targets`).
 pub use rules::{DomainRule, Egress, Preset};
 
-pub(crate) use decide::{proxy_env, NameVerdict, Policy, PROXY_ADDR};
+pub(crate) use decide::{open_proxy_env, proxy_env, NameVerdict, Policy, PROXY_ADDR};
 pub(crate) use log::{
     is_session_id, log_dir, log_path, session_id, sessions, sessions_in, Decision, LogLine,
     KEEP_LOGS,
