@@ -11,7 +11,10 @@
 # proxy (bench/egress-throughput.sh), the creation guard's cost per created
 # file (bench/creation.sh) and everyday workloads (untar, cp -r, git clone,
 # git checkout, npm ci, cargo build) on the host, under bare bubblewrap and
-# through the shadow, on a tmpfs and on the disk (bench/workloads.sh).
+# through the shadow, on a tmpfs and on the disk (bench/workloads.sh), and
+# last the credential broker's speed (bench/broker-speed.sh: a streamed
+# answer's first byte and a 200 MB git clone over https, direct, through
+# the proxy's tunnel and through the broker; its own site network).
 # Budget (issue #3): the shadow's added latency with the jail on
 # (jail on − direct) is at most 1.5× the floor.
 #
@@ -236,3 +239,5 @@ for fs, title in (("tmpfs", "workspace on a tmpfs"), ("disk", "workspace on the 
         verdict = f" (≤ {target}×: {ok(s / b <= target)})" if fs == "tmpfs" else ""
         print(f"| {name} | {h:.3f} s | {b:.3f} s | {s:.3f} s | {s / b:.2f}×{verdict} |")
 PY
+echo
+bash "$repo/bench/broker-speed.sh" target/release/claude-sandbox target/release/examples/probe

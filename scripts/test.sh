@@ -21,9 +21,11 @@ need_pkgs=()
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
           file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc openssl:openssl \
           gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static \
-          podman:podman uidmap:newuidmap slirp4netns:slirp4netns; do
+          podman:podman uidmap:newuidmap slirp4netns:slirp4netns gh:gh; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
+# tests/broker_accept.rs runs Debian's gh (`gh api user`, and as git's
+# credential helper) through the credential broker.
 # tests/podman.rs runs Debian's podman rootless: newuidmap/newgidmap (uidmap)
 # map its user's subordinate ids, slirp4netns is its network; the storage
 # uses the kernel's own overlayfs, so no fuse-overlayfs.

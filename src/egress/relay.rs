@@ -72,7 +72,11 @@ pub(super) fn splice_upto(
     const CHUNK: usize = 1 << 20;
     // A larger pipe moves more per call; the default (64 KiB) still works.
     unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
-    let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE;
+    // Never SPLICE_F_MORE: into a TCP socket it is MSG_MORE, which holds a
+    // short write back (up to 200 ms) for more that may never come: every
+    // TLS handshake flight and every streamed event of a tunnel was late
+    // by that much (bench/broker-speed.sh measured it).
+    let flags = libc::SPLICE_F_MOVE;
     let splice = |src: RawFd, dst: RawFd, len: usize| loop {
         let r = unsafe {
             libc::splice(
@@ -140,4 +144,63 @@ fn copy_all(from: &mut TcpStream, to: &mut TcpStream) -> u64 {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    /// A connected pair over loopback.
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn a_short_write_crosses_the_relay_at_once() {
+        // client <-> (c_in | relay | u_in) <-> server
+        let (mut client, c_in) = pair();
+        let (u_in, mut server) = pair();
+        let t = std::thread::spawn(move || {
+            let mut c_in = c_in;
+            relay(&mut c_in, u_in, b"")
+        });
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let mut worst = Duration::ZERO;
+        // Events as a streamed answer sends them: short, with pauses.
+        for i in 0..5u8 {
+            std::thread::sleep(Duration::from_millis(20));
+            let t0 = Instant::now();
+            server.write_all(&[b'a' + i; 40]).unwrap();
+            let mut got = 0;
+            while got < 40 {
+                got += client.read(&mut buf[got..40]).unwrap();
+            }
+            worst = worst.max(t0.elapsed());
+            // And the other way, a short request.
+            let t0 = Instant::now();
+            client.write_all(b"ping").unwrap();
+            let mut got = 0;
+            while got < 4 {
+                got += server.read(&mut buf[got..4]).unwrap();
+            }
+            worst = worst.max(t0.elapsed());
+        }
+        // Held back by MSG_MORE, each would take ~200 ms.
+        assert!(worst < Duration::from_millis(60), "{worst:?}");
+        drop(client);
+        drop(server);
+        let (up, down) = t.join().unwrap();
+        assert_eq!((up, down), (20, 200));
+    }
 }

@@ -14,6 +14,7 @@
 //! is skipped with a loud message.
 #![allow(dead_code)]
 
+pub(crate) mod broker;
 pub(crate) mod debian;
 pub(crate) mod devcontainer;
 pub(crate) mod lan;

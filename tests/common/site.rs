@@ -9,7 +9,7 @@
 //!
 //! | name            | resolves to                         | serves                |
 //! |-----------------|-------------------------------------|-----------------------|
-//! | `allowed.test`  | 203.0.113.10 (the "internet")       | [`INDEX`], `/blob`, `/repo.git`, `/trickle` |
+//! | `allowed.test`  | 203.0.113.10 (the "internet")       | [`INDEX`], `/blob`, `/repo.git`, `/trickle`; `/smart/org/repo.git` (smart HTTP, push too, token needed) |
 //! | `denied.test`   | 203.0.113.10                        | the same              |
 //! | `internal.test` | 10.77.0.9 (the LAN host)            | [`INTERNAL_INDEX`]    |
 //!

@@ -42,7 +42,10 @@ and "pktinfo" (an IP_PKTINFO message naming the interface).
                                                answers new tokens (the access one added to
                                                auth-token, the refresh one replacing the list, both
                                                a line of DIR/../oauth-issued), else 400 with what
-                                               it got; stop after SECONDS (default 30)
+                                               it got; GET and POST under /smart/ (same token
+                                               needed) are git's smart HTTP of the repositories
+                                               under DIR (git http-backend as CGI: clone, fetch and
+                                               push); stop after SECONDS (default 30)
   netprobe.py echo ADDR:PORT [SECONDS]         an HTTP/1.1 peer that shows what reached it: each
                                                request it reads (its head, then a chunked or
                                                Content-Length body, chunked first) is answered
@@ -300,6 +303,8 @@ def web(target, root, seconds, tls=None):
             path = self.path.split("?", 1)[0]
             if path == "/trickle":
                 self.trickle()
+            elif path.startswith("/smart/"):
+                self.smart(path)
             elif path == "/user" or path.startswith("/private/"):
                 self.authenticated(path)
             elif path == "/host":
@@ -313,10 +318,13 @@ def web(target, root, seconds, tls=None):
                 super().do_GET()
 
         def do_POST(self):
-            if self.path.split("?", 1)[0] == "/v1/oauth/token":
+            path = self.path.split("?", 1)[0]
+            if path == "/v1/oauth/token":
                 self.token()
+            elif path.startswith("/smart/"):
+                self.smart(path)
             else:
-                self.send_error(404)
+                self.send_error(405)
 
         def token(self):
             """A refresh token endpoint: a refresh token listed in
@@ -359,7 +367,64 @@ def web(target, root, seconds, tls=None):
             self.end_headers()
             self.wfile.write(body)
 
-        def authenticated(self, path):
+        def smart(self, path):
+            """Git's smart HTTP (fetch and push) of the repositories under
+            the root, by git-http-backend as CGI; a token is needed."""
+            import subprocess
+
+            if not self.token_sent():
+                return
+            n = int(self.headers.get("Content-Length") or 0)
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                body = self.chunked_body()
+            else:
+                body = self.rfile.read(n) if n else b""
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "GIT_PROJECT_ROOT": root,
+                "GIT_HTTP_EXPORT_ALL": "1",
+                "REMOTE_USER": "octo",
+                "REMOTE_ADDR": self.client_address[0],
+                "PATH_INFO": path[len("/smart") :],
+                "QUERY_STRING": self.path.partition("?")[2],
+                "REQUEST_METHOD": self.command,
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "CONTENT_LENGTH": str(len(body)),
+                "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+                "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": "/dev/null",
+            }
+            r = subprocess.run(
+                ["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60
+            )
+            head, _, out = r.stdout.partition(b"\r\n\r\n")
+            if not _:
+                head, _, out = r.stdout.partition(b"\n\n")
+            fields = [l.split(b":", 1) for l in head.splitlines() if b":" in l]
+            status = [v.strip() for k, v in fields if k.strip().lower() == b"status"]
+            code = int(status[0].split()[0]) if status else (200 if r.returncode == 0 else 500)
+            self.send_response(code)
+            for k, v in fields:
+                if k.strip().lower() != b"status":
+                    self.send_header(k.strip().decode(), v.strip().decode())
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def chunked_body(self):
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+
+        def token_sent(self):
+            """Whether a listed token came; if not, 401 is answered."""
             import base64
 
             try:
@@ -378,14 +443,20 @@ def web(target, root, seconds, tls=None):
                     sent.add(base64.b64decode(param).decode().partition(":")[2])
                 except ValueError:
                     pass
-            if not tokens & (sent - {""}):
-                body = f"got: {auth or key}\n".encode()
-                self.send_response(401)
-                self.send_header("WWW-Authenticate", 'Basic realm="test"')
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            elif path == "/user":
+            if tokens & (sent - {""}):
+                return True
+            body = f"got: {auth or key}\n".encode()
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="test"')
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return False
+
+        def authenticated(self, path):
+            if not self.token_sent():
+                return
+            if path == "/user":
                 body = b"authenticated\n"
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))

@@ -1,0 +1,153 @@
+//! The credential broker's test world (issue #25; tests/broker.rs and
+//! tests/broker_accept.rs): the private site network of [`super::lan`]
+//! with [`super::site`]'s test CA as the "public" one, real tokens made
+//! per test (never in the repository), the caller's `gh` configuration
+//! holding the real GitHub token, sessions run from the LAN host, and the
+//! searches for real values inside.
+
+use super::lan::*;
+use super::site::Site;
+use super::*;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+pub(crate) const CONF: &str = "egress = allowlist\nallow-domain = allowed.test\nallow-domains = github\npass-env = ANTHROPIC_API_KEY\n";
+
+/// The real values: each test world gets its own.
+pub(crate) struct Reals {
+    pub(crate) gh: String,
+    pub(crate) api_key: String,
+}
+
+/// `PREFIX` and 36 characters of this test's own: never in the repository.
+pub(crate) fn real(prefix: &str, salt: &str) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(format!("{salt}-{}", std::process::id()).as_bytes());
+    let tail: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}{}", &tail[..36])
+}
+
+/// A grep pattern for `s` that does not match itself (`gho_[a]bc…`), so a
+/// search inside never finds its own command line.
+pub(crate) fn pattern(s: &str) -> String {
+    format!("{}[{}]{}", &s[..4], &s[4..5], &s[5..])
+}
+
+pub(crate) struct Net {
+    pub(crate) lan: Lan,
+    pub(crate) site: Site,
+    pub(crate) w: World,
+    pub(crate) reals: Reals,
+}
+
+pub(crate) fn net(name: &str) -> Net {
+    let mut lan = Lan::up();
+    let site = Site::new(name);
+    let reals = Reals {
+        gh: real("gho_", name),
+        api_key: real("sk-ant-api03-", name),
+    };
+    std::fs::write(
+        site.dir.join("auth-token"),
+        format!("{}\n{}\n", reals.gh, reals.api_key),
+    )
+    .unwrap();
+    site.start(&mut lan);
+    let w = jail_world(name, CONF);
+    // The test CA is "public": in the world's system bundle.
+    let o = w.run_root_raw(&format!(
+        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        site.ca_into(&w, who);
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!(
+                "github.com:\n    users:\n        octo:\n            oauth_token: {0}\n    git_protocol: https\n    oauth_token: {0}\n    user: octo\n",
+                reals.gh
+            ),
+        );
+    }
+    Net {
+        lan,
+        site,
+        w,
+        reals,
+    }
+}
+
+/// Run `script` inside (`claude shell`) as `who`, `ANTHROPIC_API_KEY` set
+/// to the real key in the launching environment.
+pub(crate) fn session(n: &Net, who: Who, script: &str) -> Output {
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        "",
+        &[("ANTHROPIC_API_KEY", &n.reals.api_key)],
+        &["claude", "shell", script],
+    );
+    in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+pub(crate) fn shown(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    )
+}
+
+/// The value after `NAME=` on a line of `out`.
+pub(crate) fn value<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name}= in\n{out}"))
+}
+
+/// The newest connection log of `who`, as text.
+pub(crate) fn newest_log(n: &Net, who: Who) -> String {
+    let dir = n.w.home(who).join(".local/state/claude-sandbox/egress");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    logs.sort();
+    std::fs::read_to_string(logs.last().expect("a log")).unwrap()
+}
+
+/// curl from the host's side (the "devcontainer", outside any sandbox),
+/// to `url` at the internet host, with `header`.
+pub(crate) fn from_host(n: &Net, host: &str, path: &str, header: &str) -> String {
+    let mut c = Command::new("curl");
+    c.args(["-sS", "-m", "10", "--cacert"])
+        .arg(n.site.ca())
+        .args([
+            "--resolve",
+            &format!("{host}:443:203.0.113.10"),
+            "-H",
+            header,
+        ])
+        .arg(format!("https://{host}{path}"));
+    let o = in_netns(&n.lan.host, &c).output().unwrap();
+    stdout(&o)
+}
+
+/// A search for the real values in every readable file that could hold
+/// one inside and every process's environment and command line: the files
+/// it found, on one line.
+pub(crate) fn search(n: &Net) -> String {
+    format!(
+        "$(grep -rlsaE '{}|{}' ~ /etc /tmp /usr/libexec \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')",
+        pattern(&n.reals.gh),
+        pattern(&n.reals.api_key)
+    )
+}
