@@ -31,6 +31,8 @@ fn inside_script(n: &Net) -> String {
             clone -q https://github.com/private/org/repo.git c 2>&1 && cat c/README)\"\n\
          echo \"bundle=$(grep -c 'BEGIN CERTIFICATE' \"$SSL_CERT_FILE\") $GIT_SSL_CAINFO $NODE_EXTRA_CA_CERTS\"\n\
          echo \"found={search}\"\n\
+         printf -- '-----BEGIN PRIVATE %s-----\\n' KEY > /tmp/control.pem\n\
+         echo \"keys=$(grep -rlsa 'PRIVATE KEY[-]----' ~ /tmp /run /dev/shm /etc/ssl/certs \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')\"\n\
          echo \"tunnelled=$(curl -sS -m 10 --cacert ca.pem -H \"Authorization: token $T\" https://allowed.test/user)\"\n\
          curl -sS -m 10 --cacert ca.pem -o /dev/null https://api.github.com/ 2>/dev/null; echo \"intercepted=$?\"\n\
          echo \"otherport=$(curl -sS -m 10 -o /dev/null -w '%{{http_connect}}' -H \"Authorization: token $T\" https://api.github.com:8443/user 2>/dev/null)\"\n"
@@ -150,6 +152,13 @@ fn inside_only_standins_and_the_broker_swaps_them_for_their_own_hosts() {
         );
         // No real value in any file, environment or command line inside.
         assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");
+        // The session CA's key is nowhere a session can read or write: the
+        // only private key the search finds is its own control.
+        assert_eq!(
+            value(&out, "keys").trim(),
+            "/tmp/control.pem",
+            "{who:?}: {out}"
+        );
         // Copied out and replayed from the host: worthless.
         let replay = from_host(
             &n,
