@@ -336,6 +336,27 @@ fn real_claude_code_answers_with_a_brokered_api_key() {
     }
 }
 
+/// With a credential to broker and the system CA bundle gone, a launch as
+/// `who` stops with exit 125 and the one line naming the bundle and the
+/// opt-out; nothing inside ran.
+fn stops_without_a_bundle(w: &World, who: Who) {
+    w.put(
+        who,
+        ".config/gh/hosts.yml",
+        "github.com:\n    oauth_token: gho_0123456789abcdefghijABCDEFGHIJ012345\n",
+    );
+    let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+    assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
+    assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("the credential broker cannot start")
+            && e.contains("/etc/ssl/certs/ca-certificates.crt")
+            && e.contains("broker = off"),
+        "{who:?}: {e}"
+    );
+}
+
 #[test]
 fn a_broker_that_cannot_start_stops_the_launch() {
     if !require("broker_fails_closed") {
@@ -346,21 +367,7 @@ fn a_broker_that_cannot_start_stops_the_launch() {
     let o = w.run_root_raw("rm -f /etc/ssl/certs/ca-certificates.crt");
     assert!(o.status.success(), "{}", stderr(&o));
     for who in BOTH {
-        w.put(
-            who,
-            ".config/gh/hosts.yml",
-            "github.com:\n    oauth_token: gho_0123456789abcdefghijABCDEFGHIJ012345\n",
-        );
-        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
-        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
-        assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
-        let e = stderr(&o);
-        assert!(
-            e.contains("the credential broker cannot start")
-                && e.contains("/etc/ssl/certs/ca-certificates.crt")
-                && e.contains("broker = off"),
-            "{who:?}: {e}"
-        );
+        stops_without_a_bundle(&w, who);
         // Without a credential to broker there is nothing to fail: it runs
         // (the control: the refusal above is the broker's).
         std::fs::remove_file(w.home(who).join(".config/gh/hosts.yml")).unwrap();
@@ -1410,19 +1417,7 @@ fn open_jail_a_broker_that_cannot_start_stops_the_launch() {
     let o = w.run_root_raw("rm -f /etc/ssl/certs/ca-certificates.crt");
     assert!(o.status.success(), "{}", stderr(&o));
     for who in BOTH {
-        w.put(
-            who,
-            ".config/gh/hosts.yml",
-            "github.com:\n    oauth_token: gho_0123456789abcdefghijABCDEFGHIJ012345\n",
-        );
-        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
-        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
-        assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
-        let e = stderr(&o);
-        assert!(
-            e.contains("the credential broker cannot start") && e.contains("broker = off"),
-            "{who:?}: {e}"
-        );
+        stops_without_a_bundle(&w, who);
         // broker = off: the old behaviour, the real token bound (control).
         let o = w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
         assert!(o.status.success(), "{}", stderr(&o));
