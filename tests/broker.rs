@@ -280,17 +280,7 @@ fn real_claude_code_answers_with_a_brokered_api_key() {
         &["203.0.113.10:443"],
         &[&format!("{}:53", common::site::RESOLVER)],
     );
-    let w = World::new("brkclaude");
-    w.install_by_hand(
-        &real_bin,
-        "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
-    );
-    let o = w.run_root_raw(&format!(
-        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        common::site::RESOLVER,
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let w = real_claude_world("brkclaude", &real_bin, "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n", &site);
     for who in BOTH {
         let prompt = format!("hello-broker-{who:?}");
         let cmd = w.command_with_setup(
@@ -434,11 +424,7 @@ fn forges_net(name: &str) -> (Net, ForgeReals) {
     std::fs::write(site.dir.join("auth-token"), tokens.join("\n") + "\n").unwrap();
     site.start(&mut lan);
     let w = jail_world(name, FORGES_CONF);
-    let o = w.run_root_raw(&format!(
-        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    trust_site(&w, &site);
     for who in BOTH {
         site.ca_into(&w, who);
         w.put(
@@ -651,11 +637,7 @@ fn oauth_net(name: &str) -> OauthNet {
     std::fs::write(site.dir.join("oauth-issued"), "").unwrap();
     site.start(&mut lan);
     let w = jail_world(name, OAUTH_CONF);
-    let o = w.run_root_raw(&format!(
-        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    trust_site(&w, &site);
     OauthNet {
         lan,
         site,
@@ -973,17 +955,12 @@ fn real_claude_code_refreshes_its_brokered_login_and_answers() {
     let access = real("sk-ant-oat01-", "brkclaudeoa-a");
     let refresh = real("sk-ant-ort01-", "brkclaudeoa-r");
     let api_log = fake_api_with_login(&mut lan, &site, &access, &refresh);
-    let w = World::new("brkclaudeoa");
-    w.install_by_hand(
+    let w = real_claude_world(
+        "brkclaudeoa",
         &real_bin,
         "egress = allowlist\npass-env = CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
+        &site,
     );
-    let o = w.run_root_raw(&format!(
-        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        common::site::RESOLVER,
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
     // Root first, then the user: each starts from the login the one
     // before left in the fake's state (its current refresh token).
     let mut current = refresh.clone();

@@ -275,17 +275,7 @@ fn real_claude_code_and_its_hooks_never_see_the_real_key() {
     let site = Site::new("brkcgrep");
     let key = real("sk-ant-api03-", "brkcgrep");
     let api_log = fake_api(&mut lan, &site, &key);
-    let w = World::new("brkcgrep");
-    w.install_by_hand(
-        &real_bin,
-        "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
-    );
-    let o = w.run_root_raw(&format!(
-        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf && cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        common::site::RESOLVER,
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let w = real_claude_world("brkcgrep", &real_bin, "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n", &site);
     for who in BOTH {
         w.put(who, ".claude/settings.json", &hook_settings(&pattern(&key)));
         let prompt = format!("hello-grep-{who:?}");

@@ -14,6 +14,35 @@ use std::process::{Command, Output, Stdio};
 
 pub(crate) const CONF: &str = "egress = allowlist\nallow-domain = allowed.test\nallow-domains = github\npass-env = ANTHROPIC_API_KEY\n";
 
+/// The test CA is "public": added to `w`'s system bundle, which the
+/// broker verifies upstreams against.
+pub(crate) fn trust_site(w: &World, site: &Site) {
+    let o = w.run_root_raw(&format!(
+        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
+        site.ca().display()
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A world named `name` with the real Claude Code (`real_bin`) under
+/// `conf`, resolving through the site's resolver and trusting its CA.
+pub(crate) fn real_claude_world(
+    name: &str,
+    real_bin: &std::path::Path,
+    conf: &str,
+    site: &Site,
+) -> World {
+    let w = World::new(name);
+    w.install_by_hand(real_bin, conf);
+    let o = w.run_root_raw(&format!(
+        "rm -f /etc/resolv.conf && echo 'nameserver {}' > /etc/resolv.conf",
+        super::site::RESOLVER
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    trust_site(&w, site);
+    w
+}
+
 /// The real values: each test world gets its own.
 pub(crate) struct Reals {
     pub(crate) gh: String,
@@ -55,12 +84,7 @@ pub(crate) fn net(name: &str) -> Net {
     .unwrap();
     site.start(&mut lan);
     let w = jail_world(name, CONF);
-    // The test CA is "public": in the world's system bundle.
-    let o = w.run_root_raw(&format!(
-        "cat {} >> /etc/ssl/certs/ca-certificates.crt",
-        site.ca().display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    trust_site(&w, &site);
     for who in BOTH {
         site.ca_into(&w, who);
         w.put(
