@@ -248,38 +248,11 @@ fn real_claude_code_answers_with_a_brokered_api_key() {
         return;
     };
     let mut lan = Lan::up();
-    let l = lan.lan.clone();
     // Certificates only: the fake Messages API is the one server on
     // 203.0.113.10:443, where every name resolves.
     let site = Site::new("brkclaude");
-    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
     let key = real("sk-ant-api03-", "brkclaude");
-    let api_log = site.dir.join("api.log");
-    std::fs::write(&api_log, "").unwrap();
-    let d = site.dir.to_path_buf();
-    lan.listeners.push(
-        Command::new("ip")
-            .args(["netns", "exec", &l, "python3"])
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/fake_anthropic.py"
-            ))
-            .args(["443"])
-            .arg(&api_log)
-            .args(["240", "203.0.113.10", "--tls"])
-            .arg(d.join("server.pem"))
-            .arg(d.join("server.key"))
-            .args(["--require-key", &key])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    lan.wait_listening(
-        &l,
-        &["203.0.113.10:443"],
-        &[&format!("{}:53", common::site::RESOLVER)],
-    );
+    let api_log = fake_api(&mut lan, &site, &key, None);
     let w = real_claude_world("brkclaude", &real_bin, "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n", &site);
     for who in BOTH {
         let prompt = format!("hello-broker-{who:?}");
@@ -907,41 +880,6 @@ fn newest_log_of(w: &World, who: Who) -> String {
     std::fs::read_to_string(logs.last().expect("a log")).unwrap()
 }
 
-/// The fake Messages API and token endpoint (`fake_anthropic.py`) on
-/// 203.0.113.10:443, where every name resolves: it accepts `key` and
-/// exchanges `refresh` once. Its log.
-fn fake_api_with_login(lan: &mut Lan, site: &Site, key: &str, refresh: &str) -> PathBuf {
-    let l = lan.lan.clone();
-    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
-    let api_log = site.dir.join("api.log");
-    std::fs::write(&api_log, "").unwrap();
-    let d = site.dir.to_path_buf();
-    lan.listeners.push(
-        Command::new("ip")
-            .args(["netns", "exec", &l, "python3"])
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/fake_anthropic.py"
-            ))
-            .args(["443"])
-            .arg(&api_log)
-            .args(["240", "203.0.113.10", "--tls"])
-            .arg(d.join("server.pem"))
-            .arg(d.join("server.key"))
-            .args(["--require-key", key, "--oauth-refresh", refresh])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    lan.wait_listening(
-        &l,
-        &["203.0.113.10:443"],
-        &[&format!("{}:53", common::site::RESOLVER)],
-    );
-    api_log
-}
-
 #[test]
 fn real_claude_code_refreshes_its_brokered_login_and_answers() {
     if !require("broker_real_claude_oauth") {
@@ -954,7 +892,7 @@ fn real_claude_code_refreshes_its_brokered_login_and_answers() {
     let site = Site::new("brkclaudeoa");
     let access = real("sk-ant-oat01-", "brkclaudeoa-a");
     let refresh = real("sk-ant-ort01-", "brkclaudeoa-r");
-    let api_log = fake_api_with_login(&mut lan, &site, &access, &refresh);
+    let api_log = fake_api(&mut lan, &site, &access, Some(&refresh));
     let w = real_claude_world(
         "brkclaudeoa",
         &real_bin,

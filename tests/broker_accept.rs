@@ -211,40 +211,6 @@ fn standins_copied_out_and_replayed_from_the_host_get_401() {
     }
 }
 
-/// The fake Messages API (`tests/fixtures/fake_anthropic.py`) as the
-/// internet host's 443, accepting only `key`; its log.
-fn fake_api(lan: &mut Lan, site: &Site, key: &str) -> std::path::PathBuf {
-    let l = lan.lan.clone();
-    lan.listen(&l, &["dns", common::site::RESOLVER, "240"]);
-    let api_log = site.dir.join("api.log");
-    std::fs::write(&api_log, "").unwrap();
-    let d = site.dir.to_path_buf();
-    lan.listeners.push(
-        Command::new("ip")
-            .args(["netns", "exec", &l, "python3"])
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/fake_anthropic.py"
-            ))
-            .args(["443"])
-            .arg(&api_log)
-            .args(["240", "203.0.113.10", "--tls"])
-            .arg(d.join("server.pem"))
-            .arg(d.join("server.key"))
-            .args(["--require-key", key])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    lan.wait_listening(
-        &l,
-        &["203.0.113.10:443"],
-        &[&format!("{}:53", common::site::RESOLVER)],
-    );
-    api_log
-}
-
 /// A `UserPromptSubmit` hook: while the real Claude Code runs (its own
 /// environment and arguments in /proc), search every readable file that
 /// could hold the key, every process's environment and command line, for
@@ -274,7 +240,7 @@ fn real_claude_code_and_its_hooks_never_see_the_real_key() {
     let mut lan = Lan::up();
     let site = Site::new("brkcgrep");
     let key = real("sk-ant-api03-", "brkcgrep");
-    let api_log = fake_api(&mut lan, &site, &key);
+    let api_log = fake_api(&mut lan, &site, &key, None);
     let w = real_claude_world("brkcgrep", &real_bin, "egress = allowlist\npass-env = ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n", &site);
     for who in BOTH {
         w.put(who, ".claude/settings.json", &hook_settings(&pattern(&key)));

@@ -43,6 +43,45 @@ pub(crate) fn real_claude_world(
     w
 }
 
+/// The fake Messages API (`tests/fixtures/fake_anthropic.py`) as the
+/// internet host's 443, where every name resolves, with the site's
+/// resolver: it accepts only `key`, and with `refresh` also exchanges that
+/// refresh token once at its token endpoint. Its log.
+pub(crate) fn fake_api(lan: &mut Lan, site: &Site, key: &str, refresh: Option<&str>) -> PathBuf {
+    let l = lan.lan.clone();
+    lan.listen(&l, &["dns", super::site::RESOLVER, "240"]);
+    let api_log = site.dir.join("api.log");
+    std::fs::write(&api_log, "").unwrap();
+    let d = site.dir.to_path_buf();
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &l, "python3"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fake_anthropic.py"
+        ))
+        .args(["443"])
+        .arg(&api_log)
+        .args(["240", "203.0.113.10", "--tls"])
+        .arg(d.join("server.pem"))
+        .arg(d.join("server.key"))
+        .args(["--require-key", key]);
+    if let Some(r) = refresh {
+        cmd.args(["--oauth-refresh", r]);
+    }
+    lan.listeners.push(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    lan.wait_listening(
+        &l,
+        &["203.0.113.10:443"],
+        &[&format!("{}:53", super::site::RESOLVER)],
+    );
+    api_log
+}
+
 /// The real values: each test world gets its own.
 pub(crate) struct Reals {
     pub(crate) gh: String,
