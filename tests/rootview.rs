@@ -105,7 +105,7 @@ fn root_only_files_deep_or_in_huge_directories_stay_unreadable() {
     if !require("rootview_deep_and_huge") {
         return;
     }
-    let w = World::with_probe("rvdeep");
+    let w = World::with_probe_default_root_view("rvdeep");
     let setup = format!("{SETUP_TREES}{}", plant(DEEP));
     let script = format!(
         "{}; cat /srv/pub/readme; grep -c '^root:' /etc/passwd; echo x > written && cat written",
@@ -131,7 +131,7 @@ fn a_hostile_pile_of_entries_hides_nothing() {
     if !require("rootview_bound") {
         return;
     }
-    let w = World::with_probe("rvbound");
+    let w = World::with_probe_default_root_view("rvbound");
     // Another user fills a world-writable tree (as a hostile user of the
     // host, or an earlier session through its workspace, would) to use up
     // the walk; root's own trees hold many entries, secrets among the last
@@ -163,7 +163,7 @@ fn loops_of_symlinks_and_mounts_do_not_open_the_view() {
     if !require("rootview_loops") {
         return;
     }
-    let w = World::with_probe("rvloops");
+    let w = World::with_probe_default_root_view("rvloops");
     // A symlink to its own directory, one to the tree's top, and a
     // directory bound inside itself again and again (each recursive bind
     // copies the ones before): the same root-only file under many paths,
@@ -196,7 +196,7 @@ fn a_root_only_directory_holding_the_workspace_is_masked_around_it() {
     if !require("rootview_holder") {
         return;
     }
-    let w = World::with_probe("rvholder");
+    let w = World::with_probe_default_root_view("rvholder");
     let setup = format!(
         "mount -t tmpfs tmpfs /srv\nmkdir -p /srv/private/ws && chmod 700 /srv/private\n{}",
         plant(&["/srv/private/secret"])
@@ -258,7 +258,7 @@ fn the_kernel_s_root_only_files_are_unreadable() {
         files.contains(&"/proc/timer_list"),
         "no root-only kernel file to test here: {files:?}"
     );
-    let w = World::with_probe("rvkernel");
+    let w = World::with_probe_default_root_view("rvkernel");
     // `od` reads binary tables; a mask reads as nothing (or not at all).
     let script = format!(
         "for f in {}; do if [ -n \"$(od -An -N8 -tx1 \"$f\" 2>/dev/null)\" ]; then echo \"READ $f\"; else echo \"unreadable $f\"; fi; done; cat /sys/devices/system/cpu/online",

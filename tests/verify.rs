@@ -15,7 +15,7 @@ const BATTERY: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 /// A world with the probe as the real binary and the jail on (the default),
 /// and the managed settings as install writes them.
 fn verify_world(name: &str) -> World {
-    let w = World::new(name);
+    let w = World::with_default_root_view(name);
     w.install_by_hand(&w.root.join("bin/probe"), "");
     install_managed_settings(&w);
     gateway_resolver(&w);
@@ -43,7 +43,7 @@ fn install_managed_settings(w: &World) {
 
 /// [`verify_world`] with the binary that has the deliberate regressions.
 fn mutated_verify_world(name: &str) -> World {
-    let w = World::new(name);
+    let w = World::with_default_root_view(name);
     w.use_mutation_binary();
     w.install_by_hand(&w.root.join("bin/probe"), "");
     gateway_resolver(&w);
@@ -188,7 +188,7 @@ fn inside_an_allowlist_sandbox_every_check_passes_and_an_open_proxy_fails() {
         return;
     }
     let lan = lan_with_loopback_service();
-    let w = World::new("verifyallow");
+    let w = World::with_default_root_view("verifyallow");
     w.use_mutation_binary();
     w.install_by_hand(&w.root.join("bin/probe"), "egress = allowlist\n");
     install_managed_settings(&w);
@@ -238,7 +238,7 @@ fn jail_checks_pass_with_a_note_when_the_jail_is_deliberately_off() {
     if !require("verify_jail_off") {
         return;
     }
-    let w = World::with_probe("verifyoff");
+    let w = World::with_probe_default_root_view("verifyoff");
     let o = w.run(
         Who::User,
         &[],
@@ -269,7 +269,7 @@ fn run_masked_passes_on_a_host_with_a_docker_socket() {
     if !require("verify_docker_socket") {
         return;
     }
-    let w = World::with_probe("verifysock");
+    let w = World::with_probe_default_root_view("verifysock");
     let netprobe = netprobe_in(&w).display().to_string();
     let listen = |p: &str| {
         format!(
@@ -476,7 +476,7 @@ fn the_battery_is_off_path_root_owned_and_read_only_inside() {
     if !require("verify_battery_ro") {
         return;
     }
-    let w = World::with_probe("verifyro");
+    let w = World::with_probe_default_root_view("verifyro");
     let o = w.run_root_raw(&format!(
         "stat -c '%u %a' {BATTERY} /usr/libexec/claude-sandbox"
     ));
@@ -562,7 +562,7 @@ fn broker_no_real_values_passes_brokered_and_fails_with_the_real_file_bound() {
         return;
     }
     let lan = lan_with_loopback_service();
-    let w = World::new("verifybrk");
+    let w = World::with_default_root_view("verifybrk");
     w.use_mutation_binary();
     w.install_by_hand(
         &w.root.join("bin/probe"),

@@ -225,6 +225,9 @@ fi
 /// One isolated installation.
 pub(crate) struct World {
     pub(crate) root: TestDir,
+    /// Whether [`World::install_by_hand`] keeps the product's default
+    /// `root-view-max-entries` (see [`World::with_default_root_view`]).
+    default_root_view: bool,
 }
 
 fn sh(cmd: &str) {
@@ -237,6 +240,7 @@ impl World {
     pub(crate) fn new(name: &str) -> World {
         let w = World {
             root: TestDir::new("test", name),
+            default_root_view: false,
         };
         let root = w.root.to_path_buf();
         for d in ["bin", "ov", "homes", "ws"] {
@@ -362,16 +366,10 @@ impl World {
         // A root launch masks what its walk does not examine whole (issue
         // #24), and the tests' worlds live under /var/tmp, many at once:
         // past the default bound a world's own files would vanish from its
-        // root sessions. Every world widens it but tests/rootview.rs's
-        // ("rv…"), which test the bound itself, and tests/verify.rs's
-        // ("verify…"), whose battery checks the default view (a full walk
-        // also masks root-only directories of the world's own home, which
-        // strict-home then sees as mounts under it).
-        let own = self.root.file_name().is_some_and(|n| {
-            let n = n.to_string_lossy();
-            let n = n.trim_start_matches("csb-test-");
-            n.starts_with("rv") || n.starts_with("verify")
-        });
+        // root sessions. Every world widens it but those made
+        // `with_default_root_view` (tests/rootview.rs, which tests the bound
+        // itself, and tests/verify.rs, whose battery checks the default view).
+        let own = self.default_root_view;
         let conf = if own || conf.contains("root-view-max-entries") {
             conf.to_string()
         } else {
@@ -408,6 +406,22 @@ impl World {
     /// The probe as the real binary, jail off.
     pub(crate) fn with_probe(name: &str) -> World {
         let w = World::new(name);
+        w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+        w
+    }
+
+    /// A new world whose installs keep the product's default root view
+    /// bound (`root-view-max-entries`) unless their configuration names
+    /// one; every other world widens it.
+    pub(crate) fn with_default_root_view(name: &str) -> World {
+        let mut w = World::new(name);
+        w.default_root_view = true;
+        w
+    }
+
+    /// [`World::with_probe`] with the default root view.
+    pub(crate) fn with_probe_default_root_view(name: &str) -> World {
+        let w = World::with_default_root_view(name);
         w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
         w
     }
