@@ -174,8 +174,16 @@ impl Reader {
         }
     }
 
-    /// Copy exactly `n` bytes to `w`, counting what was written in `count`.
-    fn copy_exact(&mut self, n: u64, w: &mut dyn Write, count: &mut u64) -> Result<(), CopyError> {
+    /// Copy exactly `n` bytes to `w`, counting what was written in `count`;
+    /// `all_read` is called once the last of them is read, before it is
+    /// written.
+    fn copy_exact(
+        &mut self,
+        n: u64,
+        w: &mut dyn Write,
+        count: &mut u64,
+        all_read: &dyn Fn(),
+    ) -> Result<(), CopyError> {
         let mut left = n;
         while left > 0 {
             if !self.buffered() && self.fill().map_err(CopyError::Read)? == 0 {
@@ -183,6 +191,9 @@ impl Reader {
             }
             let avail = &self.buf[self.pos..];
             let take = avail.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            if take as u64 == left {
+                all_read();
+            }
             w.write_all(&avail[..take]).map_err(CopyError::Write)?;
             self.pos += take;
             left -= take as u64;
@@ -206,8 +217,14 @@ impl Reader {
 
     /// Copy a chunked body, re-encoded: each chunk as `SIZE CRLF DATA
     /// CRLF` without extensions, then `0 CRLF CRLF` (trailers read and
-    /// dropped). Malformed framing stops it as a read error.
-    fn copy_chunked(&mut self, w: &mut dyn Write, count: &mut u64) -> Result<(), CopyError> {
+    /// dropped; `all_read` called before that last chunk is written).
+    /// Malformed framing stops it as a read error.
+    fn copy_chunked(
+        &mut self,
+        w: &mut dyn Write,
+        count: &mut u64,
+        all_read: &dyn Fn(),
+    ) -> Result<(), CopyError> {
         let put = |w: &mut dyn Write, b: &[u8], count: &mut u64| {
             w.write_all(b).map_err(CopyError::Write)?;
             *count += b.len() as u64;
@@ -218,10 +235,11 @@ impl Reader {
             let size = chunk_size(&line).map_err(|e| CopyError::Read(invalid(e)))?;
             if size == 0 {
                 self.skip_trailers().map_err(CopyError::Read)?;
+                all_read();
                 return put(w, b"0\r\n\r\n", count);
             }
             put(w, format!("{size:x}\r\n").as_bytes(), count)?;
-            self.copy_exact(size, w, count)?;
+            self.copy_exact(size, w, count, &|| {})?;
             if !self.line(2).map_err(CopyError::Read)?.is_empty() {
                 return Err(CopyError::Read(invalid("a chunk longer than its size")));
             }
@@ -247,11 +265,22 @@ impl Reader {
     /// Copy a body framed as `body` to the socket `w`. What is buffered
     /// goes first; then, for a length or until close, the kernel moves the
     /// rest (`splice`, as for a tunnel's bytes; a read/write loop where it
-    /// cannot), never reading past the body.
-    fn copy_body(&mut self, body: Body, w: &TcpStream, count: &mut u64) -> Result<(), CopyError> {
+    /// cannot), never reading past the body. `all_read` is called once
+    /// the whole body (framing included) is read, before its last bytes
+    /// are written: a peer that has them all knows it was called.
+    fn copy_body(
+        &mut self,
+        body: Body,
+        w: &TcpStream,
+        count: &mut u64,
+        all_read: &dyn Fn(),
+    ) -> Result<(), CopyError> {
         let limit = match body {
-            Body::Empty => return Ok(()),
-            Body::Chunked => return self.copy_chunked(&mut { w }, count),
+            Body::Empty => {
+                all_read();
+                return Ok(());
+            }
+            Body::Chunked => return self.copy_chunked(&mut { w }, count, all_read),
             Body::Length(n) => n,
             Body::UntilClose => u64::MAX,
         };
@@ -259,6 +288,9 @@ impl Reader {
         let take = avail
             .len()
             .min(usize::try_from(limit).unwrap_or(usize::MAX));
+        if take as u64 == limit {
+            all_read();
+        }
         (&mut { w })
             .write_all(&avail[..take])
             .map_err(CopyError::Write)?;
@@ -268,7 +300,7 @@ impl Reader {
         if left == 0 {
             return Ok(());
         }
-        let (moved, stop) = match splice_upto(&self.stream, w, left) {
+        let (moved, stop) = match splice_upto(&self.stream, w, left, all_read) {
             Ok(moved) => (moved, None),
             Err((moved, stop)) => (moved, Some(stop)),
         };
@@ -279,7 +311,7 @@ impl Reader {
             Some(Stop::Unsupported) if body == Body::UntilClose => {
                 self.copy_to_end(&mut { w }, count)
             }
-            Some(Stop::Unsupported) => self.copy_exact(left, &mut { w }, count),
+            Some(Stop::Unsupported) => self.copy_exact(left, &mut { w }, count, all_read),
             Some(Stop::Read(e)) => Err(CopyError::Read(e)),
             Some(Stop::Write(e)) => Err(CopyError::Write(e)),
         }
@@ -435,6 +467,20 @@ pub(super) fn exchange(
     upstream: &mut Reader,
     req: &Request,
 ) -> Exchanged {
+    exchange_then(client, client_w, upstream, req, &|| {})
+}
+
+/// [`exchange`], with `pause` run by the sending thread right after it
+/// sends the head and again after the body, before it says it is done
+/// (tests use it to stand for a thread the scheduler has not run yet).
+fn exchange_then(
+    client: &mut Reader,
+    client_w: &TcpStream,
+    upstream: &mut Reader,
+    req: &Request,
+    pause: &(dyn Fn() + Sync),
+) -> Exchanged {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     let Ok(mut up_w) = upstream.stream.try_clone() else {
         return Exchanged {
             upstream_error: Some("cannot use the upstream connection".into()),
@@ -442,17 +488,28 @@ pub(super) fn exchange(
         };
     };
     let head = req.forward_head.as_deref().unwrap_or_default();
-    let body_done = std::sync::atomic::AtomicBool::new(false);
+    // `body_read`: the whole body is read from the client (set before its
+    // last bytes go upstream); `body_done`: the sender has finished.
+    let (body_read, body_done) = (AtomicBool::new(false), AtomicBool::new(false));
     std::thread::scope(|s| {
-        let done = &body_done;
+        let (read, done) = (&body_read, &body_done);
         let sender = s.spawn(move || {
             let mut up = 0u64;
+            let all_read = || read.store(true, SeqCst);
+            if req.body == Body::Empty {
+                // The head is all the request: read whole before it goes.
+                all_read();
+            }
             let sent = up_w
                 .write_all(head)
                 .map_err(CopyError::Write)
                 .map(|()| up += head.len() as u64)
-                .and_then(|()| client.copy_body(req.body, &up_w, &mut up));
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
+                .and_then(|()| {
+                    pause();
+                    client.copy_body(req.body, &up_w, &mut up, &all_read)
+                });
+            pause();
+            done.store(true, SeqCst);
             if let Err(CopyError::Read(_)) = sent {
                 // The request is cut: the server must not wait for the rest.
                 let _ = up_w.shutdown(Shutdown::Both);
@@ -461,10 +518,15 @@ pub(super) fn exchange(
         });
         let mut ex = Exchanged::default();
         let carried = carry_response(upstream, client_w, req, &mut ex);
-        // The server answered before the whole body came (or the response
-        // failed): the rest of the body is not read, so the connection
-        // cannot carry another request.
-        let cut = !body_done.load(std::sync::atomic::Ordering::SeqCst);
+        // Cut when the server answered before the whole body was read from
+        // the client (or the response failed): the rest of the body will not
+        // be read, so the connection cannot carry another request. A body
+        // read whole is not cut: its sender is at most writing its last
+        // bytes to the server (or has, and has not said so yet), and is
+        // waited for. `body_read` is set before those bytes go, so a server
+        // that answers only once it has them all is never taken for one
+        // that answered early, however late the sender is scheduled.
+        let cut = !body_done.load(SeqCst) && (carried.is_err() || !body_read.load(SeqCst));
         if cut {
             // Wakes the sender whether it waits on the client or the server.
             let _ = client_w.shutdown(Shutdown::Read);
@@ -472,23 +534,29 @@ pub(super) fn exchange(
         }
         let (up, sent) = sender.join().unwrap_or((0, Ok(())));
         ex.up = up;
-        match sent {
-            Err(CopyError::Read(e)) if !cut => {
-                ex.client_error = Some(format!("the request's body: {e}"));
-            }
-            Err(CopyError::Write(e)) if carried.is_ok() => {
-                ex.upstream_error = Some(format!("sending the request: {e}"));
-            }
-            _ => {}
-        }
-        if let Err(e) = carried {
-            ex.upstream_error.get_or_insert(e);
-        }
-        if cut || ex.client_error.is_some() || ex.upstream_error.is_some() {
-            ex.keep = false;
-        }
+        settle(&mut ex, sent, carried, cut);
         ex
     })
+}
+
+/// The exchange's errors and whether the connection may go on, from how
+/// the request was sent and the response carried.
+fn settle(ex: &mut Exchanged, sent: Result<(), CopyError>, carried: Result<(), String>, cut: bool) {
+    match sent {
+        Err(CopyError::Read(e)) if !cut => {
+            ex.client_error = Some(format!("the request's body: {e}"));
+        }
+        Err(CopyError::Write(e)) if carried.is_ok() => {
+            ex.upstream_error = Some(format!("sending the request: {e}"));
+        }
+        _ => {}
+    }
+    if let Err(e) = carried {
+        ex.upstream_error.get_or_insert(e);
+    }
+    if cut || ex.client_error.is_some() || ex.upstream_error.is_some() {
+        ex.keep = false;
+    }
 }
 
 /// Carry the response to `req`: interim (1xx) heads, then the final head
@@ -522,7 +590,7 @@ fn carry_response(
             continue;
         }
         let mut down = 0;
-        let copied = upstream.copy_body(resp.body, client_w, &mut down);
+        let copied = upstream.copy_body(resp.body, client_w, &mut down, &|| {});
         ex.down += down;
         return match copied {
             Ok(()) => {
@@ -554,7 +622,7 @@ mod tests {
         let mut r = reader_of(bytes);
         let mut out = Vec::new();
         let mut n = 0;
-        r.copy_chunked(&mut out, &mut n)
+        r.copy_chunked(&mut out, &mut n, &|| {})
             .map_err(|e| e.to_string())?;
         assert_eq!(n as usize, out.len());
         Ok(out)
@@ -566,10 +634,53 @@ mod tests {
             reader_of(b"5;name=v\r\nhello\r\n0A\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\nGET next");
         let mut out = Vec::new();
         let mut n = 0;
-        r.copy_chunked(&mut out, &mut n).unwrap();
+        r.copy_chunked(&mut out, &mut n, &|| {}).unwrap();
         assert_eq!(out, b"5\r\nhello\r\na\r\n0123456789\r\n0\r\n\r\n");
         // What follows the body stays for the next head.
         assert_eq!(r.into_parts().1, b"GET next");
+    }
+
+    /// A writer that notes, for each write, whether `all_read` was called.
+    struct Noted<'a> {
+        called: &'a std::cell::Cell<bool>,
+        writes: Vec<bool>,
+    }
+
+    impl Write for Noted<'_> {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.writes.push(self.called.get());
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_body_is_known_read_whole_before_its_last_bytes_are_written() {
+        for chunked in [false, true] {
+            let called = std::cell::Cell::new(false);
+            let all_read = || called.set(true);
+            let mut w = Noted {
+                called: &called,
+                writes: Vec::new(),
+            };
+            let mut r = reader_of(b"3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n");
+            if chunked {
+                r.copy_chunked(&mut w, &mut 0, &all_read).unwrap();
+            } else {
+                r.copy_exact(8, &mut w, &mut 0, &all_read).unwrap();
+            }
+            // Called once everything is read, and only then: before the
+            // last write, after none of the others.
+            let last = w.writes.pop();
+            assert_eq!(last, Some(true), "chunked {chunked}");
+            assert!(
+                w.writes.iter().all(|c| !c),
+                "chunked {chunked}: {:?}",
+                w.writes
+            );
+        }
     }
 
     #[test]
@@ -609,7 +720,7 @@ mod tests {
         );
         assert!(raw.ends_with(b"\r\n\r\n"));
         let mut out = Vec::new();
-        r.copy_exact(2, &mut out, &mut 0).unwrap();
+        r.copy_exact(2, &mut out, &mut 0, &|| {}).unwrap();
         assert_eq!(out, b"ok");
         let (resp, _) = r.head(None, |b| parse_response(b, false)).unwrap();
         assert_eq!((resp.status, resp.body), (204, Body::Empty));
@@ -617,6 +728,94 @@ mod tests {
             r.head(None, |b| parse_response(b, false)),
             Err(HeadError::Nothing)
         ));
+    }
+
+    /// A connected pair of loopback sockets: (the proxy's end, the peer's).
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (l.accept().unwrap().0, peer)
+    }
+
+    /// One exchange whose client sent `sent` (a request, and maybe the
+    /// next one pipelined), to a server that answers once it has read
+    /// through `answer_after` and keeps its connection; the proxy's
+    /// sending thread runs late (300 ms after its head, and again after
+    /// its body). What it did, how long it took (the client stays 10 s),
+    /// and the client's next request if it can still be read.
+    fn late_sender(
+        sent: &str,
+        answer_after: &'static str,
+    ) -> (Exchanged, Duration, Option<Request>) {
+        use crate::egress::request::parse_request_at;
+        let (ours, mut client) = pair();
+        let (up, mut server) = pair();
+        client.write_all(sent.as_bytes()).unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(10));
+            drop(client);
+        });
+        let server = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut b = [0u8; 1];
+            while !got.ends_with(answer_after.as_bytes()) && server.read(&mut b).unwrap_or(0) == 1 {
+                got.push(b[0]);
+            }
+            server
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .unwrap();
+            server // kept open until the exchange is over
+        });
+        let mut reader = Reader::new(ours);
+        let (req, _) = reader.head(None, parse_request_at).unwrap();
+        let client_w = reader.stream.try_clone().unwrap();
+        let late = || std::thread::sleep(Duration::from_millis(300));
+        let t = std::time::Instant::now();
+        let ex = exchange_then(&mut reader, &client_w, &mut Reader::new(up), &req, &late);
+        let took = t.elapsed();
+        drop(server.join().unwrap());
+        let next = reader
+            .head(Some(Duration::from_secs(5)), parse_request_at)
+            .ok()
+            .map(|(r, _)| r);
+        (ex, took, next)
+    }
+
+    #[test]
+    fn a_request_sent_whole_keeps_its_connection_however_late_its_sender_runs() {
+        // The server answers only once it has the request whole: however
+        // late the sending thread says it is done, the answer is not an
+        // early one and the client's next request is served.
+        for (request, end) in [
+            ("GET http://a.test/x HTTP/1.1\r\n\r\n", "\r\n\r\n"),
+            (
+                "POST http://a.test/x HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+                "\r\n\r\nabc",
+            ),
+            (
+                "POST http://a.test/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                "\r\n0\r\n\r\n",
+            ),
+        ] {
+            let sent = format!("{request}GET http://a.test/next HTTP/1.1\r\n\r\n");
+            let (ex, _, next) = late_sender(&sent, end);
+            assert!(ex.keep && ex.answered, "{request:?}: {ex:?}");
+            assert!(ex.client_error.is_none() && ex.upstream_error.is_none(), "{ex:?}");
+            let next = next.unwrap_or_else(|| panic!("{request:?}: the next request is lost"));
+            let head = String::from_utf8_lossy(next.forward_head.as_deref().unwrap_or_default())
+                .into_owned();
+            assert!(head.starts_with("GET /next HTTP/1.1\r\n"), "{head}");
+        }
+        // Control: a server that answers before the body is all there
+        // (the client never sends the rest) still ends the connection, at
+        // once rather than when the client gives up.
+        let (ex, took, next) = late_sender(
+            "POST http://a.test/x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc",
+            "\r\n\r\n",
+        );
+        assert!(!ex.keep && ex.answered, "{ex:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(next.is_none(), "the cut connection carried on");
     }
 
     #[test]

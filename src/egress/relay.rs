@@ -34,7 +34,7 @@ pub(super) fn relay(client: &mut TcpStream, upstream: TcpStream, first: &[u8]) -
 /// kernel moves the bytes (`splice` through a pipe, no copy through this
 /// process); where it cannot, a plain read/write loop does.
 fn pump(mut from: TcpStream, to: &mut TcpStream) -> u64 {
-    let n = match splice_upto(&from, to, u64::MAX) {
+    let n = match splice_upto(&from, to, u64::MAX, &|| {}) {
         Ok(n) => n,
         Err((n, Stop::Unsupported)) => n + copy_all(&mut from, to),
         Err((n, _)) => n,
@@ -58,10 +58,13 @@ pub(super) enum Stop {
 
 /// `splice` from `from` to `to` until EOF or `limit` bytes, never reading
 /// past `limit`: the bytes moved, or how many before it stopped, and why.
+/// `all_read` is called once `limit` bytes are read, before the last of
+/// them are written.
 pub(super) fn splice_upto(
     from: &TcpStream,
     to: &TcpStream,
     limit: u64,
+    all_read: &dyn Fn(),
 ) -> Result<u64, (u64, Stop)> {
     use nix::libc;
     let mut p = [0i32; 2];
@@ -106,6 +109,9 @@ pub(super) fn splice_upto(
                 return Err((0, Stop::Unsupported));
             }
             return Err((total, Stop::Read(e)));
+        }
+        if total + got as u64 == limit {
+            all_read();
         }
         let mut left = got as usize;
         while left > 0 {
