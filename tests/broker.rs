@@ -1397,3 +1397,66 @@ fn egress_off_keeps_the_real_values_as_documented_weaker() {
         assert_eq!(stdout(&o), "0\n", "{who:?}: {}", shown(&o));
     }
 }
+
+// ---------------------------------------------------------------------------
+// host /proc: where the kernel refuses the sandbox a /proc of its own, the
+// session sees the host's PIDs. The shell that started `claude` holds the
+// real `ANTHROPIC_API_KEY` in its environment; the kernel must keep it from
+// a session in a user namespace of its own (reading another namespace's
+// process environment takes CAP_SYS_PTRACE there).
+
+/// Run `script` inside as `who` from a shell (`sh -c`, not exec'd away)
+/// whose own environment holds the real `ANTHROPIC_API_KEY`, with the
+/// kernel refusing a fresh /proc; the shell's PID is in `ppid`, and the
+/// shell first shows (`own=`) that it can read that key in its own
+/// /proc environment.
+fn host_proc_session(n: &Net, who: Who, script: &str) -> Output {
+    let line = format!(
+        "echo $$ > ppid; echo \"own=$(tr '\\0' '\\n' < /proc/$$/environ | grep -c '^ANTHROPIC_API_KEY=sk-ant-api03-')\"; claude shell {}; echo \"exit=$?\"",
+        shell_quote(script)
+    );
+    let cmd = n.w.command_with_setup(
+        who,
+        &n.w.workspace(who),
+        REFUSE_FRESH_PROC,
+        &[("ANTHROPIC_API_KEY", &n.reals.api_key)],
+        &["sh", "-c", &line],
+    );
+    in_netns(&n.lan.host, &cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn with_the_hosts_proc_the_launching_shells_key_stays_unreadable() {
+    if !require("broker_host_proc") {
+        return;
+    }
+    let n = net("brkhostproc");
+    let look = format!(
+        "echo \"nspid=$(awk '/^NSpid:/{{print NF - 1}}' /proc/self/status)\"; \
+         echo \"parent=$(cat /proc/$(cat ppid)/environ >/dev/null 2>&1 && echo readable || echo refused)\"; \
+         echo \"key=$ANTHROPIC_API_KEY\"; \
+         echo \"found={}\"",
+        search(&n)
+    );
+    for who in BOTH {
+        let o = host_proc_session(&n, who, &look);
+        let out = stdout(&o);
+        assert!(out.contains("exit=0"), "{who:?}: {}", shown(&o));
+        // Behind the wall: the launching shell holds the real key, readable
+        // to the same user outside.
+        assert_eq!(value(&out, "own"), "1", "{who:?}: {}", shown(&o));
+        // The session sees the host's PIDs, the shell's among them...
+        assert_eq!(value(&out, "nspid"), "2", "{who:?}: host /proc: {out}");
+        // ...but not its environment, and nothing real anywhere.
+        assert_eq!(value(&out, "parent"), "refused", "{who:?}: {out}");
+        assert_ne!(value(&out, "key"), n.reals.api_key, "{who:?}");
+        assert!(
+            value(&out, "key").starts_with("sk-ant-api03-"),
+            "{who:?}: {out}"
+        );
+        assert_eq!(value(&out, "found").trim(), "", "{who:?}: {out}");
+    }
+}
