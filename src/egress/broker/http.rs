@@ -12,6 +12,7 @@ use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
 
 use super::oauth::Oauth;
 use super::responses::Sent;
+use crate::egress::http::chunk_size;
 
 /// The longest request head read.
 const MAX_HEAD: usize = 64 * 1024;
@@ -142,19 +143,10 @@ impl<'a> Requests<'a> {
         let line = std::mem::take(&mut self.buf);
         let text = &line[..line.len() - 2];
         self.state = match self.state {
-            State::ChunkSize => {
-                let size = std::str::from_utf8(text)
-                    .ok()
-                    .map(|t| t.split(';').next().unwrap_or("").trim())
-                    .filter(|t| !t.is_empty() && t.len() <= 15)
-                    .and_then(|t| u64::from_str_radix(t, 16).ok())
-                    .ok_or("a chunk size that is not a hexadecimal number")?;
-                if size == 0 {
-                    State::Trailer
-                } else {
-                    State::ChunkData(size)
-                }
-            }
+            State::ChunkSize => match chunk_size(text)? {
+                0 => State::Trailer,
+                size => State::ChunkData(size),
+            },
             State::ChunkEnd if text.is_empty() => State::ChunkSize,
             State::ChunkEnd => return Err("a chunk longer than its size".into()),
             _ if text.is_empty() => State::Head,
@@ -452,6 +444,11 @@ mod tests {
             "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+            // Chunk sizes the proxy refuses too (one grammar, http.rs):
+            // a sign, leading blanks, a 0x prefix.
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n 5\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\n",
             "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
         ] {
             assert!(run(bad.as_bytes(), 3).is_err(), "{bad:?}");

@@ -12,6 +12,7 @@ use std::sync::mpsc::Receiver;
 
 use super::http::take_until;
 use super::oauth::Oauth;
+use crate::egress::http::chunk_size;
 use crate::egress::policy::claude_oauth::MAX_BODY;
 
 /// What the requests' side tells about each request, in order.
@@ -227,13 +228,4 @@ impl<'a> Responses<'a> {
         self.held = Some((kept, Vec::new()));
         Ok(state)
     }
-}
-
-fn chunk_size(text: &[u8]) -> Result<u64, String> {
-    std::str::from_utf8(text)
-        .ok()
-        .map(|t| t.split(';').next().unwrap_or("").trim())
-        .filter(|t| !t.is_empty() && t.len() <= 15)
-        .and_then(|t| u64::from_str_radix(t, 16).ok())
-        .ok_or_else(|| "a chunk size that is not a hexadecimal number".into())
 }
