@@ -72,15 +72,7 @@ pub(super) fn masks(host_net: bool) -> Vec<Unreadable> {
         .map(PathBuf::from)
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .map(|path| Unreadable { path, dir: true });
-    let files = KERNEL_FILES
-        .iter()
-        .chain(if host_net { HOST_NET_FILES } else { &[] })
-        .map(PathBuf::from)
-        .chain(if host_net {
-            stable_secrets()
-        } else {
-            Vec::new()
-        })
+    let files = kernel_files(host_net)
         .filter(|f| f.symlink_metadata().is_ok_and(|m| m.is_file()))
         .map(|path| Unreadable { path, dir: false });
     dirs.chain(files).collect()
@@ -112,6 +104,14 @@ pub(super) fn covers(p: &Path) -> bool {
 /// are walked by the caller); the network namespace's only when it is the
 /// host's (`host_net`).
 pub(super) fn audited_files(host_net: bool) -> Vec<PathBuf> {
+    kernel_files(host_net)
+        .filter(|f| f.symlink_metadata().is_ok())
+        .collect()
+}
+
+/// [`KERNEL_FILES`], and with `host_net` the network namespace's
+/// ([`HOST_NET_FILES`], each set `stable_secret`), whether they exist or not.
+fn kernel_files(host_net: bool) -> impl Iterator<Item = PathBuf> {
     KERNEL_FILES
         .iter()
         .chain(if host_net { HOST_NET_FILES } else { &[] })
@@ -121,8 +121,6 @@ pub(super) fn audited_files(host_net: bool) -> Vec<PathBuf> {
         } else {
             Vec::new()
         })
-        .filter(|f| f.symlink_metadata().is_ok())
-        .collect()
 }
 
 #[cfg(test)]
