@@ -547,10 +547,11 @@ fn check_broker(r: &mut Report, c: &config::Config) {
     let home = crate::sys::user::identity().map(|i| i.home).ok();
     let has = |rel: &str| home.as_ref().is_some_and(|h| h.join(rel).exists());
     let forwarded = |n: &str| c.pass_env.iter().any(|p| p == n) && std::env::var_os(n).is_some();
-    let gateway = std::env::var("ANTHROPIC_BASE_URL").is_ok_and(|u| {
-        let u = u.trim().trim_end_matches('/');
-        !u.is_empty() && u != "https://api.anthropic.com"
-    });
+    // The launch's own test: a forwarded ANTHROPIC_BASE_URL or one in
+    // ~/.claude/settings.json's env.
+    let gateway = home
+        .as_deref()
+        .is_some_and(|h| crate::launch::base_url_elsewhere(c, h));
     let held = Held {
         gh: has(".config/gh/hosts.yml") && !c.no_forge,
         glab: has(".config/glab-cli/config.yml") && !c.no_forge,
@@ -581,7 +582,8 @@ struct Held {
     gitlab_env: bool,
     /// `ANTHROPIC_API_KEY`, forwarded.
     api_key: bool,
-    /// `ANTHROPIC_BASE_URL` names another host than api.anthropic.com.
+    /// `ANTHROPIC_BASE_URL` (forwarded, or in the settings' `env`) names
+    /// another host than api.anthropic.com.
     gateway: bool,
     /// `~/.claude/.credentials.json`.
     login: bool,

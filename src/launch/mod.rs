@@ -23,7 +23,8 @@
 //! one attempt's plan ([`sandbox`], for `claude-sandbox plan`), the checks
 //! `doctor` and the installer share ([`preflight()`], [`userns_available`],
 //! [`APPARMOR_USERNS_SYSCTL`], [`apparmor_restricts_userns`],
-//! [`apparmor_userns_fix`]), the host views the battery compares with
+//! [`apparmor_userns_fix`], and the broker's [`base_url_elsewhere`]), the
+//! host views the battery compares with
 //! ([`loopback_listeners`], [`run_sockets`]), and two namespaces whose names
 //! are their API: `integrity` (the real binary's pin, §5) and `rootview`
 //! (what an unprivileged user could not read, issues #13 and #24: the
@@ -44,5 +45,5 @@ pub(crate) use preflight::{
     apparmor_restricts_userns, apparmor_userns_fix, preflight, userns_available,
     APPARMOR_USERNS_SYSCTL,
 };
-pub(crate) use shadow::{sandbox, shadow_main, wrapper_main};
+pub(crate) use shadow::{base_url_elsewhere, sandbox, shadow_main, wrapper_main};
 pub(crate) use shim::shim_main;

@@ -339,7 +339,7 @@ fn start_broker(
 /// the `env` of `~/.claude/settings.json`) other than
 /// `https://api.anthropic.com`. Such a key is left as it is (a stand-in
 /// would break that gateway) and stays readable inside.
-fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
+pub(crate) fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
     let name = "ANTHROPIC_BASE_URL";
     let forwarded = cfg
         .pass_env
