@@ -555,7 +555,7 @@ fn check_broker(r: &mut Report, c: &config::Config) {
     let held = Held {
         gh: has(".config/gh/hosts.yml") && !c.no_forge,
         glab: has(".config/glab-cli/config.yml") && !c.no_forge,
-        gitlab_env: ["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"]
+        gitlab_env: crate::egress::policy::broker::GITLAB_VARS
             .iter()
             .any(|n| forwarded(n)),
         api_key: forwarded("ANTHROPIC_API_KEY"),

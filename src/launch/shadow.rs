@@ -307,8 +307,8 @@ fn start_broker(
         session: host::session_id().to_string(),
         gh_hosts: forge(".config/gh/hosts.yml"),
         glab_config: forge(".config/glab-cli/config.yml"),
-        gitlab_env: ["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"]
-            .into_iter()
+        gitlab_env: egress::policy::broker::GITLAB_VARS
+            .iter()
             .filter_map(|n| Some((n.to_string(), forwarded(n)?)))
             .collect(),
         // glab's GITLAB_HOST (or GL_HOST) when forwarded, else gitlab.com.

@@ -20,6 +20,9 @@ pub(crate) const GITHUB: &str = "github";
 /// The GitLab token of `glab` for `gitlab.com` (`~/.config/glab-cli/config.yml`,
 /// `token`), or `GITLAB_TOKEN` and its kin; another host's is `gitlab:HOST`.
 pub(crate) const GITLAB: &str = "gitlab";
+/// The variables a GitLab token is brokered from when `pass-env`
+/// forwards them (`glab`'s names and the GitLab CI one).
+pub(crate) const GITLAB_VARS: &[&str] = &["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"];
 /// `ANTHROPIC_API_KEY`, when `pass-env` forwards it.
 pub(crate) const ANTHROPIC_API_KEY: &str = "anthropic-api-key";
 
