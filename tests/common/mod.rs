@@ -205,6 +205,36 @@ fn hide_machine_install(root: &Path) -> String {
     )
 }
 
+/// Root shell lines that give the world's mount namespace a `/var/tmp` of
+/// its own: an empty tmpfs with this world's directory bound back, and the
+/// tests' other directories that are not worlds (`csb-site-…`, …). A root
+/// session's root view walks `/var`; with every concurrent test's world
+/// there, a mask planned for a world being deleted at that moment could be
+/// gone when bubblewrap mounts it, on every replan, and the launch fail for
+/// a reason that is the suite's, not the test's. Worlds see only
+/// themselves, so no world's churn reaches another's launch.
+fn hide_other_worlds(root: &Path) -> String {
+    let r = root.display();
+    let own = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(
+        "mount --bind /var/tmp /mnt\n\
+         mount -t tmpfs -o mode=1777 csb-world-var-tmp /var/tmp\n\
+         for d in /mnt/csb-*; do\n\
+           n=${{d#/mnt/}}\n\
+           case $n in\n\
+             {own}) mkdir {r} && mount --bind \"$d\" {r} ;;\n\
+             csb-test-*) ;;\n\
+             *) mkdir \"/var/tmp/$n\" 2>/dev/null && mount --bind \"$d\" \"/var/tmp/$n\" 2>/dev/null || true ;;\n\
+           esac\n\
+         done\n\
+         umount -l /mnt\n\
+         mountpoint -q {r} || {{ echo 'the world directory {r} is not in its own /var/tmp' >&2; exit 1; }}\n"
+    )
+}
+
 /// `ip netns exec` mounts a fresh sysfs, without the machine's cgroup
 /// hierarchies under `/sys/fs/cgroup`: where they are missing, mount them
 /// again as the machine's init sees them, so a launch in a test network
@@ -329,6 +359,7 @@ impl World {
     fn prelude(&self) -> String {
         let r = self.root.display();
         let mut s = String::from("set -e\n");
+        s.push_str(&hide_other_worlds(&self.root));
         // One upper directory per world (its state), but a work directory per
         // mount: overlayfs empties its work directory when mounting, so two
         // commands of one world started together would pull it from under
