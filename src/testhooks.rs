@@ -33,6 +33,9 @@ pub(crate) enum Mutation {
     PastaAttachFails,
     /// The holder given a tap name the kernel refuses.
     TapFails,
+    /// The child cannot make the root view's file masks before bubblewrap
+    /// (a mask on a path that does not exist is added to them).
+    PreMaskFails,
     /// Weakening `CLAUDE_SANDBOX_*` variables accepted without the file's opt-in.
     AcceptEnvOverrides,
     /// A route the route step refuses.
@@ -134,6 +137,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::SkipPinCheck => "skip-pin-check",
         Mutation::PastaAttachFails => "pasta-attach-fails",
         Mutation::TapFails => "tap-fails",
+        Mutation::PreMaskFails => "pre-mask-fails",
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
         Mutation::Unguarded => "unguarded",
@@ -156,8 +160,9 @@ pub(crate) fn active(m: Mutation) -> bool {
 }
 
 /// Apply the requested regressions of the sandbox itself: the one place
-/// they touch it. (The others, `skip-pin-check`, `pasta-attach-fails` and
-/// `tap-fails`, are faults of the launch around it and stay where they act.)
+/// they touch it. (The others, `skip-pin-check`, `pasta-attach-fails`,
+/// `tap-fails` and `pre-mask-fails`, are faults of the launch around it and
+/// stay where they act.)
 #[cfg(feature = "test-mutations")]
 pub(crate) fn apply(
     sb: &mut crate::sandbox::Sandbox,

@@ -20,6 +20,7 @@ const NAMES: &[&str] = &[
     "skip-pin-check",
     "pasta-attach-fails",
     "tap-fails",
+    "pre-mask-fails",
     "route-step-fails",
     "drop-mount=",
     "unprotect",

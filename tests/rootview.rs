@@ -280,3 +280,97 @@ fn the_kernel_s_root_only_files_are_unreadable() {
     );
     assert_eq!(out.matches("READ ").count(), files.len(), "{out}");
 }
+
+/// A root launch holding `CAP_SYS_ADMIN` makes the root view's file masks
+/// itself, before bubblewrap (issue #23 item 3, decision 0018): they must
+/// hide as much as bubblewrap's, stay put when the session tries to remove
+/// them, and never reach the namespace the launch started from (a mount
+/// there would be a mount on the machine).
+#[test]
+fn masks_made_before_bubblewrap_hide_the_file_and_stay_in_the_sandbox() {
+    if !require("rootview_premask") {
+        return;
+    }
+    let w = World::with_probe("rvpremask");
+    let out = premask_session(&w, "");
+    // A mount is what hides it, made before bubblewrap's /proc: the root's
+    // bind carried it in. (mountinfo lists a namespace's mounts in the order
+    // they were made, kernel 6.8 and later.)
+    assert!(
+        out.contains("mask proc "),
+        "the mask and /proc inside:\n{out}"
+    );
+}
+
+/// Where the child cannot make them (here: one of them is on a path that
+/// does not exist, as when AppArmor refuses `mount` or a file went away),
+/// nothing was started and bubblewrap makes every mask, as it does for an
+/// unprivileged launch: the session starts, the file stays hidden.
+#[test]
+fn masks_the_child_cannot_make_are_bubblewrap_s() {
+    if !require("rootview_premask_fails") {
+        return;
+    }
+    let w = World::new("rvprefail");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    let out = premask_session(&w, "CLAUDE_SANDBOX_TEST_MUTATION=pre-mask-fails ");
+    // bubblewrap's: after its /proc.
+    assert!(
+        out.contains("proc mask "),
+        "the mask and /proc inside:\n{out}"
+    );
+}
+
+/// A root session in `w` (the launch prefixed with `env`) over a root-only
+/// file planted under `/srv`, with shared mounts as systemd makes them;
+/// asserts what holds however the mask was made, and returns the output
+/// (the inside's `mask`/`proc` lines in mountinfo order).
+fn premask_session(w: &World, env: &str) -> String {
+    let key = "/srv/premask/key";
+    // Shared mounts: a mount in a copy of this namespace would propagate
+    // back here unless the launch cut it off. (This namespace is the
+    // world's own; the machine's stays apart.)
+    let setup = format!(
+        "mount -t tmpfs tmpfs /srv\n{}mount --make-rshared /\n",
+        plant(&[key])
+    );
+    let inside = format!(
+        "{}; umount {key} 2>/dev/null && echo UNMOUNTED; umount -l {key} 2>/dev/null && echo UNMOUNTED; {}; \
+         awk '$5 == \"{key}\" {{ print \"mask\" }} $5 == \"/proc\" {{ print \"proc\" }}' /proc/self/mountinfo | tr '\\n' ' '",
+        try_read(&[key]),
+        try_read(&[key]),
+    );
+    // The session runs while the launching namespace is looked at.
+    let script = format!(
+        "{env}claude shell {} > inside.out 2>&1 &\n\
+         sleep 0.3; while ! [ -s inside.out ]; do sleep 0.05; done\n\
+         awk '$5 == \"{key}\"' /proc/self/mountinfo | grep -q . && echo 'MOUNT-OUTSIDE'\n\
+         wait $!; cat inside.out; {}",
+        shell_quote(&format!("{inside}; sleep 0.5")),
+        try_read(&[key]),
+    );
+    let out = run_outside(w, &setup, &script);
+    // The launching namespace never had the mask.
+    assert!(
+        !out.contains("MOUNT-OUTSIDE"),
+        "the mask reached the machine's side:\n{out}"
+    );
+    // Inside: unreadable before and after the attempts to unmount it.
+    assert_eq!(
+        out.matches(&format!("unreadable {key}\n")).count(),
+        2,
+        "the mask inside:\n{out}"
+    );
+    assert!(
+        !out.contains("UNMOUNTED"),
+        "the session removed a mask:\n{out}"
+    );
+    // Outside, root reads the file (the control: the same check sees a
+    // readable file).
+    assert!(
+        out.ends_with(&format!("READ {key}\n")),
+        "outside, after:\n{out}"
+    );
+    out
+}

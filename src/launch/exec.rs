@@ -20,6 +20,7 @@ use nix::libc;
 use nix::sys::signal::{SigSet, Signal};
 
 use super::host;
+use super::premask::PreMasks;
 use super::shadow::Net;
 use crate::egress;
 use crate::error::setup;
@@ -32,6 +33,9 @@ pub(super) enum Outcome {
     Exited(i32),
     /// The sandbox was never built; the builder's message.
     SetupFailed(String),
+    /// The child could not make the root view's file masks itself
+    /// ([`super::premask`]); nothing was started. Try again without.
+    PreMaskRefused,
 }
 
 fn cloexec_pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
@@ -136,26 +140,33 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
 }
 
 /// Start bubblewrap for `sb` (through the jail's holder when jailed), its
-/// fds in place. Returns the child and the shadow's ends of its pipes.
+/// fds in place, the file masks of `pre` made first. Returns the child and
+/// the shadow's ends of its pipes, or (`Ok(Err)`) the child could not make
+/// the masks of `pre` (nothing was started).
 fn spawn(
-    bwrap: &Path,
+    run: &mut Run<'_>,
     sb: &Sandbox,
     net: Option<&mut Net>,
-    published: &mut egress::Published,
-    limits: crate::limits::Spawn,
-) -> anyhow::Result<(Child, ShadowEnds)> {
+    pre: Option<PreMasks>,
+) -> anyhow::Result<Result<(Child, ShadowEnds), ()>> {
+    let (bwrap, limits) = (run.bwrap, run.limits);
     let r = crate::sandbox::render(sb);
-    let (mut cmd, ends) = network_command(bwrap, sb, &r, net, published)?;
+    let (mut cmd, ends) = network_command(bwrap, sb, &r, net, run.published)?;
     let h = handover(&r, ends)?;
     let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
     let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
+    let premasked = pre.is_some();
     unsafe {
         cmd.pre_exec(move || {
             // Into the session's pids cgroup, under its RLIMIT_NPROC (issue
             // #24): everything the sandbox runs descends from here. First,
             // before any fd is moved over the cgroup's.
             limits.enter()?;
+            // The root view's file masks, where this launch makes them.
+            if let Some(pre) = &pre {
+                pre.enter()?;
+            }
             // The shadow blocks the signals it forwards; the sandbox must start
             // with a clear mask or Ctrl-C and SIGTERM would never reach it.
             let mut empty: libc::sigset_t = std::mem::zeroed();
@@ -178,23 +189,25 @@ fn spawn(
             Ok(())
         });
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| setup(format!("cannot start {}: {e}", bwrap.display())))?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(_) if premasked => return Ok(Err(())),
+        Err(e) => return Err(setup(format!("cannot start {}: {e}", bwrap.display()))),
+    };
     // Our copies of the child's ends close here (the ready pipe's write end
     // among them, so EOF on it means the shim never signalled).
     drop(cmd);
     let ready = h
         .ready
         .ok_or_else(|| setup("internal error: no ready pipe in the rendered sandbox"))?;
-    Ok((
+    Ok(Ok((
         child,
         ShadowEnds {
             ready,
             err: err_r,
             git: h.git,
         },
-    ))
+    )))
 }
 
 /// bubblewrap's command, started through the network runtime the sandbox
@@ -233,16 +246,33 @@ fn network_command(
     })
 }
 
-/// Run one attempt of `sb` (`published`: its `publish-port` listeners).
+/// What every attempt at building the sandbox runs with.
+pub(super) struct Run<'a> {
+    pub(super) bwrap: &'a Path,
+    pub(super) git: &'a host::GitIdentity,
+    /// The `publish-port` listeners.
+    pub(super) published: &'a mut egress::Published,
+    pub(super) limits: crate::limits::Spawn,
+    /// Whether the child may make the root view's file masks itself
+    /// ([`super::premask`]); off once it could not.
+    pub(super) premask: bool,
+}
+
+/// Run one attempt of `sb`.
 pub(super) fn execute(
-    bwrap: &Path,
+    run: &mut Run<'_>,
     sb: &Sandbox,
     mut net: Option<&mut Net>,
-    git: &host::GitIdentity,
-    published: &mut egress::Published,
-    limits: crate::limits::Spawn,
 ) -> anyhow::Result<Outcome> {
-    let (mut child, ends) = spawn(bwrap, sb, net.as_deref_mut(), published, limits)?;
+    let (sb, pre) = match PreMasks::split(sb, run.premask) {
+        Some((rest, pre)) => (std::borrow::Cow::Owned(rest), Some(pre)),
+        None => (std::borrow::Cow::Borrowed(sb), None),
+    };
+    let started = spawn(run, &sb, net.as_deref_mut(), pre)?;
+    let Ok((mut child, ends)) = started else {
+        return Ok(Outcome::PreMaskRefused);
+    };
+    let (git, published) = (run.git, &mut *run.published);
     let mut jail = match net {
         Some(Net::Jail(j)) => Some(j),
         Some(Net::Proxy(p)) => {

@@ -35,6 +35,7 @@ mod host;
 pub(crate) mod integrity;
 mod listeners;
 mod preflight;
+mod premask;
 pub(crate) mod rootview;
 mod shadow;
 mod shim;

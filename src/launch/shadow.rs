@@ -14,7 +14,7 @@ use std::process::Command;
 
 use nix::libc;
 
-use super::exec::{execute, forwarded_signals, Outcome};
+use super::exec::{execute, forwarded_signals, Outcome, Run};
 use super::host;
 use super::preflight::{apparmor_restricts_userns_here, apparmor_userns_fix, preflight};
 use crate::config::{self, Config};
@@ -140,6 +140,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         git: &git,
         published: &mut published,
         limits: pids.spawn(),
+        premask: true,
     };
     let from = Planning {
         cfg,
@@ -182,14 +183,6 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     result
 }
 
-/// What every attempt at building the sandbox runs with.
-struct Run<'a> {
-    bwrap: &'a Path,
-    git: &'a host::GitIdentity,
-    published: &'a mut egress::Published,
-    limits: crate::limits::Spawn,
-}
-
 /// What every attempt plans from: the configuration, Claude Code's
 /// arguments and the launch's credential broker (issue #25), if any.
 struct Planning<'a> {
@@ -216,20 +209,16 @@ fn attempts(
         if !userns_lock {
             sb.nested_userns = true;
         }
-        match (&sb.network, &*net) {
-            (Network::Jail(_), Some(Net::Jail(_)))
-            | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
-            (Network::Jail(j), _) => {
-                let jail = egress::Jail::prepare()?.with_broker(j, from.broker.cloned())?;
-                *net = Some(Net::Jail(jail))
-            }
-            (Network::Allowlist(p), _) => {
-                *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
-            }
-            (Network::Host, _) => {}
-        }
-        match execute(run.bwrap, &sb, net.as_mut(), run.git, run.published, run.limits)? {
+        network_for(from, &sb, net)?;
+        match execute(run, &sb, net.as_mut())? {
             Outcome::Exited(code) => return Ok(code),
+            // This launch cannot make the root view's file masks before
+            // bubblewrap (an AppArmor profile refusing mounts, a mask gone
+            // since the walk): bubblewrap makes them, as it would anyway.
+            Outcome::PreMaskRefused => {
+                run.premask = false;
+                next = Some(sb);
+            }
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails
             // the build. Plan again from a fresh walk, a few times.
@@ -277,6 +266,23 @@ fn attempts(
             }
         }
     }
+}
+
+/// The network runtime `sb` was planned with, kept from an earlier attempt
+/// when it is the same kind.
+fn network_for(from: &Planning<'_>, sb: &Sandbox, net: &mut Option<Net>) -> anyhow::Result<()> {
+    match (&sb.network, &*net) {
+        (Network::Jail(_), Some(Net::Jail(_))) | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
+        (Network::Jail(j), _) => {
+            let jail = egress::Jail::prepare()?.with_broker(j, from.broker.cloned())?;
+            *net = Some(Net::Jail(jail))
+        }
+        (Network::Allowlist(p), _) => {
+            *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
+        }
+        (Network::Host, _) => {}
+    }
+    Ok(())
 }
 
 /// The credential broker (issue #25, decision 0015), in allowlist mode

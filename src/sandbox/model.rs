@@ -235,7 +235,6 @@ fn lossy_list<S: Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
 
 impl Mount {
     /// Where the operation takes effect inside.
-    #[cfg(any(test, feature = "test-mutations"))]
     pub(crate) fn dst(&self) -> &std::path::Path {
         match self {
             Mount::ReadOnly { dst, .. }
