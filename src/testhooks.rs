@@ -35,6 +35,7 @@ pub(crate) enum Mutation {
     TapFails,
     /// The child cannot make the root view's file masks before bubblewrap
     /// (a mask on a path that does not exist is added to them).
+    #[cfg(feature = "test-mutations")]
     PreMaskFails,
     /// Weakening `CLAUDE_SANDBOX_*` variables accepted without the file's opt-in.
     AcceptEnvOverrides,

@@ -60,10 +60,13 @@ impl PreMasks {
         if !enabled || !may_mount() {
             return None;
         }
+        #[allow(unused_mut)]
         let mut split = split_masks(sb);
+        // Only in builds with the test mutations: no trace of it elsewhere.
+        #[cfg(feature = "test-mutations")]
         if crate::testhooks::active(crate::testhooks::Mutation::PreMaskFails) {
             if let Some((_, pre)) = split.as_mut() {
-                pre.files.push(c"/nonexistent-csb-pre-mask-fails".into());
+                pre.files.push(c"/nonexistent-csb-premask".into());
             }
         }
         split
