@@ -193,7 +193,12 @@ for run in 0 1 2 3 4; do
         cd "$ws"
         for env in ${orders[run % 3]}; do
             args="$work/wl-round.sh $ws/in $ws/out-$run-$env $tc"
-            in_env "$env" | sed "s/^/$fs $env /" >> "$raw"
+            # A failed round names itself (one `cargo: not found` at 08:28
+            # on 2026-11-26 was not reproduced: docs/benchmarks.md).
+            in_env "$env" | sed "s/^/$fs $env /" >> "$raw" || {
+                echo "bench: workloads round $run, $fs workspace, $env environment failed (PATH inside: $tc/bin first; its bin: $(ls "$tc/bin" 2>&1 | tr '\n' ' '))" >&2
+                exit 1
+            }
         done
     done
 done
