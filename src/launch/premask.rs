@@ -60,15 +60,15 @@ impl PreMasks {
         if !enabled || !may_mount() {
             return None;
         }
-        #[allow(unused_mut)]
-        let mut split = split_masks(sb);
+        let split = split_masks(sb);
         // Only in builds with the test mutations: no trace of it elsewhere.
         #[cfg(feature = "test-mutations")]
-        if crate::testhooks::active(crate::testhooks::Mutation::PreMaskFails) {
-            if let Some((_, pre)) = split.as_mut() {
+        let split = split.map(|(rest, mut pre)| {
+            if crate::testhooks::active(crate::testhooks::Mutation::PreMaskFails) {
                 pre.files.push(c"/nonexistent-csb-premask".into());
             }
-        }
+            (rest, pre)
+        });
         split
     }
 
@@ -143,32 +143,17 @@ fn split_masks(sb: &Sandbox) -> Option<(Sandbox, PreMasks)> {
     (!files.is_empty()).then_some((rest, PreMasks { files }))
 }
 
-/// Root with `CAP_SYS_ADMIN` in its effective set.
+/// Root with `CAP_SYS_ADMIN` in its effective set (`CapEff` of
+/// `/proc/self/status`, read as the recursion check reads it).
 fn may_mount() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
     if !nix::unistd::geteuid().is_root() {
         return false;
     }
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Default, Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    let mut hdr = Header {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
-    };
-    let mut data = [Data::default(); 2];
-    // SAFETY: capget fills two version-3 data structs for this thread.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut hdr, data.as_mut_ptr()) };
-    const CAP_SYS_ADMIN: u32 = 21;
-    r == 0 && data[0].effective & (1 << CAP_SYS_ADMIN) != 0
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    crate::sys::inside::status_field(&status, "CapEff")
+        .and_then(|v| u64::from_str_radix(v, 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 #[cfg(test)]
