@@ -143,14 +143,29 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
         )
     };
     std::mem::forget(listener);
-    // One thread receives: with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP a
-    // single waiter is woken on the caller's CPU (a round trip of ~2.5 µs
-    // here; 3.8–6.2 µs with 2–4 waiters). What may wait long (a FIFO's
-    // open) is handed to a thread of its own.
-    std::thread::spawn(move || sup.serve(raw));
+    for _ in 0..serving_threads() {
+        std::thread::spawn(move || sup.serve(raw));
+    }
     // And one keeps another CPU awake while creations come (`warm.rs`).
     std::thread::spawn(move || sup.warm.spin());
     sup
+}
+
+/// How many threads receive notifications: two where the supervisor may
+/// run on two CPUs or more, else one. What may wait long (a FIFO's open)
+/// is handed to a thread of its own besides.
+///
+/// Measured on this project's 2-CPU machine kind (docs/benchmarks.md,
+/// 2026-11-26 11:00): one receiving thread left a single creating process
+/// at ~29 or ~51 µs a creation by run (the caller and the receiving thread
+/// on one CPU or on two) and made four processes creating at once queue
+/// behind it (~200 µs); two keep the single process at ~33 µs in every run
+/// and halve the four's wait. Each more waiter costs every round trip a
+/// little (issue #23's figures: 2.5, 3.8, 5.3, 6.2 µs with one to four),
+/// and three gained the four processes ~25 µs more while costing the
+/// single one ~2 µs: two it is.
+fn serving_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
 /// Reap until `child` exits (orphans inside are reaped on the way); its

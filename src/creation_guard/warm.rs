@@ -1,9 +1,9 @@
 //! How the guard's threads are scheduled, for speed alone (issue #23):
-//! the receiving thread at `SCHED_BATCH`, and another CPU kept awake while
+//! the receiving threads at `SCHED_BATCH`, and another CPU kept awake while
 //! creations come in bursts.
 //!
 //! `SCHED_BATCH`: when a caller has taken the descriptor `ADDFD` placed, it
-//! wakes the receiving thread, which must not preempt it (it has nothing to
+//! wakes the receiving thread that placed it, which must not preempt it (it has nothing to
 //! do but wait for the next call, and the caller's next call will wake it
 //! anyway); a batch thread does not preempt on wake-up, and keeps the normal
 //! weight, so it is never starved. `bench/notif-floor.c` under load here:
@@ -24,8 +24,8 @@
 //! lock, reads nothing of the callers and decides nothing: the guard's
 //! answers are the same with it or without it (without it, slower).
 //!
-//! Exports: [`serving_policy`] (the receiving thread's), [`Warm`] (`touch`
-//! from the receiving thread, `spin` as a thread).
+//! Exports: [`serving_policy`] (the receiving threads'), [`Warm`] (`touch`
+//! from the receiving threads, `spin` as a thread).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -43,7 +43,7 @@ pub(super) fn serving_policy() {
 /// longer than a creating tool's gap between two files.
 const WINDOW: Duration = Duration::from_micros(500);
 
-/// The receiving thread's count of notifications, and the spinner's sleep.
+/// The receiving threads' count of notifications, and the spinner's sleep.
 #[derive(Default)]
 pub(super) struct Warm {
     seen: AtomicU64,
