@@ -186,6 +186,74 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
     }
 }
 
+/// The same plants raced: pairs of processes started at once, one writing
+/// a command into a would-be git directory (its `config`, a hook) while the
+/// other gives it the `HEAD` that makes it one. The guard serves calls on
+/// more than one thread, so the two are judged at the same time.
+const RACE: &str = r#"
+M="$PWD"
+for i in $(seq 30); do
+  mkdir -p c$i/.git/objects c$i/.git/refs h$i/.git/objects h$i/.git/refs h$i/.git/hooks
+done
+for i in $(seq 30); do
+  printf '[core]\n\tfsmonitor = "touch %s/RAN-c%s"\n' "$M" $i > c$i/.git/config 2>/dev/null &
+  echo 'ref: refs/heads/main' > c$i/.git/HEAD 2>/dev/null &
+  { printf '#!/bin/sh\ntouch %s/RAN-h%s\n' "$M" $i > h$i/.git/hooks/post-checkout \
+      && chmod +x h$i/.git/hooks/post-checkout; } 2>/dev/null &
+  echo 'ref: refs/heads/main' > h$i/.git/HEAD 2>/dev/null &
+done
+wait
+echo RACED
+"#;
+
+/// Host git in every raced directory that became a repository.
+const RACE_HOST_GIT: &str = r#"
+for r in c* h*; do
+  [ -e "$r/.git/HEAD" ] || continue
+  git -C "$r" status >/dev/null 2>&1
+  git -C "$r" -c user.name=t -c user.email=t@t commit -q --allow-empty -m host >/dev/null 2>&1
+  git -C "$r" checkout -q -b "host-$$" >/dev/null 2>&1
+done
+ls RAN-* 2>/dev/null || true
+echo HOST-DONE
+"#;
+
+/// The race run in `w`'s workspace for `who`: what ran on the host.
+fn race(w: &World, who: Who, env: &[(&str, &str)]) -> String {
+    let o = w.run(who, env, &["claude", "shell", RACE]);
+    assert!(stdout(&o).contains("RACED"), "{who:?}: {}", stderr(&o));
+    let host = stdout(&w.run(who, &[], &["sh", "-c", RACE_HOST_GIT]));
+    assert!(host.contains("HOST-DONE"), "{who:?}: {host}");
+    clean(&w.workspace(who));
+    host
+}
+
+#[test]
+fn racing_plants_against_the_making_of_a_repository_fail_too() {
+    if !require("gitrule_race") {
+        return;
+    }
+    let w = World::with_probe("gitrule-race");
+    for who in BOTH {
+        let host = race(&w, who, &[]);
+        assert!(ran(&host).is_empty(), "{who:?}: ran on the host: {host}");
+    }
+    // Behind the wall: without the rule, the same race plants what runs.
+    let m = World::new("gitrule-race-mut");
+    m.use_mutation_binary();
+    m.install_by_hand(&m.root.join("bin/probe"), "egress-jail = 0\n");
+    let host = race(
+        &m,
+        Who::Root,
+        &[("CLAUDE_SANDBOX_TEST_MUTATION", "no-git-rule")],
+    );
+    let ran = ran(&host);
+    assert!(
+        ran.iter().any(|r| r.starts_with("RAN-c")) && ran.iter().any(|r| r.starts_with("RAN-h")),
+        "without the rule the race planted nothing that ran: {host}"
+    );
+}
+
 /// Empty a workspace for the next user's turn (the host's copy only).
 fn clean(ws: &Path) {
     for e in std::fs::read_dir(ws).unwrap().flatten() {
