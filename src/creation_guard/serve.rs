@@ -105,7 +105,12 @@ impl Supervisor {
             let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV as _, &mut req) };
             if r < 0 {
                 match last_errno() {
-                    libc::EINTR | libc::ENOENT => continue,
+                    libc::EINTR => continue,
+                    // A caller gone before its call was taken, or no
+                    // process left under the filter: then the receive
+                    // fails at once, every time, and there is nothing
+                    // more to serve.
+                    libc::ENOENT if !hung_up(listener) => continue,
                     _ => return,
                 }
             }
@@ -418,6 +423,19 @@ impl Supervisor {
     }
 }
 
+/// Whether no process is left under the listener's filter (the kernel
+/// reports hang-up then; it never comes back).
+fn hung_up(listener: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: listener,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of ours, no waiting.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & libc::POLLHUP != 0
+}
+
 /// Complete the call `id` with `reply`.
 pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
     let (val, error) = match reply {
@@ -450,4 +468,56 @@ pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
     };
     // SAFETY: resp is a valid seccomp_notif_resp; a dead caller (ENOENT) needs nothing.
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::creation_guard::filter::{guard_program, load_with_listener};
+
+    /// A child under the guard's filter hands its listener over and waits;
+    /// while it lives the listener has not hung up, once it is gone it has
+    /// (and a serving thread stops instead of receiving `ENOENT` forever).
+    #[test]
+    fn the_listener_hangs_up_once_no_process_is_left_under_its_filter() {
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let prog = guard_program();
+        let (parent, child) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        // SAFETY: the child makes syscalls only (and one small allocation,
+        // fork-safe in glibc) and leaves with _exit.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                // SAFETY: prctl and _exit on this process only.
+                unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+                let sent = load_with_listener(&prog).is_ok_and(|l| {
+                    crate::sys::fd::send_fd(child.as_raw_fd(), l.as_raw_fd()).is_ok()
+                });
+                if sent {
+                    crate::sys::fd::read_byte(child.as_raw_fd());
+                }
+                // SAFETY: leaving the forked child without running destructors.
+                unsafe { libc::_exit(0) };
+            }
+            nix::unistd::ForkResult::Parent { child: pid } => {
+                drop(child);
+                let listener = crate::sys::fd::recv_fd(parent.as_raw_fd()).expect("listener");
+                assert!(
+                    !hung_up(listener.as_raw_fd()),
+                    "hung up while the child lives"
+                );
+                nix::unistd::write(&parent, b"g").unwrap();
+                nix::sys::wait::waitpid(pid, None).unwrap();
+                assert!(
+                    hung_up(listener.as_raw_fd()),
+                    "no hang-up after the child left"
+                );
+            }
+        }
+    }
 }
