@@ -80,7 +80,7 @@ impl Tracked {
     pub(crate) fn leftovers(&self) -> Vec<String> {
         self.processes()
             .into_iter()
-            .map(|(pid, exe, comm)| format!("{pid} {exe} ({comm})"))
+            .map(|(pid, exe, comm)| format!("{pid} {exe} ({comm}) threads: {}", threads(pid)))
             .collect()
     }
 
@@ -168,4 +168,42 @@ pub(crate) fn tmp_leftovers() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Each thread of `pid` as `TID STATE policy POLICY in WCHAN`: why a
+/// leftover is still there (a runnable `SCHED_IDLE` thread waiting for a
+/// CPU, a thread blocked in the kernel) without a debugger.
+fn threads(pid: u32) -> String {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "(gone)".into();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let tid = e.file_name().to_string_lossy().to_string();
+        let base = format!("/proc/{pid}/task/{tid}");
+        let stat = std::fs::read_to_string(format!("{base}/stat")).unwrap_or_default();
+        // After the name: state is the 1st field, policy the 39th.
+        let f: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, a)| a.split_whitespace().collect())
+            .unwrap_or_default();
+        let policy = match f.get(38).copied() {
+            Some("0") => "normal",
+            Some("3") => "batch",
+            Some("5") => "idle",
+            Some(p) => p,
+            None => "?",
+        };
+        let wchan = std::fs::read_to_string(format!("{base}/wchan")).unwrap_or_default();
+        out.push(format!(
+            "{tid} {} policy {policy} in {}",
+            f.first().unwrap_or(&"?"),
+            if wchan.is_empty() || wchan == "0" {
+                "-"
+            } else {
+                wchan.as_str()
+            }
+        ));
+    }
+    out.join(", ")
 }
