@@ -593,3 +593,65 @@ fn allowlist_sessions_leave_no_proxy_behind() {
         }
     }
 }
+
+/// Busy loops at the normal policy, one more than there are CPUs twice
+/// over: a machine busy with a parallel build. Killed on drop.
+struct Busy(Vec<Child>);
+
+impl Busy {
+    fn start() -> Busy {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get()) * 2 + 1;
+        Busy(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn killed_in_a_burst_of_creations_on_a_busy_machine_leaves_nothing() {
+    if !require("lifetime_busy") {
+        return;
+    }
+    // Every thread of the session must get a CPU to end: a thread of the
+    // idle policy waits for one the busy machine never leaves idle. The
+    // guard's supervisor once had one (a spinner for the creations' wake-
+    // ups); it outlived a `kill -9` of the shadow by seconds here.
+    let lan = Lan::up();
+    let w = jail_world("busy", "");
+    let _busy = Busy::start();
+    for who in BOTH {
+        let t = Tracked::new("busy");
+        let burst = "echo READY; while :; do : > f; rm f; done";
+        let mut child = start_waiting(launch(&w, &lan, &t, who, &["shell", burst]));
+        std::thread::sleep(Duration::from_millis(300));
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL),
+            "{who:?}"
+        );
+        let left = t.leftovers_after(Duration::from_secs(1));
+        assert!(
+            left.is_empty(),
+            "{who:?}: still running 1 s after the shadow was killed in a burst of creations on a busy machine:\n{}",
+            left.join("\n")
+        );
+    }
+}

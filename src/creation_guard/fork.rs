@@ -146,26 +146,31 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
     for _ in 0..serving_threads() {
         std::thread::spawn(move || sup.serve(raw));
     }
-    // And one keeps another CPU awake while creations come (`warm.rs`).
-    std::thread::spawn(move || sup.warm.spin());
     sup
 }
 
-/// How many threads receive notifications: two where the supervisor may
+/// How many threads receive notifications: four where the supervisor may
 /// run on two CPUs or more, else one. What may wait long (a FIFO's open)
 /// is handed to a thread of its own besides.
 ///
 /// Measured on this project's 2-CPU machine kind (docs/benchmarks.md,
-/// 2026-11-26 11:00): one receiving thread left a single creating process
-/// at ~29 or ~51 µs a creation by run (the caller and the receiving thread
-/// on one CPU or on two) and made four processes creating at once queue
-/// behind it (~200 µs); two keep the single process at ~33 µs in every run
-/// and halve the four's wait. Each more waiter costs every round trip a
-/// little (issue #23's figures: 2.5, 3.8, 5.3, 6.2 µs with one to four),
-/// and three gained the four processes ~25 µs more while costing the
-/// single one ~2 µs: two it is.
+/// 2026-11-26 11:30), `creat-lat` through the shadow, medians of runs:
+/// one receiving thread left a single creating process at ~29 or ~51 µs a
+/// creation by run (the caller and the receiving thread on one CPU or on
+/// two) and made four processes creating at once queue behind it
+/// (~200 µs); four threads: ~38 µs for the one and ~83 µs for the four.
+/// Every waiter is woken by each notification (issue #23's figures: a round
+/// trip of 2.5, 3.8, 5.3, 6.2 µs with one to four waiting), so more cost
+/// the single process (six: ~48 µs). A `SCHED_IDLE` thread spinning during
+/// bursts bought the single process ~4 µs more, but a runnable idle-policy
+/// thread waits for a CPU the machine never leaves idle under load, and
+/// the session's end waited for it (`tests/lifetime.rs`, seconds under a
+/// parallel build): no such thread.
 fn serving_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        1 => 1,
+        _ => 4,
+    }
 }
 
 /// Reap until `child` exits (orphans inside are reaped on the way); its

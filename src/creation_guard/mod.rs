@@ -49,7 +49,7 @@
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
-//! (git directories by rule), `warm.rs` (a CPU kept awake during bursts).
+//! (git directories by rule).
 
 mod calls;
 mod filter;
@@ -60,6 +60,5 @@ mod proc;
 mod resolve;
 mod serve;
 mod table;
-mod warm;
 
 pub(crate) use fork::guarded;
