@@ -149,27 +149,25 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
     sup
 }
 
-/// How many threads receive notifications: four where the supervisor may
+/// How many threads receive notifications: three where the supervisor may
 /// run on two CPUs or more, else one. What may wait long (a FIFO's open)
 /// is handed to a thread of its own besides.
 ///
-/// Measured on this project's 2-CPU machine kind (docs/benchmarks.md,
-/// 2026-11-26 11:30), `creat-lat` through the shadow, medians of runs:
-/// one receiving thread left a single creating process at ~29 or ~51 µs a
-/// creation by run (the caller and the receiving thread on one CPU or on
-/// two) and made four processes creating at once queue behind it
-/// (~200 µs); four threads: ~38 µs for the one and ~83 µs for the four.
-/// Every waiter is woken by each notification (issue #23's figures: a round
-/// trip of 2.5, 3.8, 5.3, 6.2 µs with one to four waiting), so more cost
-/// the single process (six: ~48 µs). A `SCHED_IDLE` thread spinning during
-/// bursts bought the single process ~4 µs more, but a runnable idle-policy
-/// thread waits for a CPU the machine never leaves idle under load, and
-/// the session's end waited for it (`tests/lifetime.rs`, seconds under a
-/// parallel build): no such thread.
+/// Measured on this project's 2-CPU machine kind only (docs/benchmarks.md,
+/// 2026-11-26 12:15), through the shadow, interleaved runs: one receiving
+/// thread made four processes creating at once queue behind it (~200 µs a
+/// creation) and a `tar -xf` of 20,000 files take 1.40 s; two, 1.08–1.18 s
+/// and ~44 µs a creation in a tight loop; three, **1.08–1.12 s and ~37 µs**
+/// (four processes ~85 µs); four, 1.32–1.36 s. Every waiting thread is
+/// woken by each notification, so more than that cost more than they
+/// serve. A `SCHED_IDLE` thread spinning during bursts (the fast path of
+/// the 06:06 run) is gone: a runnable idle-policy thread waits for a CPU
+/// the machine never leaves idle under load, and the session's end waited
+/// for it (`tests/lifetime.rs`, seconds beside a parallel build).
 fn serving_threads() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         1 => 1,
-        _ => 4,
+        _ => 3,
     }
 }
 
