@@ -325,7 +325,8 @@ fn the_guard_holds_where_only_the_hosts_proc_can_be_had() {
     // supervisor names its callers through pidfds instead.
     let w = World::with_probe("guardproc");
     let script = format!(
-        "test $(awk '/^NSpid:/{{print NF - 1}}' /proc/self/status) = 2 && echo HOST-PROC\n{CREATIONS}"
+        "test $(awk '/^NSpid:/{{print NF - 1}}' /proc/self/status) = 2 && echo HOST-PROC\n\
+         (umask 077 && echo s > umask-probe && stat -c 'MODE %a' umask-probe && rm umask-probe)\n{CREATIONS}"
     );
     for who in BOTH {
         guarded_workspace(&w, who);
@@ -340,6 +341,13 @@ fn the_guard_holds_where_only_the_hosts_proc_can_be_had() {
             .output()
             .unwrap();
         assert!(stdout(&o).contains("HOST-PROC"), "{who:?}: {}", stdout(&o));
+        // The caller's umask is read there too (never guessed).
+        assert!(
+            stdout(&o).contains("MODE 600"),
+            "{who:?}: {}\n{}",
+            stdout(&o),
+            stderr(&o)
+        );
         assert_creations_refused(&w, who, &o);
     }
 }

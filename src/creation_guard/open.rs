@@ -248,7 +248,7 @@ fn create(
     flags: i32,
     mode: u32,
 ) -> Result<OwnedFd, Errno> {
-    let umask = c.umask(&sup.status_fds);
+    let umask = c.umask(&sup.status_fds)?;
     c.still_valid()?;
     set_umask(umask);
     openat(dir, name.as_bytes(), flags, mode)

@@ -234,10 +234,12 @@ impl Caller {
     /// read from its `/proc/TID/status` through `fds` (kept open per
     /// thread: one `pread` a call; a thread that ended, or whose number
     /// was reused, makes the kept descriptor fail, and it is opened anew).
-    pub(super) fn umask(&self, fds: &StatusFds) -> libc::mode_t {
+    /// Unreadable, the call fails (`EIO`) rather than guess: a guessed 022
+    /// would leave what `umask 077` was meant to keep private readable.
+    pub(super) fn umask(&self, fds: &StatusFds) -> Result<libc::mode_t, Errno> {
         let mut buf = [0u8; 4096];
         let n = fds.pread(self.proc_pid, &mut buf);
-        umask_in(&buf[..n]).unwrap_or(0o022)
+        umask_in(&buf[..n]).ok_or(libc::EIO)
     }
 }
 
@@ -327,6 +329,42 @@ mod tests {
         assert_eq!(c.translate(b"/proc/selfish"), b"/proc/selfish");
         assert_eq!(c.translate(b"rel/dev/stdout"), b"rel/dev/stdout");
     }
+    #[test]
+    fn the_umask_is_read_never_guessed() {
+        use std::os::unix::process::CommandExt;
+        // A child with a umask of its own (this process's is shared by
+        // every test thread: not ours to change).
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("5");
+        // SAFETY: umask is async-signal-safe and sets the child's alone.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o027);
+                Ok(())
+            })
+        };
+        let mut child = cmd.spawn().unwrap();
+        let it = Caller {
+            pid: child.id(),
+            proc_pid: child.id(),
+            listener: -1,
+            id: 0,
+        };
+        let fds = StatusFds::default();
+        let read = it.umask(&fds);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(read, Ok(0o027));
+        // A thread that is not there (pids stop below 2^22): no guess.
+        let gone = Caller {
+            pid: 1 << 23,
+            proc_pid: 1 << 23,
+            listener: -1,
+            id: 0,
+        };
+        assert_eq!(gone.umask(&fds), Err(libc::EIO));
+    }
+
     #[test]
     fn strings_are_read_a_page_at_a_time_up_to_the_nul() {
         // A fake address space: `mem` mapped at 0x10_0000 - 10, so the

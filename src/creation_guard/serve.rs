@@ -219,7 +219,7 @@ impl Supervisor {
             return Err(self.refuse(&loc));
         }
         let _held = self.admit(&loc, how)?;
-        let umask = c.umask(&self.status_fds);
+        let umask = c.umask(&self.status_fds).map_err(Reply::Err)?;
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         op(&loc).map_err(Reply::Err)
