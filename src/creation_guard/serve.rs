@@ -487,7 +487,10 @@ mod tests {
     /// while it lives the listener has not hung up, once it is gone it has
     /// (and a serving thread stops instead of receiving `ENOENT` forever).
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn the_listener_hangs_up_once_no_process_is_left_under_its_filter() {
+        // (Not under qemu-user, where the aarch64 unit tests run in CI: it
+        // loads no guest seccomp filter, so no listener comes back.)
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
         let prog = guard_program();
         let (parent, child) = socketpair(
