@@ -102,11 +102,9 @@ impl Tracked {
             if !ours {
                 continue;
             }
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // Fields after the command name: state, ppid, …
-            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
-            let mut f = after.split_whitespace();
-            let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<u32>().ok()));
+            let f = stat_fields(&format!("/proc/{pid}/stat"));
+            let state = f.first().map(String::as_str);
+            let ppid = f.get(1).and_then(|p| p.parse::<u32>().ok());
             if state == Some("Z") && ppid == Some(std::process::id()) {
                 // Adopted by us as init: reap it, as init does.
                 unsafe { nix::libc::waitpid(pid as i32, std::ptr::null_mut(), nix::libc::WNOHANG) };
@@ -181,13 +179,9 @@ fn threads(pid: u32) -> String {
     for e in dir.flatten() {
         let tid = e.file_name().to_string_lossy().to_string();
         let base = format!("/proc/{pid}/task/{tid}");
-        let stat = std::fs::read_to_string(format!("{base}/stat")).unwrap_or_default();
-        // After the name: state is the 1st field, policy the 39th.
-        let f: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, a)| a.split_whitespace().collect())
-            .unwrap_or_default();
-        let policy = match f.get(38).copied() {
+        // State is the 1st field after the name, policy the 39th.
+        let f = stat_fields(&format!("{base}/stat"));
+        let policy = match f.get(38).map(String::as_str) {
             Some("0") => "normal",
             Some("3") => "batch",
             Some("5") => "idle",
@@ -197,7 +191,7 @@ fn threads(pid: u32) -> String {
         let wchan = std::fs::read_to_string(format!("{base}/wchan")).unwrap_or_default();
         out.push(format!(
             "{tid} {} policy {policy} in {}",
-            f.first().unwrap_or(&"?"),
+            f.first().map_or("?", String::as_str),
             if wchan.is_empty() || wchan == "0" {
                 "-"
             } else {
@@ -206,4 +200,14 @@ fn threads(pid: u32) -> String {
         ));
     }
     out.join(", ")
+}
+
+/// The fields of a `stat` file (a process's or a thread's) after the
+/// command name, which may itself hold spaces and parentheses; none if it
+/// cannot be read.
+fn stat_fields(path: &str) -> Vec<String> {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    stat.rsplit_once(')')
+        .map(|(_, a)| a.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
 }
