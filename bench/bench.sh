@@ -34,11 +34,18 @@ lan="$repo/tests/testnet/lan.sh"
 cargo build --release --quiet
 cargo build --release --quiet --example probe
 work=$(mktemp -d /var/tmp/csb-bench-XXXXXX)
+# What only root may read (the overlays' upper and work directories, root's
+# home with the sandbox's private state) lies outside /var: a root launch
+# masks such entries under /var, and when they are many, their parents
+# whole (src/launch/rootview), which would hide the bench's own tools and
+# inputs from its sessions. Root's real home is not under /var either.
+state=$(mktemp -d /tmp/csb-bench-state-XXXXXX)
+chmod 755 "$state"
 prefix="csbb$$"
 servers=()
 cleanup() {
     for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work"
+    bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work" "$state"
 }
 trap cleanup EXIT
 bash "$lan" up "$prefix" >/dev/null
@@ -49,7 +56,7 @@ ip netns exec "$prefix-lan" python3 "$repo/bench/blob-server.py" 203.0.113.10 80
 servers+=($!)
 ip netns exec "$prefix-lan" python3 "$repo/tests/testnet/netprobe.py" dns 10.77.0.1 600 &
 servers+=($!)
-chmod 755 "$work"; mkdir -p "$work/home" "$work/ws" "$work/ov"
+chmod 755 "$work"; mkdir -p "$state/home" "$work/ws" "$state/ov"
 cp target/release/claude-sandbox "$work/claude-sandbox"
 cp target/release/examples/probe "$work/probe"
 # The workloads' cargo build (bench/workloads.sh) runs this toolchain and
@@ -84,8 +91,8 @@ FLOOR
 cat > "$work/inner.sh" <<INNER
 set -e
 for d in etc usr/libexec usr/local/bin; do
-    k=\${d//\//_}; mkdir -p $work/ov/up/\$k $work/ov/wk/\$k
-    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$work/ov/up/\$k,workdir=$work/ov/wk/\$k /\$d
+    k=\${d//\//_}; mkdir -p $state/ov/up/\$k $state/ov/wk/\$k
+    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$state/ov/up/\$k,workdir=$state/ov/wk/\$k /\$d
 done
 mkdir -p /usr/libexec/claude-sandbox
 install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
@@ -97,7 +104,7 @@ echo allow-env-overrides > /etc/claude-sandbox.conf
 rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 [ -x /usr/libexec/claude-sandbox/claude-sandbox ] && /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 cd $work/ws
-export HOME=$work/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+export HOME=$state/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
 hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
     -n direct "/usr/libexec/claude-sandbox/claude --version" \\

@@ -41,23 +41,26 @@ for f in "$bin" "$probe"; do
 done
 rounds="${CSB_BROKER_ROUNDS:-3}"
 work=$(mktemp -d /var/tmp/csb-brk-XXXXXX)
+# Root-only entries (overlays, homes, keys) outside /var, as in bench.sh.
+state=$(mktemp -d /tmp/csb-brk-state-XXXXXX)
+chmod 755 "$state"
 prefix="csbk$$"
 servers=()
 cleanup() {
     for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     bash tests/testnet/lan.sh down "$prefix" >/dev/null 2>&1 || true
     umount "$work/dst" 2>/dev/null || true
-    [ -n "${CSB_BENCH_KEEP:-}" ] && echo "broker-speed.sh: kept $work" >&2 || rm -rf "$work"
+    [ -n "${CSB_BENCH_KEEP:-}" ] && echo "broker-speed.sh: kept $work and $state" >&2 || rm -rf "$work" "$state"
 }
 trap cleanup EXIT
 chmod 755 "$work"
-mkdir -p "$work/ov" "$work/www" "$work/dst" "$work/home-tunnel" "$work/home-broker/.config/gh" "$work/out"
+mkdir -p "$state/ov" "$work/www" "$work/dst" "$state/home-tunnel" "$state/home-broker/.config/gh" "$work/out"
 cp "$bin" "$work/claude-sandbox"
 cp "$probe" "$work/probe"
 
-# A CA and one server certificate for the names used (keys in WORK only).
+# A CA and one server certificate for the names used (keys in STATE only).
 (
-    cd "$work"
+    cd "$state"
     ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
     openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 1 -subj "/CN=csb bench CA" \
         -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign >/dev/null 2>&1
@@ -77,14 +80,14 @@ pack=$(du -sm "$work/www/repo.git/objects/pack" | cut -f1)
 bash tests/testnet/lan.sh up "$prefix" >/dev/null
 ip netns exec "$prefix-lan" python3 tests/testnet/netprobe.py dns 10.77.0.1 600 &
 servers+=($!)
-ip netns exec "$prefix-lan" python3 bench/tls-server.py 203.0.113.10 443 "$work/server.pem" "$work/server.key" "$work/www" 900 &
+ip netns exec "$prefix-lan" python3 bench/tls-server.py 203.0.113.10 443 "$state/server.pem" "$state/server.key" "$work/www" 900 &
 servers+=($!)
 sleep 1
 
 # The gh configuration of the brokered session (a made-up token), and the key.
 tok="gho_$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 key="sk-ant-api03-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-printf 'github.com:\n    oauth_token: %s\n    user: bench\n    git_protocol: https\n' "$tok" > "$work/home-broker/.config/gh/hosts.yml"
+printf 'github.com:\n    oauth_token: %s\n    user: bench\n    git_protocol: https\n' "$tok" > "$state/home-broker/.config/gh/hosts.yml"
 
 # One round of measurements, as a script run directly or inside a session.
 cat > "$work/measure.sh" <<'MEASURE'
@@ -109,8 +112,8 @@ MEASURE
 cat > "$work/inner.sh" <<INNER
 set -e
 for d in etc usr/libexec usr/local/bin; do
-    k=\${d//\//_}; mkdir -p $work/ov/up/\$k $work/ov/wk/\$k
-    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$work/ov/up/\$k,workdir=$work/ov/wk/\$k /\$d
+    k=\${d//\//_}; mkdir -p $state/ov/up/\$k $state/ov/wk/\$k
+    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$state/ov/up/\$k,workdir=$state/ov/wk/\$k /\$d
 done
 rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code
 mkdir -p /usr/libexec/claude-sandbox
@@ -124,26 +127,29 @@ rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 # and git resolve; through the proxy, the shadow does).
 echo '203.0.113.10 github.com api.anthropic.com' >> /etc/hosts
 # The bench CA is "public": in the system bundle, which the broker verifies against.
-cat $work/ca.pem >> /etc/ssl/certs/ca-certificates.crt
+cat $state/ca.pem >> /etc/ssl/certs/ca-certificates.crt
 /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null
 # Every clone lands in the same tmpfs (the sessions' workspace).
 mount -t tmpfs -o size=1g tmpfs $work/dst
 cd $work/dst
 export PATH=/usr/local/bin:/usr/bin:/bin GIT_CONFIG_NOSYSTEM=1
+env -i PATH=\$PATH HOME=$state/home-tunnel USER=root claude shell "test -r $work/measure.sh" </dev/null 2>/dev/null || {
+    echo "broker-speed.sh: a root session does not see $work (the root view masked it; doctor below says why)" >&2
+    /usr/libexec/claude-sandbox/claude-sandbox doctor >&2 || true; exit 1; }
 for r in \$(seq 1 $rounds); do
-    env -i PATH=\$PATH HOME=$work/home-tunnel GIT_CONFIG_GLOBAL=/dev/null GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt \\
+    env -i PATH=\$PATH HOME=$state/home-tunnel GIT_CONFIG_GLOBAL=/dev/null GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt \\
         bash $work/measure.sh > $work/out/direct.\$r
-    env -i PATH=\$PATH HOME=$work/home-tunnel USER=root claude shell "bash $work/measure.sh" </dev/null > $work/out/tunnel.\$r
-    env -i PATH=\$PATH HOME=$work/home-broker USER=root ANTHROPIC_API_KEY=$key claude shell "bash $work/measure.sh" </dev/null > $work/out/broker.\$r
+    env -i PATH=\$PATH HOME=$state/home-tunnel USER=root claude shell "bash $work/measure.sh" </dev/null > $work/out/tunnel.\$r
+    env -i PATH=\$PATH HOME=$state/home-broker USER=root ANTHROPIC_API_KEY=$key claude shell "bash $work/measure.sh" </dev/null > $work/out/broker.\$r
 done
 INNER
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 # The broker really intercepted (its credential lines), the tunnel did not.
-logs="$work/home-broker/.local/state/claude-sandbox/egress"
+logs="$state/home-broker/.local/state/claude-sandbox/egress"
 grep -qs '"event":"credential"' "$logs"/* || { echo "broker-speed.sh: the broker swapped nothing: not measured through it" >&2; exit 1; }
-! grep -qs '"event":"credential"' "$work/home-tunnel/.local/state/claude-sandbox/egress"/* \
+! grep -qs '"event":"credential"' "$state/home-tunnel/.local/state/claude-sandbox/egress"/* \
     || { echo "broker-speed.sh: the tunnel session was intercepted" >&2; exit 1; }
 
 python3 - "$work/out" "$rounds" "$pack" "$load_before" "$load_after" <<'PY'

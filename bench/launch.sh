@@ -28,25 +28,28 @@ fi
 runs="${CSB_LAUNCH_RUNS:-40}"
 conf_extra="${CSB_LAUNCH_CONF:-}"
 work=$(mktemp -d /var/tmp/csb-launch-XXXXXX)
+# Root-only entries (overlays, root's homes) outside /var, as in bench.sh:
+# root's real home is not under /var either.
+state=$(mktemp -d /tmp/csb-launch-state-XXXXXX)
 prefix="csbl$$"
 servers=()
 cleanup() {
     for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     bash tests/testnet/lan.sh down "$prefix" >/dev/null 2>&1 || true
-    rm -rf "$work"
+    rm -rf "$work" "$state"
 }
 trap cleanup EXIT
 bash tests/testnet/lan.sh up "$prefix" >/dev/null
 ip netns exec "$prefix-lan" python3 tests/testnet/netprobe.py dns 10.77.0.1 600 &
 servers+=($!)
 chmod 755 "$work"
-mkdir -p "$work/ov" "$work/root-home" "$work/user-home"
+chmod 755 "$state"; mkdir -p "$state/ov" "$state/root-home" "$state/user-home"
 # "jail on, brokered": the same launch from a home that holds gh's token,
 # so the credential broker and its proxy on the jail's loopback start
 # (decision 0016). A made-up token: nothing here talks to a forge.
 for who in root user; do
-    mkdir -p "$work/$who-home-b/.config/gh"
-    printf 'github.com:\n    oauth_token: gho_%s\n    user: bench\n' "$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$work/$who-home-b/.config/gh/hosts.yml"
+    mkdir -p "$state/$who-home-b/.config/gh"
+    printf 'github.com:\n    oauth_token: gho_%s\n    user: bench\n' "$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$state/$who-home-b/.config/gh/hosts.yml"
 done
 cp "$bin" "$work/claude-sandbox"
 # The repository workspace: this project's history, an editor and a
@@ -61,8 +64,8 @@ done
 cat > "$work/inner.sh" <<INNER
 set -e
 for d in etc usr/libexec usr/local/bin; do
-    k=\${d//\//_}; mkdir -p $work/ov/up/\$k $work/ov/wk/\$k
-    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$work/ov/up/\$k,workdir=$work/ov/wk/\$k /\$d
+    k=\${d//\//_}; mkdir -p $state/ov/up/\$k $state/ov/wk/\$k
+    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$state/ov/up/\$k,workdir=$state/ov/wk/\$k /\$d
 done
 rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code
 mkdir -p /usr/libexec/claude-sandbox
@@ -74,15 +77,15 @@ install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
 printf 'allow-env-overrides\n%s\n' "$conf_extra" > /etc/claude-sandbox.conf
 rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
-useradd -l -u 4243 -U -M -d $work/user-home -s /bin/sh csbbench
-chown -R 4243:4243 $work/user-home $work/user-home-b $work/repo-user
+useradd -l -u 4243 -U -M -d $state/user-home -s /bin/sh csbbench
+chown -R 4243:4243 $state/user-home $state/user-home-b $work/repo-user
 # pasta as a non-root user needs /dev/net/tun: a private node (containers
 # give it 0666), never the host's changed.
 if [ -c /dev/net/tun ]; then mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200; fi
-as_root="env -i HOME=$work/root-home PATH=/usr/local/bin:/usr/bin:/bin USER=root"
-as_user="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$work/user-home PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
-as_root_b="env -i HOME=$work/root-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=root"
-as_user_b="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$work/user-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
+as_root="env -i HOME=$state/root-home PATH=/usr/local/bin:/usr/bin:/bin USER=root"
+as_user="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$state/user-home PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
+as_root_b="env -i HOME=$state/root-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=root"
+as_user_b="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$state/user-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
 cd $work/repo-root
 \$as_root claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
 hyperfine -N --warmup 5 --runs $runs --export-json $work/root.json \\

@@ -147,6 +147,12 @@ EOF
     echo "bench: cargo vendor of the workload crate failed: its crates are this project's dependencies; run cargo fetch (cargo home $cargo_home)" >&2
     exit 1
 }
+# A root session masks what only root may read outside its workspace, and
+# the parents of many such entries whole (src/launch/rootview): vendored
+# `fnv` ships 0600 files, and with the other workspace's copy of them a
+# round's session once lost the toolchain beside them (`cargo: not found`,
+# 2026-11-26 08:28). The inputs are readable to all, as a checkout is.
+chmod -R a+rX "$in"
 cp -a "$in" "$wl/disk/ws/in"
 
 # One run of every workload, in whatever environment runs it.
@@ -170,6 +176,16 @@ t cargo cargob
 rm -rf "$out"
 ROUND
 
+# Every input the shadow's rounds need, seen from a session in each
+# workspace (a root view that hid one would fail a round midway).
+for fs in tmpfs disk; do
+    (cd "$wl/$fs/ws" && CLAUDE_SANDBOX_EGRESS=open /usr/local/bin/claude shell \
+        "test -x $tc/bin/cargo && test -r $work/wl-round.sh && test -r $wl/$fs/ws/in/untar.tar") 2>/dev/null || {
+        echo "bench: a root session in $wl/$fs/ws does not see the workloads' toolchain or inputs (doctor below says what the root view masked)" >&2
+        /usr/libexec/claude-sandbox/claude-sandbox doctor >&2 || true
+        exit 1
+    }
+done
 raw=$work/workloads-raw
 : > "$raw"
 # Host and bare bwrap get an environment as small as the shadow's own
@@ -193,8 +209,7 @@ for run in 0 1 2 3 4; do
         cd "$ws"
         for env in ${orders[run % 3]}; do
             args="$work/wl-round.sh $ws/in $ws/out-$run-$env $tc"
-            # A failed round names itself (one `cargo: not found` at 08:28
-            # on 2026-11-26 was not reproduced: docs/benchmarks.md).
+            # A failed round names itself.
             in_env "$env" | sed "s/^/$fs $env /" >> "$raw" || {
                 echo "bench: workloads round $run, $fs workspace, $env environment failed (PATH inside: $tc/bin first; its bin: $(ls "$tc/bin" 2>&1 | tr '\n' ' '))" >&2
                 exit 1
