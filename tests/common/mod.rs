@@ -42,6 +42,7 @@ pub(crate) const BOTH: [Who; 2] = [Who::Root, Who::User];
 
 /// True when end-to-end prerequisites are present; panics under CI when not.
 pub(crate) fn require(what: &str) -> bool {
+    default_signal_dispositions();
     let mut missing = Vec::new();
     if !nix::unistd::geteuid().is_root() {
         missing.push("root");
@@ -58,6 +59,28 @@ pub(crate) fn require(what: &str) -> bool {
     }
     eprintln!("\n!!!! SKIPPED: {msg}. Run as root with bubblewrap installed (see README). !!!!\n");
     false
+}
+
+/// The signals a session is ended by, back to their default action in this
+/// test binary, so in everything it launches: the suite checks what they
+/// do to a session, and an ignored disposition is inherited through every
+/// exec. A run under `nohup` ignores `SIGHUP` (a CI run started that way
+/// failed `lifetime.rs`: the forwarded hang-up was ignored by the probe,
+/// which slept on and exited 0), and a background job of a shell without
+/// job control ignores `SIGINT` and `SIGQUIT`.
+fn default_signal_dispositions() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [
+            nix::libc::SIGHUP,
+            nix::libc::SIGINT,
+            nix::libc::SIGQUIT,
+            nix::libc::SIGTERM,
+        ] {
+            // SAFETY: sets a disposition; no handler is installed.
+            unsafe { nix::libc::signal(sig, nix::libc::SIG_DFL) };
+        }
+    });
 }
 
 /// Our binary as cargo built it.
