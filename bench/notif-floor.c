@@ -10,7 +10,9 @@
  *                        (NOTIF_ADDFD with FLAG_SEND): what every
  *                        open(O_CREAT) costs, before any checking
  *     notif-floor warm   addfd, and a SCHED_IDLE thread spinning in the
- *                        supervisor meanwhile (src/creation_guard/warm.rs)
+ *                        supervisor meanwhile (what the guard had until
+ *                        docs/benchmarks.md's 2026-11-26 11:00-12:15 entry:
+ *                        the wake-up of a CPU that is not halted)
  *
  * Prints "MODE MEDIAN-NS P99-NS". */
 #define _GNU_SOURCE
