@@ -1,7 +1,8 @@
 //! End-to-end: every launch cleans up after itself (issue #10). With the
 //! egress jail on, in a private site network, as root and as an unprivileged
 //! user: however the session ends, within 1 s nothing it started runs any
-//! more (pasta/passt, keepers, holder, bubblewrap, the sandbox), and no
+//! more (pasta/passt, keepers, holder, bubblewrap, the sandbox; a process
+//! the kernel is still tearing down gets 10 s more to be gone), and no
 //! `claude-sandbox-*` entry is left in the temporary directory. 50 + 50
 //! launches at once pass too, three rounds in a row.
 
@@ -196,6 +197,76 @@ fn fifty_and_fifty_launches_at_once_three_rounds() {
             "round {round}: temporary directory"
         );
     }
+}
+
+#[test]
+fn control_a_process_left_running_is_found() {
+    if !require("lifetime_control_running") {
+        return;
+    }
+    // An orphan left sleeping by a command that has ended: what a leaked
+    // pasta or keeper looks like to the check.
+    let t = Tracked::new("control-running");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "sleep 30 & exit 0"]);
+    let st = t
+        .wrap(&cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "control: {st}");
+    let start = std::time::Instant::now();
+    let left = t.leftovers_after(Duration::from_secs(1));
+    assert!(
+        left.iter().any(|l| l.contains("(sleep)")),
+        "the orphaned sleep was not found: {left:?}"
+    );
+    // A running process gets no exit grace.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "found only after {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn control_a_process_that_never_finishes_exiting_is_found() {
+    if !require("lifetime_control_exiting") {
+        return;
+    }
+    // A process in the kernel's exit path gets a grace period to be gone,
+    // not for ever: a zombie that nobody reaps stays in its exit path. Its
+    // parent sits outside the cgroup and never waits for it.
+    let t = Tracked::new("control-exiting");
+    let procs = t.procs_file();
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg(r#"sh -c 'echo $$ > "$1"; exit 0' sh "$0" & exec sleep 60"#)
+        .arg(&procs)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while t.find(|_, comm| comm == "sh").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the control's child never joined the cgroup"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let start = std::time::Instant::now();
+    let left = t.leftovers_after(Duration::from_secs(1));
+    let took = start.elapsed();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert!(
+        left.iter().any(|l| l.contains("(sh)")),
+        "the unreaped zombie was not found: {left:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(10),
+        "reported after {took:?}, before the exit grace ended: {left:?}"
+    );
 }
 
 #[test]

@@ -76,6 +76,11 @@ impl Tracked {
         c
     }
 
+    /// The cgroup's `cgroup.procs`: writing a PID there moves that process in.
+    pub(crate) fn procs_file(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
     /// Every process in the cgroup: `PID EXE (NAME)`.
     pub(crate) fn leftovers(&self) -> Vec<String> {
         self.processes()
@@ -128,16 +133,81 @@ impl Tracked {
     }
 
     /// Wait up to `within` for the cgroup to empty; what is left then.
+    ///
+    /// A process already in the kernel's exit path (every thread flagged
+    /// `PF_EXITING`: killed, running no code of its own) no longer runs, but
+    /// the kernel may still be tearing it down: pasta closing its tap
+    /// (`tun_chr_close`), a namespace's last process waiting for an RCU
+    /// grace period, a last `close` waiting for the disk. A CI run saw pasta
+    /// there for over a second after the keeper killed it. Such processes get
+    /// [`EXIT_GRACE`] more to disappear; one that is still there then is a
+    /// leftover too, as is anything not exiting at `within`.
     pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
-        let deadline = Instant::now() + within;
+        let start = Instant::now();
+        let deadline = start + within;
+        let seen = loop {
+            let procs = self.processes();
+            if procs.is_empty() {
+                return Vec::new();
+            }
+            if procs.iter().all(|(pid, _, _)| exiting(*pid)) {
+                break procs
+                    .iter()
+                    .map(|(pid, _, comm)| format!("{pid} ({comm}) threads: {}", threads(*pid)))
+                    .collect::<Vec<_>>();
+            }
+            if Instant::now() >= deadline {
+                return self.leftovers();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let exiting_since = Instant::now();
         loop {
-            let left = self.leftovers();
-            if left.is_empty() || Instant::now() >= deadline {
-                return left;
+            let procs = self.processes();
+            if procs.is_empty() {
+                eprintln!(
+                    "note: {} process(es) were still in the kernel's exit path {} ms after \
+                     the session ended, gone {} ms later: {}",
+                    seen.len(),
+                    exiting_since.duration_since(start).as_millis(),
+                    exiting_since.elapsed().as_millis(),
+                    seen.join("; ")
+                );
+                return Vec::new();
+            }
+            if procs.iter().any(|(pid, _, _)| !exiting(*pid))
+                || exiting_since.elapsed() >= EXIT_GRACE
+            {
+                return self.leftovers();
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// How long a process already in the kernel's exit path may take to be gone.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// The kernel's flag for a task in its exit path (`include/linux/sched.h`).
+const PF_EXITING: u64 = 0x4;
+
+/// Whether every thread of `pid` is in the kernel's exit path (a zombie's
+/// threads are); false for a process that cannot be read.
+fn exiting(pid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for e in dir.flatten() {
+        let tid = e.file_name().to_string_lossy().to_string();
+        // The flags are the 7th field after the name.
+        let f = stat_fields(&format!("/proc/{pid}/task/{tid}/stat"));
+        match f.get(6).and_then(|x| x.parse::<u64>().ok()) {
+            Some(flags) if flags & PF_EXITING != 0 => any = true,
+            _ => return false,
+        }
+    }
+    any
 }
 
 impl Drop for Tracked {
