@@ -215,6 +215,24 @@ exec python3 -c '{REAPER}'
         )
         .unwrap();
         self.give(&self.dir.join("home/.config"));
+        // The CLI's `--docker-path`: Podman, except that `events` replays
+        // the last minutes first. The CLI starts `podman events --filter
+        // event=start` and, without waiting for it to subscribe, `podman
+        // run`; a start logged before the subscription is missed and `up`
+        // waits for ever (devcontainers/cli#1236, #1269; it hung a run
+        // here). The CLI takes only the start of the container carrying
+        // its workspace's labels, so a replayed older start is ignored.
+        let bin = self.dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let wrapper = bin.join("podman");
+        std::fs::write(
+            &wrapper,
+            "#!/bin/sh\n\
+             if [ \"$1\" = events ]; then shift; exec /usr/bin/podman events --since 10m \"$@\"; fi\n\
+             exec /usr/bin/podman \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     /// `argv` as the user, in the host.
@@ -247,10 +265,11 @@ exec python3 -c '{REAPER}'
     }
 
     /// The official CLI against the user's rootless Podman: `SUBCOMMAND
-    /// --docker-path podman REST` (after the subcommand, before the
-    /// command `exec` runs).
+    /// --docker-path PODMAN REST` (after the subcommand, before the
+    /// command `exec` runs), PODMAN the wrapper of [`Host::configure_podman`].
     fn devcontainer(&self, args: &[&str]) -> Output {
-        let mut argv = vec![CLI, args[0], "--docker-path", "podman"];
+        let podman = self.dir.join("bin/podman").display().to_string();
+        let mut argv = vec![CLI, args[0], "--docker-path", &podman];
         argv.extend_from_slice(&args[1..]);
         self.user(&argv)
     }
