@@ -222,9 +222,8 @@ exec python3 -c '{REAPER}'
         // waits for ever (devcontainers/cli#1236, #1269; it hung a run
         // here). The CLI takes only the start of the container carrying
         // its workspace's labels, so a replayed older start is ignored.
-        let bin = self.dir.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let wrapper = bin.join("podman");
+        let wrapper = self.podman_wrapper();
+        std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
         std::fs::write(
             &wrapper,
             "#!/bin/sh\n\
@@ -233,6 +232,11 @@ exec python3 -c '{REAPER}'
         )
         .unwrap();
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Where [`Host::configure_podman`] puts the CLI's Podman wrapper.
+    fn podman_wrapper(&self) -> PathBuf {
+        self.dir.join("bin/podman")
     }
 
     /// `argv` as the user, in the host.
@@ -268,7 +272,7 @@ exec python3 -c '{REAPER}'
     /// --docker-path PODMAN REST` (after the subcommand, before the
     /// command `exec` runs), PODMAN the wrapper of [`Host::configure_podman`].
     fn devcontainer(&self, args: &[&str]) -> Output {
-        let podman = self.dir.join("bin/podman").display().to_string();
+        let podman = self.podman_wrapper().display().to_string();
         let mut argv = vec![CLI, args[0], "--docker-path", &podman];
         argv.extend_from_slice(&args[1..]);
         self.user(&argv)

@@ -83,10 +83,7 @@ impl Tracked {
 
     /// Every process in the cgroup: `PID EXE (NAME)`.
     pub(crate) fn leftovers(&self) -> Vec<String> {
-        self.processes()
-            .into_iter()
-            .map(|(pid, exe, comm)| format!("{pid} {exe} ({comm}) threads: {}", threads(pid)))
-            .collect()
+        self.processes().iter().map(describe).collect()
     }
 
     /// Every process in the cgroup as (PID, executable path, name); our own
@@ -151,10 +148,7 @@ impl Tracked {
                 return Vec::new();
             }
             if procs.iter().all(|(pid, _, _)| exiting(*pid)) {
-                break procs
-                    .iter()
-                    .map(|(pid, _, comm)| format!("{pid} ({comm}) threads: {}", threads(*pid)))
-                    .collect::<Vec<_>>();
+                break procs.iter().map(describe).collect::<Vec<_>>();
             }
             if Instant::now() >= deadline {
                 return self.leftovers();
@@ -183,6 +177,12 @@ impl Tracked {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// One process of [`Tracked::processes`] as a leftover is reported:
+/// `PID EXE (NAME) threads: …`.
+fn describe((pid, exe, comm): &(u32, String, String)) -> String {
+    format!("{pid} {exe} ({comm}) threads: {}", threads(*pid))
 }
 
 /// How long a process already in the kernel's exit path may take to be gone.
