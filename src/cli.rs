@@ -129,6 +129,9 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
     if argv.get(1).is_some_and(|a| a == "__pasta-keeper") {
         return Ok(crate::egress::keeper_main(&argv[2..]));
     }
+    if argv.get(1).is_some_and(|a| a == "__jail-ns") {
+        return Ok(crate::egress::jail_ns_main(&argv[2..]));
+    }
     if argv.get(1).is_some_and(|a| a == "__holder") {
         return Ok(crate::egress::holder_main(&argv[2..]));
     }

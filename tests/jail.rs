@@ -775,3 +775,143 @@ fn the_hosts_tun_device_through_the_features_link_and_its_fixes() {
         }
     }
 }
+
+/// Decision 0019: the holder joins the jail's namespaces through a pidfd
+/// of their owner and checks it left both of its own. Handed a pidfd of a
+/// process that has a user namespace of its own but the host's network, or
+/// of one in the host's namespaces altogether, it refuses in one line and
+/// runs nothing: bubblewrap never starts with the host's network.
+#[test]
+fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
+    use nix::libc;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    if !require("holder_join") {
+        return;
+    }
+    let dir = TestDir::new("test", "holderjoin");
+    let ns = |pid: u32, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
+    let cases: [(&str, &[&str], &str); 2] = [
+        (
+            "its own user namespace, the host's network",
+            &["unshare", "-U", "sleep", "30"],
+            "the jail's namespaces were not joined",
+        ),
+        (
+            "the host's namespaces",
+            &["sleep", "30"],
+            "cannot join the jail's namespaces",
+        ),
+    ];
+    for (what, argv, said) in cases {
+        let mut target = Command::new(argv[0]).args(&argv[1..]).spawn().unwrap();
+        let pid = target.id();
+        // `unshare -U` has left the host's user namespace once it runs sleep.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while argv.len() > 2 && ns(pid, "user") == ns(std::process::id(), "user") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: never unshared"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(ns(pid, "net"), ns(std::process::id(), "net"), "{what}");
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        assert!(pidfd >= 0, "{what}: pidfd_open");
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+        let marker = dir.join(format!("ran-{}", argv.len()));
+        let (routes, _routes_w) = nix::unistd::pipe().unwrap();
+        let (go, _go_w) = nix::unistd::pipe().unwrap();
+        let (_gate_r, gate) = nix::unistd::pipe().unwrap();
+        let map = [
+            (routes.as_raw_fd(), 10),
+            (pidfd.as_raw_fd(), 11),
+            (go.as_raw_fd(), 12),
+            (gate.as_raw_fd(), 13),
+        ];
+        let mut holder = Command::new(our_binary());
+        holder
+            .arg0("claude-sandbox-jail")
+            .args(["__holder", "/usr/sbin/ip", "10", "11", "12", "13", "--"])
+            .args(["/bin/sh", "-c"])
+            .arg(format!("touch {}", marker.display()));
+        unsafe {
+            holder.pre_exec(move || {
+                for (from, to) in map {
+                    if libc::dup2(from, to) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let o = holder.output().unwrap();
+        let _ = target.kill();
+        let _ = target.wait();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains(said), "{what}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: one line: {err}");
+        assert!(
+            !marker.exists(),
+            "{what}: the holder ran bubblewrap's place"
+        );
+    }
+    // Control: the same holder, handed a real owner's pidfd, does run it.
+    let mut owner = Command::new(our_binary())
+        .arg0("claude-sandbox-jail")
+        .args(["__jail-ns", "csbj0", "0", "0"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(owner.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), owner.id().to_string());
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, owner.id() as libc::pid_t, 0) };
+    assert!(pidfd >= 0);
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    let marker = dir.join("ran-control");
+    let (routes, routes_w) = nix::unistd::pipe().unwrap();
+    drop(routes_w);
+    let (go, go_w) = nix::unistd::pipe().unwrap();
+    let (_gate_r, gate) = nix::unistd::pipe().unwrap();
+    let map = [
+        (routes.as_raw_fd(), 10),
+        (pidfd.as_raw_fd(), 11),
+        (go.as_raw_fd(), 12),
+        (gate.as_raw_fd(), 13),
+    ];
+    let mut holder = Command::new(our_binary());
+    holder
+        .arg0("claude-sandbox-jail")
+        .args(["__holder", "/usr/sbin/ip", "10", "11", "12", "13", "--"])
+        .args(["/bin/sh", "-c"])
+        .arg(format!("readlink /proc/self/ns/net > {}", marker.display()));
+    unsafe {
+        holder.pre_exec(move || {
+            for (from, to) in map {
+                if libc::dup2(from, to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let o = holder.output().unwrap();
+    drop(go_w); // the route keeper ends without "go"
+    let net = ns(owner.id(), "net");
+    drop(owner.stdin.take()); // the owner's lifeline
+    let _ = owner.wait();
+    assert!(o.status.success(), "control: {}", stderr(&o));
+    let seen = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(
+        Some(seen.trim().into()),
+        net,
+        "control: the holder's program ran in the owner's network namespace"
+    );
+}

@@ -2,48 +2,56 @@
 //! namespace whose routes reach the internet, the DNS resolvers and
 //! `allow-ip` hosts, and nothing internal.
 //!
-//! Processes, in order (docs/decisions/0002 and 0004):
-//! 1. The shadow spawns the **holder** (`claude-sandbox __holder`), which
-//!    unshares a user + network namespace, maps itself to the launching user,
-//!    makes the jail's interface there (a persistent tap, named as the
-//!    host's default-route interface), forks the **route keeper** (which
-//!    stays in those namespaces), reports
-//!    the route keeper's PID to pasta's keeper (started before the holder)
-//!    and execs bubblewrap at once.
-//!    bubblewrap builds the sandbox while the jail is wired; the shim inside
-//!    waits on a gate and runs nothing until the routes are locked.
-//! 2. Meanwhile the shadow runs pasta (`passt` package) against the route
-//!    keeper's PID from outside, under **pasta's keeper**
-//!    (`claude-sandbox __pasta-keeper`), attached to that tap (`-I`), with
-//!    `--config-net` to configure it and every forwarding of host loopback turned off
-//!    (`-T none -U none`, `--no-map-gw`), IPv4 only; inward only the
-//!    `publish-port` ports, from the host's 127.0.0.1 (`-t 127.0.0.1/PORT`,
-//!    else `-t none`). pasta's foreground
-//!    process exits once attached; then the shadow writes "go".
-//! 3. The route keeper locks the routes (one `ip -batch` run, started while
-//!    pasta attaches and fed the batch on "go") and opens the
-//!    shim's gate. bubblewrap's user namespace is the holder's child, so
-//!    nothing inside can change the routes (EPERM).
+//! Processes, in order (docs/decisions/0002, 0004 and 0019):
+//! 1. As soon as the configuration says "open jail" (before the sandbox is
+//!    planned), the shadow starts **pasta's keeper**
+//!    (`claude-sandbox __pasta-keeper`) and the **namespace owner**
+//!    (`claude-sandbox __jail-ns`), which unshares a user + network
+//!    namespace, maps itself to the launching user, makes the jail's
+//!    interface there (a persistent tap, named as the host's default-route
+//!    interface) and reports its PID; the shadow passes it to the keeper,
+//!    which runs pasta against it from outside, attached to that tap (`-I`),
+//!    with `--config-net` to configure it and every forwarding of host
+//!    loopback turned off (`-T none -U none`, `--no-map-gw`), IPv4 only;
+//!    inward only the `publish-port` ports, from the host's 127.0.0.1
+//!    (`-t 127.0.0.1/PORT`, else `-t none`). pasta's start (~15-20 ms of
+//!    its own) thus overlaps the planning. pasta's foreground process exits
+//!    once attached; then the shadow writes "go".
+//! 2. With the plan, the shadow spawns the **holder** (`claude-sandbox
+//!    __holder`), which joins the owner's namespaces through a pidfd (and
+//!    refuses to go on unless both changed), forks the **route keeper**
+//!    (which stays in them) and execs bubblewrap at once. bubblewrap builds
+//!    the sandbox while pasta attaches; the shim inside waits on a gate and
+//!    runs nothing until the routes are locked.
+//! 3. The route keeper locks the routes (one `ip -batch` run, started at
+//!    once and fed the batch on "go") and opens the shim's gate.
+//!    bubblewrap's user namespace is a child of the jail's, so nothing
+//!    inside can change the routes (EPERM).
 //!
-//! pasta's daemon is adopted by its keeper (child subreaper), which kills it
-//! when the shadow's lifeline pipe closes: on any end of the shadow, `kill -9`
-//! included. Any failed step leaves the gate shut; the executor then reports
-//! the one-line message (exit 125). There is no fallback to an unjailed
-//! launch. Route and DNS planning are pure functions of the host's routing
-//! table and resolv.conf (`policy/routes.rs`).
+//! A wiring started early is used only when the plan asks for the same
+//! interface, DNS forwarder and published ports; otherwise (and for every
+//! later attempt) it is ended and the jail is wired at spawn time, the same
+//! way. pasta's daemon is adopted by its keeper (child subreaper), which
+//! kills it when the shadow's lifeline pipe closes: on any end of the
+//! shadow, `kill -9` included; the namespace owner dies with the shadow
+//! too (parent-death signal) or when its own lifeline closes. Any failed
+//! step leaves the gate shut; the executor then reports the one-line
+//! message (exit 125). There is no fallback to an unjailed launch. Route and
+//! DNS planning are pure functions of the host's routing table and
+//! resolv.conf (`policy/routes.rs`).
 //!
-//! This file is the shadow's side ([`Jail`], [`host_facts`]); pasta's
-//! keeper is `pasta_keeper.rs`, the holder and route keeper
-//! `jail_holder.rs`.
+//! This file is the shadow's side ([`Jail`], [`Early`], [`host_facts`]);
+//! pasta's keeper is `pasta_keeper.rs`, the namespace owner, the holder and
+//! the route keeper `jail_holder.rs`.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
@@ -127,24 +135,122 @@ pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
     })
 }
 
-/// The jail's runtime: the programs it runs and, per attempt, pasta's keeper.
+/// The jail's runtime: the programs it runs and, per attempt, its wiring.
 #[derive(Debug)]
 pub(crate) struct Jail {
     pasta: PathBuf,
     ip: PathBuf,
-    /// pasta's `--dns-forward` address for the current attempt.
-    dns_forward: Option<Ipv4Addr>,
-    /// The jail's interface (the holder's tap) for the current attempt.
-    iface: String,
-    /// `publish-port`: forwarded in by pasta from the host's loopback.
-    publish: Vec<u16>,
+    /// The namespace owner and pasta for the current attempt.
+    wired: Option<Box<Wired>>,
+    /// A wiring started before the plan ([`Early`]), for the first attempt.
+    early: Option<Early>,
     /// Our end of the route keeper's "go" pipe for the current attempt.
     go: Option<OwnedFd>,
-    /// pasta's keeper for the current attempt; dropping it ends pasta.
-    keeper: Option<Keeper>,
     /// The credential broker's proxy on the jail's loopback, when the
     /// session brokers (decision 0016).
     proxy: Option<super::Proxy>,
+}
+
+/// What the namespace owner and pasta are started with: the parts of the
+/// plan's [`JailNet`] they depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wiring {
+    /// The jail's interface (the owner's tap).
+    iface: String,
+    /// pasta's `--dns-forward` address.
+    dns_forward: Option<Ipv4Addr>,
+    /// `publish-port`: forwarded in by pasta from the host's loopback.
+    publish: Vec<u16>,
+}
+
+impl Wiring {
+    fn of(net: &JailNet) -> Wiring {
+        Wiring {
+            iface: net.iface.clone(),
+            dns_forward: net.dns_forward,
+            publish: net.publish.clone(),
+        }
+    }
+}
+
+/// The jail's namespaces, made by their owner, with pasta attaching to them.
+#[derive(Debug)]
+struct Wired {
+    wiring: Wiring,
+    /// pasta's keeper; dropping it ends pasta.
+    keeper: Keeper,
+    /// The namespace owner; dropping it ends it.
+    owner: Owner,
+}
+
+/// The namespace owner (`__jail-ns`) and a pidfd of it for the holder.
+#[derive(Debug)]
+struct Owner {
+    child: Child,
+    pidfd: Option<OwnedFd>,
+}
+
+impl Drop for Owner {
+    /// Close its lifeline (stdin) and reap it: it exits on EOF.
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// A wiring started before the sandbox is planned (docs/decisions/0019):
+/// the namespace owner is spawned at once; pasta's keeper is started, and
+/// handed the owner's PID once it reports, on a thread of its own, so the
+/// planning does not wait for them. Dropped unused, it ends what it started.
+#[derive(Debug)]
+pub(crate) struct Early(Option<std::thread::JoinHandle<Option<Wired>>>);
+
+impl Early {
+    /// Wire the open jail the way `cfg` will plan it, if it is the open
+    /// jail and everything it needs is there; any failure here is left for
+    /// the planned attempt to meet and report.
+    pub(crate) fn start(cfg: &crate::config::Config) -> Early {
+        // With `publish-port`, the launch first checks that each port is
+        // free on the host's loopback (`Published::open`), where pasta
+        // binds them: pasta starts after that check, at spawn time.
+        if crate::plan::egress(cfg) != super::policy::Egress::Open || !cfg.publish_port.is_empty() {
+            return Early(None);
+        }
+        let early = || -> Option<(Jail, Owner, Wiring)> {
+            let jail = Jail::prepare().ok()?;
+            let facts = host_facts(true).ok()?;
+            let plan = super::policy::plan_jail(&facts.routes, &facts.resolv, &cfg.allow_ip);
+            let wiring = Wiring {
+                iface: facts.routes.iface.clone(),
+                dns_forward: plan.dns_forward,
+                publish: cfg.publish_port.clone(),
+            };
+            // Here, not on the thread: a new thread can take a millisecond
+            // to first run while the launch keeps both CPUs busy, and the
+            // owner's start (exec, a new network namespace) is the longest
+            // step before pasta's.
+            let owner = jail.spawn_owner(&wiring).ok()?;
+            Some((jail, owner, wiring))
+        };
+        let Some((jail, owner, wiring)) = early() else {
+            return Early(None);
+        };
+        let thread = std::thread::Builder::new().spawn(move || jail.attach(owner, wiring).ok());
+        Early(thread.ok())
+    }
+
+    /// The wiring, once started.
+    fn take(mut self) -> Option<Wired> {
+        self.0.take()?.join().ok().flatten()
+    }
+}
+
+impl Drop for Early {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            drop(t.join());
+        }
+    }
 }
 
 /// The ends of the jail's pipes the holder and bubblewrap receive, by role.
@@ -189,12 +295,95 @@ impl Jail {
         Ok(Jail {
             pasta,
             ip,
-            dns_forward: None,
-            iface: String::new(),
-            publish: Vec::new(),
+            wired: None,
+            early: None,
             go: None,
-            keeper: None,
             proxy: None,
+        })
+    }
+
+    /// With the wiring started early (before the plan), for the first attempt.
+    pub(crate) fn with_early(mut self, early: Option<Early>) -> Jail {
+        self.early = early;
+        self
+    }
+
+    /// Start the namespace owner for `wiring`, then pasta's keeper (while
+    /// the owner makes the namespaces); once the owner reports its PID (its
+    /// namespaces and tap exist), tell the keeper to attach pasta to it.
+    fn wire(&self, wiring: Wiring) -> anyhow::Result<Wired> {
+        let owner = self.spawn_owner(&wiring)?;
+        self.attach(owner, wiring)
+    }
+
+    /// Spawn the namespace owner (`__jail-ns`) for `wiring`.
+    fn spawn_owner(&self, wiring: &Wiring) -> anyhow::Result<Owner> {
+        let me = std::env::current_exe()
+            .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
+        let mut c = Command::new(me);
+        c.arg0("claude-sandbox-jail")
+            .arg("__jail-ns")
+            .arg(
+                if crate::testhooks::active(crate::testhooks::Mutation::TapFails) {
+                    "no/such-tap" // a name the kernel refuses
+                } else {
+                    &wiring.iface
+                },
+            )
+            .arg(nix::unistd::getuid().as_raw().to_string())
+            .arg(nix::unistd::getgid().as_raw().to_string())
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = c.spawn().map_err(|e| {
+            setup(format!(
+                "egress jail: cannot start the jail's namespace owner: {e}; reinstall: sudo claude-sandbox install"
+            ))
+        })?;
+        Ok(Owner { child, pidfd: None })
+    }
+
+    /// Start pasta's keeper for `wiring`, wait for `owner`'s PID (it
+    /// reports once its namespaces and tap exist) and hand it to the keeper.
+    fn attach(&self, mut owner: Owner, wiring: Wiring) -> anyhow::Result<Wired> {
+        let (target_r, target_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let keeper = Keeper::start(&self.pasta_args(&wiring), target_r)?;
+        // Its PID once the namespaces and the tap exist; EOF if it failed.
+        let mut said = String::new();
+        if let Some(out) = owner.child.stdout.take() {
+            let _ = std::io::BufReader::new(out).read_line(&mut said);
+        }
+        let pid = owner.child.id();
+        if said.trim() != pid.to_string() {
+            let mut err = String::new();
+            if let Some(mut e) = owner.child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            // The keeper sees no PID and ends without starting pasta.
+            drop(target_w);
+            drop(keeper);
+            let err = err
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("egress jail: the jail's namespace owner exited without a word");
+            return Err(setup(format!(
+                "the sandbox could not be built: {}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece (escape hatch for the network jail only: egress-jail = 0 in /etc/claude-sandbox.conf)",
+                err.trim()
+            )));
+        }
+        // Our unreaped child: its PID cannot name another process.
+        owner.pidfd = Some(crate::sys::fd::pidfd_open(pid).map_err(|e| {
+            setup(format!(
+                "egress jail: cannot open the jail's namespace owner's pidfd: {e}"
+            ))
+        })?);
+        // A keeper gone already fails the attempt at `release`, in its words.
+        let _ = File::from(target_w).write_all(format!("{pid}\n").as_bytes());
+        Ok(Wired {
+            wiring,
+            keeper,
+            owner,
         })
     }
 
@@ -218,8 +407,9 @@ impl Jail {
 
     /// The command to spawn in place of `bwrap ARGS` for `net`: the holder,
     /// plus the pipe ends it and bubblewrap receive, by role (numbered by
-    /// [`crate::sandbox::render`]). Any keeper of an earlier attempt is
-    /// ended first (its pasta with it).
+    /// [`crate::sandbox::render`]). The early wiring serves when it matches
+    /// `net`; any other (an earlier attempt's, a mismatched early one) is
+    /// ended first (its pasta with it) and the jail wired anew.
     pub(crate) fn command(
         &mut self,
         bwrap: &Path,
@@ -227,20 +417,27 @@ impl Jail {
         holder: Holder,
         net: &JailNet,
     ) -> anyhow::Result<(Command, Ends)> {
-        self.keeper = None;
-        self.dns_forward = net.dns_forward;
-        self.iface = net.iface.clone();
-        self.publish = net.publish.clone();
-        // The holder reports the route keeper's PID straight to pasta's
-        // keeper, started first: so the keeper knows the jail even when the
-        // shadow dies right after spawning the holder.
-        let (target_r, target_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        self.wired = None;
+        let wiring = Wiring::of(net);
+        let early = self.early.take().and_then(Early::take);
+        let mut wired = match early {
+            Some(w) if w.wiring == wiring => w,
+            other => {
+                drop(other);
+                self.wire(wiring)?
+            }
+        };
+        let join = wired
+            .owner
+            .pidfd
+            .take()
+            .ok_or_else(|| setup("internal error: the jail's namespace owner has no pidfd"))?;
+        self.wired = Some(Box::new(wired));
         let (go_r, go_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (gate_r, gate_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        self.keeper = Some(Keeper::start(&self.pasta_args(), target_r)?);
         self.go = Some(go_w);
         let mut ends = vec![
-            (FdContent::HolderReady, target_w),
+            (FdContent::HolderJoin, join),
             (FdContent::HolderGo, go_r),
             (FdContent::HolderGate, gate_w),
             (FdContent::JailGate, gate_r),
@@ -264,15 +461,6 @@ impl Jail {
         c.arg0("claude-sandbox-jail")
             .arg("__holder")
             .arg(&self.ip)
-            .arg(
-                if crate::testhooks::active(crate::testhooks::Mutation::TapFails) {
-                    "no/such-tap" // a name the kernel refuses
-                } else {
-                    &self.iface
-                },
-            )
-            .arg(nix::unistd::getuid().as_raw().to_string())
-            .arg(nix::unistd::getgid().as_raw().to_string())
             .args(holder.args())
             .args(channel)
             .arg("--")
@@ -281,8 +469,9 @@ impl Jail {
         Ok((c, Ends(ends)))
     }
 
-    /// pasta's command line, less the PID to attach to (the keeper adds it).
-    fn pasta_args(&self) -> Vec<OsString> {
+    /// pasta's command line for `w`, less the PID to attach to (the keeper
+    /// adds it).
+    fn pasta_args(&self, w: &Wiring) -> Vec<OsString> {
         let mut pasta = vec![self.pasta.clone().into_os_string()];
         pasta.extend(
             [
@@ -311,14 +500,14 @@ impl Jail {
         // The holder's persistent tap: pasta attaches to it instead of
         // making its own, so its exit does not unregister the device (which
         // cost ~25 ms at every exit; docs/decisions/0004).
-        pasta.extend(["-I".into(), self.iface.clone().into()]);
-        pasta.extend(inward_tcp(&self.publish));
-        if let Some(fwd) = self.dns_forward {
+        pasta.extend(["-I".into(), w.iface.clone().into()]);
+        pasta.extend(inward_tcp(&w.publish));
+        if let Some(fwd) = w.dns_forward {
             pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
         }
         if nix::unistd::geteuid().is_root() {
             // pasta refuses to keep root unless told; it must stay root to
-            // join the holder's namespace, which root owns.
+            // join the owner's namespace, which root owns.
             pasta.extend(["--runas".into(), "0:0".into()]);
         }
         if crate::testhooks::active(crate::testhooks::Mutation::PastaAttachFails) {
@@ -331,7 +520,7 @@ impl Jail {
     /// the gate shut (so the sandbox runs nothing and ends), pasta is ended.
     pub(crate) fn abandon(&mut self) {
         self.go = None;
-        self.keeper = None;
+        self.wired = None;
     }
 
     /// Once pasta is attached, tell the route keeper to lock the routes and
@@ -342,10 +531,10 @@ impl Jail {
         if let Some(p) = &mut self.proxy {
             p.serve();
         }
-        let (Some(keeper), Some(go)) = (self.keeper.as_mut(), self.go.take()) else {
+        let (Some(wired), Some(go)) = (self.wired.as_mut(), self.go.take()) else {
             return Ok(());
         };
-        if !keeper.wait_attached()? {
+        if !wired.keeper.wait_attached()? {
             return Ok(()); // the holder failed and said why; the executor reports it
         }
         // A route keeper gone already means bubblewrap failed (it dies with
@@ -367,19 +556,29 @@ impl Jail {
 mod tests {
     use super::*;
 
+    fn jail(pasta: &str) -> Jail {
+        Jail {
+            pasta: pasta.into(),
+            ip: "/usr/sbin/ip".into(),
+            wired: None,
+            early: None,
+            go: None,
+            proxy: None,
+        }
+    }
+
+    fn wiring(iface: &str, publish: &[u16]) -> Wiring {
+        Wiring {
+            iface: iface.into(),
+            dns_forward: None,
+            publish: publish.to_vec(),
+        }
+    }
+
     #[test]
     fn pasta_attaches_to_the_holders_tap_and_watches_nothing() {
-        let j = Jail {
-            pasta: "/usr/bin/pasta.avx2".into(),
-            ip: "/usr/sbin/ip".into(),
-            dns_forward: None,
-            iface: "csb-h0".into(),
-            publish: Vec::new(),
-            go: None,
-            keeper: None,
-            proxy: None,
-        };
-        let args = j.pasta_args();
+        let j = jail("/usr/bin/pasta.avx2");
+        let args = j.pasta_args(&wiring("csb-h0", &[]));
         // The tap the holder made, by name (pasta would otherwise make its
         // own, whose end at exit costs ~25 ms)...
         assert!(
@@ -398,19 +597,9 @@ mod tests {
                 .map(|w| w[1].to_string_lossy().into_owned())
                 .collect()
         };
-        let mut j = Jail {
-            pasta: "/usr/bin/pasta".into(),
-            ip: "/usr/sbin/ip".into(),
-            dns_forward: None,
-            iface: "eth0".into(),
-            publish: Vec::new(),
-            go: None,
-            keeper: None,
-            proxy: None,
-        };
-        assert_eq!(tcp(&j.pasta_args()), ["none"]);
-        j.publish = vec![3000, 8888];
-        let args = j.pasta_args();
+        let j = jail("/usr/bin/pasta");
+        assert_eq!(tcp(&j.pasta_args(&wiring("eth0", &[]))), ["none"]);
+        let args = j.pasta_args(&wiring("eth0", &[3000, 8888]));
         assert_eq!(tcp(&args), ["127.0.0.1/3000", "127.0.0.1/8888"]);
         // Outward and UDP forwarding stay off whatever is published.
         for (opt, want) in [("-u", "none"), ("-T", "none"), ("-U", "none")] {

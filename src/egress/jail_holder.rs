@@ -1,8 +1,16 @@
-//! The jail's holder (`claude-sandbox __holder`, SPEC §4.7,
-//! docs/decisions/0002 and 0004): it unshares a user + network namespace,
-//! maps itself to the launching user, makes the jail's tap, forks the
-//! route keeper (which stays in those namespaces, locks the routes on "go"
-//! and opens the shim's gate) and execs bubblewrap.
+//! The jail's namespace owner and holder (SPEC §4.7,
+//! docs/decisions/0002, 0004 and 0019).
+//!
+//! - The **namespace owner** (`claude-sandbox __jail-ns`) unshares a user +
+//!   network namespace, maps itself to the launching user, makes the jail's
+//!   tap, reports its PID (pasta attaches to it) and stays until the shadow
+//!   closes its lifeline. The shadow starts it as early as it can, before
+//!   the sandbox is planned, so that pasta's slow start overlaps planning.
+//! - The **holder** (`claude-sandbox __holder`), spawned with the plan,
+//!   joins those namespaces (through the owner's pidfd, refusing to go on
+//!   unless both changed), forks the route keeper (which stays in them,
+//!   locks the routes on "go" and opens the shim's gate) and execs
+//!   bubblewrap.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -14,11 +22,46 @@ use std::process::{Child, Command, Stdio};
 
 use crate::sandbox::Holder;
 
-/// `claude-sandbox __holder IP IFACE UID GID ROUTES READY GO GATE [PROXY] -- BWRAP ARGS…`
-/// (the fd numbers as [`crate::sandbox::render`] assigned them; PROXY, the
-/// channel for the credential broker's listener, only when the session
-/// brokers: decision 0016): owns the jail's namespaces. Returns only on
-/// failure (exit status), after one line on stderr.
+/// `claude-sandbox __jail-ns IFACE UID GID`: owns the jail's namespaces.
+/// Prints its PID on stdout once they and the tap exist, then waits until
+/// stdin (the shadow's lifeline) closes. Returns the exit status, after one
+/// line on stderr on failure.
+pub(crate) fn ns_main(args: &[OsString]) -> i32 {
+    let [iface, uid, gid] = args else {
+        eprintln!("__jail-ns is internal (usage: __jail-ns IFACE UID GID)");
+        return 2;
+    };
+    // Out of the terminal's job control: only the lifeline ends the owner.
+    // It closes however the shadow ends, `kill -9` included (no
+    // parent-death signal: that follows the thread that spawned us, not
+    // the shadow).
+    unsafe { nix::libc::setsid() };
+    let made = make_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())
+        .and_then(|()| make_tap(&iface.to_string_lossy()));
+    if let Err(e) = made {
+        eprintln!("egress jail: {e}");
+        return 1;
+    }
+    let mut out = std::io::stdout();
+    if writeln!(out, "{}", std::process::id())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return 1;
+    }
+    // The lifeline: EOF (the shadow closed it, or is gone) ends the owner.
+    let mut sink = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+    0
+}
+
+/// `claude-sandbox __holder IP ROUTES JOIN GO GATE [PROXY] -- BWRAP ARGS…`
+/// (the fd numbers as [`crate::sandbox::render`] assigned them; JOIN, a
+/// pidfd of the namespace owner; PROXY, the channel for the credential
+/// broker's listener, only when the session brokers: decision 0016): joins
+/// the jail's namespaces and becomes bubblewrap. Returns only on failure
+/// (exit status), after one line on stderr.
 pub(crate) fn holder_main(args: &[OsString]) -> i32 {
     match holder(args) {
         Ok(never) => match never {},
@@ -30,16 +73,14 @@ pub(crate) fn holder_main(args: &[OsString]) -> i32 {
 }
 
 const HOLDER_USAGE: &str =
-    "__holder is internal (usage: __holder IP IFACE UID GID ROUTES READY GO GATE [PROXY] -- BWRAP ARGS)";
+    "__holder is internal (usage: __holder IP ROUTES JOIN GO GATE [PROXY] -- BWRAP ARGS)";
 
-/// The holder: unshares the user and network namespaces, makes the jail's
-/// interface (a persistent tap named IFACE) in them, forks the route keeper
-/// (which stays in them, for pasta to attach to and to lock the routes),
-/// reports the route keeper's PID and execs bubblewrap at once:
-/// bubblewrap builds the sandbox while pasta attaches, and the shim inside
-/// runs nothing until the route keeper opens the gate.
+/// The holder: joins the owner's user and network namespaces, forks the
+/// route keeper (which stays in them, to lock the routes), and execs
+/// bubblewrap at once: bubblewrap builds the sandbox while pasta attaches,
+/// and the shim inside runs nothing until the route keeper opens the gate.
 fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
-    let [ip, iface, uid, gid, routes, ready, go, gate, rest @ ..] = args else {
+    let [ip, routes, join, go, gate, rest @ ..] = args else {
         return Err(HOLDER_USAGE.into());
     };
     let num = |a: &OsString| a.to_str().and_then(|s| s.parse::<RawFd>().ok());
@@ -51,8 +92,8 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     let [sep, bwrap, rest @ ..] = rest else {
         return Err(HOLDER_USAGE.into());
     };
-    let (Some(routes), Some(ready), Some(go), Some(gate)) =
-        (num(routes), num(ready), num(go), num(gate))
+    let (Some(routes), Some(join), Some(go), Some(gate)) =
+        (num(routes), num(join), num(go), num(gate))
     else {
         return Err(HOLDER_USAGE.into());
     };
@@ -61,13 +102,11 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     }
     let fds = Holder {
         routes,
-        ready,
+        join,
         go,
         gate,
     };
-    enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
-    // Before the route keeper's PID is reported: pasta attaches to it.
-    make_tap(&iface.to_string_lossy())?;
+    join_namespaces(join)?;
     // Before the fork, so the route keeper never holds the listener.
     if let Some(channel) = proxy {
         super::allowlist_holder::send_listener(channel)?;
@@ -77,10 +116,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     match unsafe { nix::unistd::fork() } {
         Err(e) => return Err(format!("cannot start the route keeper: {e}")),
         Ok(nix::unistd::ForkResult::Child) => std::process::exit(route_keeper(ip, me, fds)),
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            fd_file(fds.ready)
-                .write_all(format!("{child}\n").as_bytes())
-                .map_err(|e| format!("cannot report readiness: {e}"))?;
+        Ok(nix::unistd::ForkResult::Parent { .. }) => {
             // Only the route keeper holds these; bubblewrap gets the gate's read end.
             for fd in [fds.go, fds.gate, fds.routes] {
                 unsafe { nix::libc::close(fd) };
@@ -91,14 +127,48 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     Err(format!("cannot run {}: {err}", Path::new(bwrap).display()))
 }
 
-/// An inherited fd as a file (the holder's and route keeper's fds are theirs alone).
-fn fd_file(fd: RawFd) -> File {
-    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+/// The identity (device, inode) of this process's `kind` namespace.
+fn namespace_id(kind: &str) -> Result<(u64, u64), String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/self/ns/{kind}"))
+        .map_err(|e| format!("cannot read /proc/self/ns/{kind}: {e}"))?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// Enter the namespace owner's user and network namespaces through its
+/// pidfd `join` (closed here), and fail closed unless both are now other
+/// than the ones the holder started in: a pidfd of a process that never
+/// left the host's namespaces (or a number that is no pidfd) must not give
+/// bubblewrap the host's network. Then the parent-death signal again.
+fn join_namespaces(join: RawFd) -> Result<(), String> {
+    let before = (namespace_id("user")?, namespace_id("net")?);
+    let flags = nix::libc::CLONE_NEWUSER | nix::libc::CLONE_NEWNET;
+    let joined = unsafe { nix::libc::setns(join, flags) };
+    let said = std::io::Error::last_os_error();
+    unsafe { nix::libc::close(join) };
+    if joined != 0 {
+        return Err(format!("cannot join the jail's namespaces: {said}"));
+    }
+    let after = (namespace_id("user")?, namespace_id("net")?);
+    if after.0 == before.0 || after.1 == before.1 {
+        return Err(
+            "the jail's namespaces were not joined (the namespace owner never left the host's)"
+                .into(),
+        );
+    }
+    die_with_parent()
 }
 
 /// Unshare a user and a network namespace, mapped to the launching user,
 /// with the parent-death signal set again (entering a user namespace cleared it).
 pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
+    make_namespaces(uid, gid)?;
+    die_with_parent()
+}
+
+/// Unshare a user and a network namespace, mapped to the launching user;
+/// new interfaces there get no IPv6.
+fn make_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     use nix::sched::{unshare, CloneFlags};
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;
@@ -108,18 +178,29 @@ pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    // So the holder (and the bubblewrap it becomes) dies with the shadow.
-    let parent = nix::unistd::getppid();
-    unsafe { nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL, 0, 0, 0) };
-    if parent.as_raw() == 1 {
-        return Err("the launching shadow is gone".into());
-    }
     // New interfaces (the jail's tap) get no IPv6 at all; best effort where
     // /proc/sys is read-only (the route batch flushes IPv6 addresses anyway).
     for k in ["all", "default"] {
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
     }
     Ok(())
+}
+
+/// So this process (and the bubblewrap a holder becomes) dies with the
+/// shadow: the parent-death signal, set again after entering a user
+/// namespace (which clears it), and refused if the shadow is gone already.
+fn die_with_parent() -> Result<(), String> {
+    let parent = nix::unistd::getppid();
+    unsafe { nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL, 0, 0, 0) };
+    if parent.as_raw() == 1 {
+        return Err("the launching shadow is gone".into());
+    }
+    Ok(())
+}
+
+/// An inherited fd as a file (the holder's and route keeper's fds are theirs alone).
+fn fd_file(fd: RawFd) -> File {
+    unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
 }
 
 /// Make the jail's interface in this (the jail's fresh) network namespace:

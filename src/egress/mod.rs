@@ -42,10 +42,10 @@
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
-//! Exports: `policy` (namespace); for the launch [`Jail`], [`Ends`],
+//! Exports: `policy` (namespace); for the launch [`Jail`], [`Early`], [`Ends`],
 //! [`host_facts`], [`Proxy`], [`Published`], the credential [`Broker`]
 //! and its [`Sources`]; the hidden subcommands [`holder_main`]
-//! (`__holder`), [`keeper_main`] (`__pasta-keeper`),
+//! (`__holder`), [`jail_ns_main`] (`__jail-ns`), [`keeper_main`] (`__pasta-keeper`),
 //! [`allowlist_holder_main`] (`__holder-allowlist`); the report's
 //! [`report_main`]; and for lib.rs's `fuzz_targets` [`parse_request`] and
 //! [`Tally`].
@@ -69,8 +69,9 @@ mod tun;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
 pub(crate) use broker::{Broker, Sources};
-pub(crate) use jail::{host_facts, Ends, Jail};
+pub(crate) use jail::{host_facts, Early, Ends, Jail};
 pub(crate) use jail_holder::holder_main;
+pub(crate) use jail_holder::ns_main as jail_ns_main;
 pub(crate) use pasta_keeper::keeper_main;
 pub(crate) use proxy::Proxy;
 pub(crate) use publish::Published;

@@ -73,7 +73,7 @@ impl Keeper {
     }
 
     /// Wait until pasta is attached (its foreground process exited well):
-    /// true; false when the holder never reported (it failed and said why).
+    /// true; false when no namespace owner was reported (it failed and said why).
     pub(super) fn wait_attached(&mut self) -> anyhow::Result<bool> {
         let mut said = String::new();
         if let Some(out) = self.child.stdout.take() {
@@ -128,7 +128,8 @@ const KEEPER_IGNORES: [i32; 5] = [
 ];
 
 /// `claude-sandbox __pasta-keeper -- PASTA ARGS…` (see [`Keeper`]): reads
-/// the PID to attach to from stdin (the holder writes it; EOF: `no-holder`),
+/// the PID to attach to from stdin (the jail's namespace owner's, which the
+/// shadow writes once the owner reported it; EOF: `no-holder`),
 /// appends it to pasta's arguments. Prints `attached` once pasta's
 /// foreground process exited successfully (else `failed`, pasta's words on
 /// stderr), then waits for the lifeline (fd 3) to close, sweeps the jail
@@ -155,13 +156,13 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     let mut target = String::new();
     let _ = std::io::stdin().read_line(&mut target);
     let Ok(target) = target.trim().parse::<u32>() else {
-        // The holder failed (and said why to the shadow) or never ran.
+        // The namespace owner failed (and said why to the shadow) or never ran.
         let _ = std::io::stdout().write_all(b"no-holder\n");
         return 1;
     };
-    // The jail's network namespace, known for certain: the route keeper is
-    // the holder's child and the holder is our parent's (the shadow's), and
-    // it is not our own (the host's), so a sweep can never reach the host.
+    // The jail's network namespace, known for certain: the namespace owner
+    // is our parent's (the shadow's) child, and its namespace is not our
+    // own (the host's), so a sweep can never reach the host.
     let jail_net = jail_namespace(target);
     let mut cmd = Command::new(pasta);
     cmd.args(rest)
@@ -213,9 +214,9 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     }
 }
 
-/// The network namespace (inode) of the route keeper `pid`, if it is ours:
-/// its parent is the holder, whose parent is the shadow (our own parent),
-/// and it is not the namespace we run in.
+/// The network namespace (inode) of the jail's namespace owner `pid`, if
+/// it is ours: its parent is the shadow (our own parent), and it is not the
+/// namespace we run in.
 fn jail_namespace(pid: u32) -> Option<u64> {
     let ppid = |p: u32| -> Option<u32> {
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
@@ -227,8 +228,7 @@ fn jail_namespace(pid: u32) -> Option<u64> {
             .ok()
     };
     let ino = |p: &str| std::fs::metadata(p).ok().map(|m| m.ino());
-    let holder = ppid(pid)?;
-    if ppid(holder)? != nix::unistd::getppid().as_raw() as u32 {
+    if ppid(pid)? != nix::unistd::getppid().as_raw() as u32 {
         return None;
     }
     let net = ino(&format!("/proc/{pid}/ns/net"))?;

@@ -125,7 +125,7 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
                 wr
             }
             FdContent::JailGate
-            | FdContent::HolderReady
+            | FdContent::HolderJoin
             | FdContent::HolderGo
             | FdContent::HolderGate
             | FdContent::ProxyChannel

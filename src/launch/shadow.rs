@@ -111,6 +111,9 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     // A root launch's walk runs while the rest is prepared.
     host::prefetch_root_view(cfg);
     let bwrap = preflight()?;
+    // pasta's start is the longest step of a jailed launch: it begins now,
+    // while the rest is prepared (docs/decisions/0019).
+    let early = egress::Early::start(cfg);
     let home = crate::sys::user::identity()
         .map_err(crate::error::bad_input)?
         .home;
@@ -147,7 +150,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         args,
         broker: broker.as_ref(),
     };
-    let result = attempts(&from, first, &mut net, &mut run);
+    let result = attempts(&from, first, &mut net, &mut run, early);
     published.finish();
     match net {
         // The broker's proxy, if any, closes; pasta ends (its keeper
@@ -196,7 +199,11 @@ fn attempts(
     first: Sandbox,
     net: &mut Option<Net>,
     run: &mut Run<'_>,
+    early: egress::Early,
 ) -> anyhow::Result<i32> {
+    // The early wiring goes to the first attempt's jail; unused, it ends
+    // with this function.
+    let mut early = Some(early);
     let mut mode = ProcMode::Fresh;
     let mut userns_lock = true;
     let mut replans = 0;
@@ -209,7 +216,7 @@ fn attempts(
         if !userns_lock {
             sb.nested_userns = true;
         }
-        network_for(from, &sb, net)?;
+        network_for(from, &sb, net, &mut early)?;
         match execute(run, &sb, net.as_mut())? {
             Outcome::Exited(code) => return Ok(code),
             // This launch cannot make the root view's file masks before
@@ -269,12 +276,19 @@ fn attempts(
 }
 
 /// The network runtime `sb` was planned with, kept from an earlier attempt
-/// when it is the same kind.
-fn network_for(from: &Planning<'_>, sb: &Sandbox, net: &mut Option<Net>) -> anyhow::Result<()> {
+/// when it is the same kind; the open jail takes the wiring started early.
+fn network_for(
+    from: &Planning<'_>,
+    sb: &Sandbox,
+    net: &mut Option<Net>,
+    early: &mut Option<egress::Early>,
+) -> anyhow::Result<()> {
     match (&sb.network, &*net) {
         (Network::Jail(_), Some(Net::Jail(_))) | (Network::Allowlist(_), Some(Net::Proxy(_))) => {}
         (Network::Jail(j), _) => {
-            let jail = egress::Jail::prepare()?.with_broker(j, from.broker.cloned())?;
+            let jail = egress::Jail::prepare()?
+                .with_broker(j, from.broker.cloned())?
+                .with_early(early.take());
             *net = Some(Net::Jail(jail))
         }
         (Network::Allowlist(p), _) => {

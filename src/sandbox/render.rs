@@ -17,7 +17,7 @@ const FD_FIRST_TEXT: i32 = 202;
 const FD_SHIM_STDERR: i32 = 203;
 const FD_SHIM_READY: i32 = 204;
 const FD_HOLDER_ROUTES: i32 = 205;
-const FD_HOLDER_READY: i32 = 206;
+const FD_HOLDER_JOIN: i32 = 206;
 const FD_HOLDER_GO: i32 = 207;
 const FD_RECORD: i32 = 208;
 const FD_JAIL_GATE: i32 = 209;
@@ -45,8 +45,9 @@ pub(crate) enum FdContent {
     ShimReady,
     /// The read end of the jail's gate: the shim waits on it.
     JailGate,
-    /// The holder's ends of the jail's pipes (see [`Holder`]).
-    HolderReady,
+    /// The holder's ends of the jail's pipes (see [`Holder`]); `HolderJoin`
+    /// is a pidfd of the jail's namespace owner.
+    HolderJoin,
     HolderGo,
     HolderGate,
     /// Allowlist mode: the holder's end of the socket it sends the proxy's
@@ -58,13 +59,14 @@ pub(crate) enum FdContent {
 }
 
 /// The fd numbers the jail's holder receives, in its argument order
-/// (`__holder IP UID GID ROUTES READY GO GATE -- BWRAP ARGS`).
+/// (`__holder IP ROUTES JOIN GO GATE [PROXY] -- BWRAP ARGS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Holder {
     /// The route batch to read.
     pub(crate) routes: i32,
-    /// Where to report the route keeper's PID (to pasta's keeper).
-    pub(crate) ready: i32,
+    /// A pidfd of the namespace owner, whose user and network namespaces
+    /// the holder joins (docs/decisions/0019).
+    pub(crate) join: i32,
     /// "go" from the shadow: pasta is attached.
     pub(crate) go: i32,
     /// The write end of the shim's gate.
@@ -74,7 +76,7 @@ pub(crate) struct Holder {
 impl Holder {
     /// The numbers as the holder's arguments.
     pub(crate) fn args(&self) -> [OsString; 4] {
-        [self.routes, self.ready, self.go, self.gate].map(|n| n.to_string().into())
+        [self.routes, self.join, self.go, self.gate].map(|n| n.to_string().into())
     }
 }
 
@@ -278,14 +280,14 @@ fn network(o: &mut Out, net: &Network) -> (Option<Holder>, Option<i32>) {
                     FD_HOLDER_ROUTES,
                     FdContent::Bytes(net.route_batch.clone().into_bytes()),
                 ),
-                (FD_HOLDER_READY, FdContent::HolderReady),
+                (FD_HOLDER_JOIN, FdContent::HolderJoin),
                 (FD_HOLDER_GO, FdContent::HolderGo),
                 (FD_HOLDER_GATE, FdContent::HolderGate),
                 (FD_JAIL_GATE, FdContent::JailGate),
             ]);
             let holder = Holder {
                 routes: FD_HOLDER_ROUTES,
-                ready: FD_HOLDER_READY,
+                join: FD_HOLDER_JOIN,
                 go: FD_HOLDER_GO,
                 gate: FD_HOLDER_GATE,
             };

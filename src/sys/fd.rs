@@ -2,7 +2,7 @@
 //! fork and exec, closing the rest, a one-byte signal on a pipe, and passing
 //! a descriptor over a unix socket (`SCM_RIGHTS`), as the allowlist holder
 //! hands the shadow its listener and the guarded child hands the
-//! supervisor its seccomp listener.
+//! supervisor its seccomp listener, and a pidfd of a child.
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
@@ -85,6 +85,17 @@ pub(crate) fn recv_fd(sock: RawFd) -> Option<OwnedFd> {
     })?;
     // SAFETY: the kernel installed this descriptor in this process for us.
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A pidfd of process `pid` (close-on-exec, as the kernel always makes it).
+pub(crate) fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor, ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 #[cfg(test)]
