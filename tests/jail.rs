@@ -784,7 +784,7 @@ fn the_hosts_tun_device_through_the_features_link_and_its_fixes() {
 #[test]
 fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
     use nix::libc;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
     if !require("holder_join") {
         return;
@@ -820,32 +820,7 @@ fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
         assert!(pidfd >= 0, "{what}: pidfd_open");
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
         let marker = dir.join(format!("ran-{}", argv.len()));
-        let (routes, _routes_w) = nix::unistd::pipe().unwrap();
-        let (go, _go_w) = nix::unistd::pipe().unwrap();
-        let (_gate_r, gate) = nix::unistd::pipe().unwrap();
-        let map = [
-            (routes.as_raw_fd(), 10),
-            (pidfd.as_raw_fd(), 11),
-            (go.as_raw_fd(), 12),
-            (gate.as_raw_fd(), 13),
-        ];
-        let mut holder = Command::new(our_binary());
-        holder
-            .arg0("claude-sandbox-jail")
-            .args(["__holder", "/usr/sbin/ip", "10", "11", "12", "13", "--"])
-            .args(["/bin/sh", "-c"])
-            .arg(format!("touch {}", marker.display()));
-        unsafe {
-            holder.pre_exec(move || {
-                for (from, to) in map {
-                    if libc::dup2(from, to) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let o = holder.output().unwrap();
+        let o = run_holder(&pidfd, &format!("touch {}", marker.display()));
         let _ = target.kill();
         let _ = target.wait();
         let err = stderr(&o);
@@ -876,13 +851,35 @@ fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
     assert!(pidfd >= 0);
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
     let marker = dir.join("ran-control");
-    let (routes, routes_w) = nix::unistd::pipe().unwrap();
-    drop(routes_w);
+    let o = run_holder(
+        &pidfd,
+        &format!("readlink /proc/self/ns/net > {}", marker.display()),
+    );
+    let net = ns(owner.id(), "net");
+    drop(owner.stdin.take()); // the owner's lifeline
+    let _ = owner.wait();
+    assert!(o.status.success(), "control: {}", stderr(&o));
+    let seen = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(
+        Some(seen.trim().into()),
+        net,
+        "control: the holder's program ran in the owner's network namespace"
+    );
+}
+
+/// `claude-sandbox __holder` with the namespace owner's pidfd `join` and
+/// `sh -c SCRIPT` in bubblewrap's place: no route batch, no "go" (its route
+/// keeper ends with it).
+fn run_holder(join: &std::os::fd::OwnedFd, script: &str) -> std::process::Output {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (routes, _) = nix::unistd::pipe().unwrap();
     let (go, go_w) = nix::unistd::pipe().unwrap();
     let (_gate_r, gate) = nix::unistd::pipe().unwrap();
     let map = [
         (routes.as_raw_fd(), 10),
-        (pidfd.as_raw_fd(), 11),
+        (join.as_raw_fd(), 11),
         (go.as_raw_fd(), 12),
         (gate.as_raw_fd(), 13),
     ];
@@ -890,8 +887,7 @@ fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
     holder
         .arg0("claude-sandbox-jail")
         .args(["__holder", "/usr/sbin/ip", "10", "11", "12", "13", "--"])
-        .args(["/bin/sh", "-c"])
-        .arg(format!("readlink /proc/self/ns/net > {}", marker.display()));
+        .args(["/bin/sh", "-c", script]);
     unsafe {
         holder.pre_exec(move || {
             for (from, to) in map {
@@ -903,15 +899,6 @@ fn a_holder_handed_anything_but_the_jails_namespaces_runs_nothing() {
         });
     }
     let o = holder.output().unwrap();
-    drop(go_w); // the route keeper ends without "go"
-    let net = ns(owner.id(), "net");
-    drop(owner.stdin.take()); // the owner's lifeline
-    let _ = owner.wait();
-    assert!(o.status.success(), "control: {}", stderr(&o));
-    let seen = std::fs::read_to_string(&marker).unwrap();
-    assert_eq!(
-        Some(seen.trim().into()),
-        net,
-        "control: the holder's program ran in the owner's network namespace"
-    );
+    drop(go_w);
+    o
 }
