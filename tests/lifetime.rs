@@ -231,6 +231,42 @@ fn control_a_process_left_running_is_found() {
 }
 
 #[test]
+fn control_a_parent_waiting_on_a_running_child_is_found() {
+    if !require("lifetime_control_waiting") {
+        return;
+    }
+    // A process waiting in `wait` gets the exit grace only when every
+    // child it waits for is in the exit path; one that waits on a running
+    // child is a leftover at once, and so is the child.
+    let t = Tracked::new("control-waiting");
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-c",
+        "import os, subprocess; os.waitpid(subprocess.Popen(['sleep', '30']).pid, 0)",
+    ]);
+    let mut parent = t
+        .wrap(&cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let start = std::time::Instant::now();
+    let left = t.leftovers_after(Duration::from_secs(1));
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert!(
+        left.iter().any(|l| l.contains("(sleep)")) && left.iter().any(|l| l.contains("do_wait")),
+        "the waiting parent and its running child were not both found: {left:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "found only after {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
 fn control_a_process_that_never_finishes_exiting_is_found() {
     if !require("lifetime_control_exiting") {
         return;

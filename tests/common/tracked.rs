@@ -137,8 +137,9 @@ impl Tracked {
     /// (`tun_chr_close`), a namespace's last process waiting for an RCU
     /// grace period, a last `close` waiting for the disk. A CI run saw pasta
     /// there for over a second after the keeper killed it. Such processes get
-    /// [`EXIT_GRACE`] more to disappear; one that is still there then is a
-    /// leftover too, as is anything not exiting at `within`.
+    /// [`EXIT_GRACE`] more to disappear, and so does a process that only
+    /// waits to reap such children; one that is still there then is a
+    /// leftover too, as is anything else still there at `within`.
     pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
         let start = Instant::now();
         let deadline = start + within;
@@ -147,7 +148,7 @@ impl Tracked {
             if procs.is_empty() {
                 return Vec::new();
             }
-            if procs.iter().all(|(pid, _, _)| exiting(*pid)) {
+            if procs.iter().all(|(pid, _, _)| settling(*pid)) {
                 break procs.iter().map(describe).collect::<Vec<_>>();
             }
             if Instant::now() >= deadline {
@@ -169,7 +170,7 @@ impl Tracked {
                 );
                 return Vec::new();
             }
-            if procs.iter().any(|(pid, _, _)| !exiting(*pid))
+            if procs.iter().any(|(pid, _, _)| !settling(*pid))
                 || exiting_since.elapsed() >= EXIT_GRACE
             {
                 return self.leftovers();
@@ -180,9 +181,25 @@ impl Tracked {
 }
 
 /// One process of [`Tracked::processes`] as a leftover is reported:
-/// `PID EXE (NAME) threads: …`.
+/// `PID EXE (NAME, argv0 ARGV0, parent PPID) threads: …`.
 fn describe((pid, exe, comm): &(u32, String, String)) -> String {
-    format!("{pid} {exe} ({comm}) threads: {}", threads(*pid))
+    let argv0 = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .and_then(|c| {
+            c.split(|b| *b == 0)
+                .next()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+        })
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| "-".into());
+    let ppid = stat_fields(&format!("/proc/{pid}/stat"))
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "?".into());
+    format!(
+        "{pid} {exe} ({comm}, argv0 {argv0}, parent {ppid}) threads: {}",
+        threads(*pid)
+    )
 }
 
 /// How long a process already in the kernel's exit path may take to be gone.
@@ -190,6 +207,36 @@ const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 /// The kernel's flag for a task in its exit path (`include/linux/sched.h`).
 const PF_EXITING: u64 = 0x4;
+
+/// Whether `pid` is on its way out: in the kernel's exit path itself, or
+/// only waiting to reap children that all are (pasta's keeper, which has
+/// killed pasta and waits for it: a CI run saw it so for over a second
+/// while pasta closed its tap).
+fn settling(pid: u32) -> bool {
+    exiting(pid) || reaping_the_exiting(pid)
+}
+
+/// Whether every thread of `pid` waits in `wait` and `pid` has children,
+/// all of them in the exit path.
+fn reaping_the_exiting(pid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut children = Vec::new();
+    for e in dir.flatten() {
+        let base = e.path();
+        let wchan = std::fs::read_to_string(base.join("wchan")).unwrap_or_default();
+        if wchan.trim() != "do_wait" {
+            return false;
+        }
+        let kids = std::fs::read_to_string(base.join("children")).unwrap_or_default();
+        children.extend(
+            kids.split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    !children.is_empty() && children.into_iter().all(exiting)
+}
 
 /// Whether every thread of `pid` is in the kernel's exit path (a zombie's
 /// threads are); false for a process that cannot be read.
@@ -200,10 +247,13 @@ fn exiting(pid: u32) -> bool {
     let mut any = false;
     for e in dir.flatten() {
         let tid = e.file_name().to_string_lossy().to_string();
+        let stat = format!("/proc/{pid}/task/{tid}/stat");
         // The flags are the 7th field after the name.
-        let f = stat_fields(&format!("/proc/{pid}/task/{tid}/stat"));
+        let f = stat_fields(&stat);
         match f.get(6).and_then(|x| x.parse::<u64>().ok()) {
             Some(flags) if flags & PF_EXITING != 0 => any = true,
+            // A thread reaped since the listing has finished exiting.
+            None if !std::path::Path::new(&stat).exists() => {}
             _ => return false,
         }
     }
