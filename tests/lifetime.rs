@@ -219,7 +219,7 @@ fn control_a_process_left_running_is_found() {
     let start = std::time::Instant::now();
     let left = t.leftovers_after(Duration::from_secs(1));
     assert!(
-        left.iter().any(|l| l.contains("(sleep)")),
+        left.iter().any(|l| l.contains("(sleep,")),
         "the orphaned sleep was not found: {left:?}"
     );
     // A running process gets no exit grace.
@@ -256,7 +256,7 @@ fn control_a_parent_waiting_on_a_running_child_is_found() {
     let _ = parent.kill();
     let _ = parent.wait();
     assert!(
-        left.iter().any(|l| l.contains("(sleep)")) && left.iter().any(|l| l.contains("do_wait")),
+        left.iter().any(|l| l.contains("(sleep,")) && left.iter().any(|l| l.contains("do_wait")),
         "the waiting parent and its running child were not both found: {left:?}"
     );
     assert!(
@@ -296,7 +296,7 @@ fn control_a_process_that_never_finishes_exiting_is_found() {
     let _ = parent.kill();
     let _ = parent.wait();
     assert!(
-        left.iter().any(|l| l.contains("(sh)")),
+        left.iter().any(|l| l.contains("(sh,")),
         "the unreaped zombie was not found: {left:?}"
     );
     assert!(
