@@ -33,8 +33,8 @@
 //! later attempt) it is ended and the jail is wired at spawn time, the same
 //! way. pasta's daemon is adopted by its keeper (child subreaper), which
 //! kills it when the shadow's lifeline pipe closes: on any end of the
-//! shadow, `kill -9` included; the namespace owner dies with the shadow
-//! too (parent-death signal) or when its own lifeline closes. Any failed
+//! shadow, `kill -9` included; the namespace owner ends when its own
+//! lifeline (stdin) closes, which the shadow's end closes too. Any failed
 //! step leaves the gate shut; the executor then reports the one-line
 //! message (exit 125). There is no fallback to an unjailed launch. Route and
 //! DNS planning are pure functions of the host's routing table and
@@ -253,6 +253,22 @@ impl Drop for Early {
     }
 }
 
+/// A step of the jail that failed before anything ran (the namespace
+/// owner's), in that process's own words: the executor reports it as it
+/// reports a failed bubblewrap (`Outcome::SetupFailed`), with the same
+/// hints (AppArmor's user-namespace restriction, the doctor, the escape
+/// hatch), as it did when the holder made the namespaces.
+#[derive(Debug)]
+pub(crate) struct StepFailed(pub(crate) String);
+
+impl std::fmt::Display for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StepFailed {}
+
 /// The ends of the jail's pipes the holder and bubblewrap receive, by role.
 pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 
@@ -367,10 +383,7 @@ impl Jail {
                 .lines()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("egress jail: the jail's namespace owner exited without a word");
-            return Err(setup(format!(
-                "the sandbox could not be built: {}; run `/usr/libexec/claude-sandbox/claude-sandbox doctor` for the missing piece (escape hatch for the network jail only: egress-jail = 0 in /etc/claude-sandbox.conf)",
-                err.trim()
-            )));
+            return Err(StepFailed(err.trim().to_string()).into());
         }
         // Our unreaped child: its PID cannot name another process.
         owner.pidfd = Some(crate::sys::fd::pidfd_open(pid).map_err(|e| {

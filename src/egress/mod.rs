@@ -42,7 +42,7 @@
 //! May import: `sys`, `error`, `sandbox` (the plan's network types),
 //! `testhooks`; `policy` only `sys`.
 //!
-//! Exports: `policy` (namespace); for the launch [`Jail`], [`Early`], [`Ends`],
+//! Exports: `policy` (namespace); for the launch [`Jail`], [`Early`], [`Ends`], [`StepFailed`],
 //! [`host_facts`], [`Proxy`], [`Published`], the credential [`Broker`]
 //! and its [`Sources`]; the hidden subcommands [`holder_main`]
 //! (`__holder`), [`jail_ns_main`] (`__jail-ns`), [`keeper_main`] (`__pasta-keeper`),
@@ -69,7 +69,7 @@ mod tun;
 
 pub(crate) use allowlist_holder::allowlist_holder_main;
 pub(crate) use broker::{Broker, Sources};
-pub(crate) use jail::{host_facts, Early, Ends, Jail};
+pub(crate) use jail::{host_facts, Early, Ends, Jail, StepFailed};
 pub(crate) use jail_holder::holder_main;
 pub(crate) use jail_holder::ns_main as jail_ns_main;
 pub(crate) use pasta_keeper::keeper_main;

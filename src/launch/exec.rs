@@ -141,17 +141,26 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
 
 /// Start bubblewrap for `sb` (through the jail's holder when jailed), its
 /// fds in place, the file masks of `pre` made first. Returns the child and
-/// the shadow's ends of its pipes, or (`Ok(Err)`) the child could not make
-/// the masks of `pre` (nothing was started).
+/// the shadow's ends of its pipes, or (`Ok(Err)`) why nothing was started:
+/// the child could not make the masks of `pre`, or the jail's namespace
+/// owner failed ([`egress::StepFailed`], reported as bubblewrap's failure).
 fn spawn(
     run: &mut Run<'_>,
     sb: &Sandbox,
     net: Option<&mut Net>,
     pre: Option<PreMasks>,
-) -> anyhow::Result<Result<(Child, ShadowEnds), ()>> {
+) -> anyhow::Result<Result<(Child, ShadowEnds), Outcome>> {
     let (bwrap, limits) = (run.bwrap, run.limits);
     let r = crate::sandbox::render(sb);
-    let (mut cmd, ends) = network_command(bwrap, sb, &r, net, run.published)?;
+    let (mut cmd, ends) = match network_command(bwrap, sb, &r, net, run.published) {
+        Ok(c) => c,
+        // The jail's namespace owner failed: reported as bubblewrap's failure is.
+        Err(e) => {
+            return e
+                .downcast::<egress::StepFailed>()
+                .map(|failed| Err(Outcome::SetupFailed(failed.0)))
+        }
+    };
     let h = handover(&r, ends)?;
     let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
@@ -191,7 +200,7 @@ fn spawn(
     }
     let child = match cmd.spawn() {
         Ok(c) => c,
-        Err(_) if premasked => return Ok(Err(())),
+        Err(_) if premasked => return Ok(Err(Outcome::PreMaskRefused)),
         Err(e) => return Err(setup(format!("cannot start {}: {e}", bwrap.display()))),
     };
     // Our copies of the child's ends close here (the ready pipe's write end
@@ -268,9 +277,9 @@ pub(super) fn execute(
         Some((rest, pre)) => (std::borrow::Cow::Owned(rest), Some(pre)),
         None => (std::borrow::Cow::Borrowed(sb), None),
     };
-    let started = spawn(run, &sb, net.as_deref_mut(), pre)?;
-    let Ok((mut child, ends)) = started else {
-        return Ok(Outcome::PreMaskRefused);
+    let (mut child, ends) = match spawn(run, &sb, net.as_deref_mut(), pre)? {
+        Ok(started) => started,
+        Err(not_started) => return Ok(not_started),
     };
     let (git, published) = (run.git, &mut *run.published);
     let mut jail = match net {
