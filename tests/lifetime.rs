@@ -762,3 +762,165 @@ fn killed_in_a_burst_of_creations_on_a_busy_machine_leaves_nothing() {
         );
     }
 }
+
+/// The network namespace (inode) `pid` is in.
+fn netns_of(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// `sleep 60` in a network namespace of its own (`unshare -n`), once it is
+/// in it.
+fn sleeper_in_new_netns() -> Child {
+    let mut child = Command::new("unshare")
+        .args(["-n", "--", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let host = netns_of(std::process::id());
+    for _ in 0..500 {
+        if netns_of(child.id()).is_some_and(|n| Some(n) != host) {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("unshare -n never entered a namespace of its own");
+}
+
+/// pasta's keeper as the shadow starts it, told to attach `/bin/true` (in
+/// pasta's place) to `owner`, a child of this process (as the namespace
+/// owner is the shadow's). Returns it once it says `attached`, with its
+/// lifeline: closing that without "x" is the shadow's `kill -9`.
+fn keeper_for(owner: u32) -> (Child, std::os::fd::OwnedFd) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    // Close-on-exec: a copy in another test's children would keep it open.
+    let (life_r, life_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    let life = life_r.as_raw_fd();
+    let mut cmd = Command::new(our_binary());
+    cmd.arg0("claude-sandbox-pasta")
+        .args(["__pasta-keeper", "--", "/bin/true"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    unsafe {
+        // Already fd 3, dup2 would leave it close-on-exec: clear the flag.
+        cmd.pre_exec(move || {
+            let r = match life {
+                3 => libc::fcntl(3, libc::F_SETFD, 0),
+                _ => libc::dup2(life, 3),
+            };
+            match r {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            }
+        });
+    }
+    let mut keeper = cmd.spawn().unwrap();
+    drop(life_r);
+    let mut stdin = keeper.stdin.take().unwrap();
+    writeln!(stdin, "{owner}").unwrap();
+    drop(stdin);
+    let mut said = String::new();
+    std::io::BufReader::new(keeper.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "attached", "the keeper did not attach");
+    (keeper, life_w)
+}
+
+/// Whether `child` is still running `within` from now (reaped if not).
+fn still_runs(child: &mut Child, within: Duration) -> bool {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.try_wait().unwrap().is_none()
+}
+
+/// Control for the next test: with the shadow gone (`kill -9`), pasta's
+/// keeper kills what is still in the jail's network namespace, and nothing
+/// in another one.
+#[test]
+fn control_a_killed_shadows_keeper_sweeps_the_jail_and_only_the_jail() {
+    if !require("lifetime_sweep_control") {
+        return;
+    }
+    let mut owner = sleeper_in_new_netns();
+    let mut member = Command::new("nsenter")
+        .arg(format!("--net=/proc/{}/ns/net", owner.id()))
+        .args(["--", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let mut bystander = sleeper_in_new_netns();
+    let (mut keeper, lifeline) = keeper_for(owner.id());
+    while netns_of(member.id()) != netns_of(owner.id()) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(lifeline);
+    assert!(keeper.wait().unwrap().success());
+    let swept = !still_runs(&mut owner, Duration::ZERO) && !still_runs(&mut member, Duration::ZERO);
+    let spared = still_runs(&mut bystander, Duration::from_millis(200));
+    for c in [&mut owner, &mut member, &mut bystander] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert!(swept, "the keeper left the jail's processes running");
+    assert!(spared, "the keeper killed a process in another namespace");
+}
+
+/// Hostile timing: the jail's namespace is gone before the keeper sweeps
+/// (its owner died first), and the kernel hands the freed namespace's number
+/// to the next namespace made anywhere (here: at once, on this kernel). A
+/// sweep by number alone would kill that namespace's processes — another
+/// session's, a container's; the keeper holds the jail's namespace open, so
+/// its number stays taken and nothing outside the jail is killed.
+#[test]
+fn a_killed_shadows_keeper_never_sweeps_a_namespace_made_after_the_jails() {
+    if !require("lifetime_sweep_reuse") {
+        return;
+    }
+    let mut owner = sleeper_in_new_netns();
+    let jail = netns_of(owner.id()).unwrap();
+    let (mut keeper, lifeline) = keeper_for(owner.id());
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // Namespaces made after the jail's owner is gone, until one has the
+    // jail's number (the kernel frees it a moment after the last process
+    // left) or 2 s passed.
+    let mut later = Vec::new();
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    while std::time::Instant::now() < until && later.len() < 100 {
+        let s = sleeper_in_new_netns();
+        let reused = netns_of(s.id()) == Some(jail);
+        later.push(s);
+        if reused {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(lifeline);
+    assert!(keeper.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(200));
+    let mut killed = 0;
+    for s in &mut later {
+        killed += usize::from(!still_runs(s, Duration::ZERO));
+    }
+    for s in &mut later {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert_eq!(
+        killed,
+        0,
+        "pasta's keeper killed processes in {killed} of {} namespaces made after the jail's \
+         was gone",
+        later.len()
+    );
+}

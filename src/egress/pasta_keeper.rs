@@ -162,7 +162,9 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     };
     // The jail's network namespace, known for certain: the namespace owner
     // is our parent's (the shadow's) child, and its namespace is not our
-    // own (the host's), so a sweep can never reach the host.
+    // own (the host's), so a sweep can never reach the host. It stays open
+    // until we exit: the kernel hands a freed namespace's number to the
+    // next namespace made anywhere, and the sweep must never reach that one.
     let jail_net = jail_namespace(target);
     let mut cmd = Command::new(pasta);
     cmd.args(rest)
@@ -202,7 +204,7 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     // Block until the shadow closes its end or dies (EOF either way).
     let orderly = crate::sys::fd::read_byte(FD_KEEPER_LIFELINE) == Some(b'x');
     if !orderly {
-        if let Some(net) = jail_net {
+        if let Some(net) = &jail_net {
             sweep_namespace(net);
         }
     }
@@ -214,10 +216,11 @@ pub(crate) fn keeper_main(args: &[OsString]) -> i32 {
     }
 }
 
-/// The network namespace (inode) of the jail's namespace owner `pid`, if
-/// it is ours: its parent is the shadow (our own parent), and it is not the
-/// namespace we run in.
-fn jail_namespace(pid: u32) -> Option<u64> {
+/// The jail's network namespace, held open: the namespace of the jail's
+/// namespace owner `pid`, if it is ours: its parent is the shadow (our own
+/// parent), and it is not the namespace we run in. Checked after opening,
+/// so a PID reused in between is never taken for the owner.
+fn jail_namespace(pid: u32) -> Option<File> {
     let ppid = |p: u32| -> Option<u32> {
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
         stat.rsplit_once(')')?
@@ -227,19 +230,30 @@ fn jail_namespace(pid: u32) -> Option<u64> {
             .parse()
             .ok()
     };
-    let ino = |p: &str| std::fs::metadata(p).ok().map(|m| m.ino());
+    let net = File::open(format!("/proc/{pid}/ns/net")).ok()?;
     if ppid(pid)? != nix::unistd::getppid().as_raw() as u32 {
         return None;
     }
-    let net = ino(&format!("/proc/{pid}/ns/net"))?;
-    (Some(net) != ino("/proc/self/ns/net")).then_some(net)
+    let ours = std::fs::metadata("/proc/self/ns/net").ok()?;
+    let theirs = net.metadata().ok()?;
+    (identity(&theirs) != identity(&ours)).then_some(net)
+}
+
+/// A namespace's identity: unique among the namespaces alive.
+fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+    (m.dev(), m.ino())
 }
 
 /// The shadow died without an orderly end (`kill -9`): kill every process
-/// in the jail's network namespace, which is the whole sandbox. bubblewrap
-/// alone does not cover this: killed while it builds the sandbox, its child
-/// waits for it with no parent-death signal set yet, for ever.
-fn sweep_namespace(net: u64) {
+/// in the jail's network namespace `net` (held open, so its identity cannot
+/// pass to another namespace meanwhile), which is the whole sandbox.
+/// bubblewrap alone does not cover this: killed while it builds the
+/// sandbox, its child waits for it with no parent-death signal set yet,
+/// for ever.
+fn sweep_namespace(net: &File) {
+    let Ok(net) = net.metadata().map(|m| identity(&m)) else {
+        return;
+    };
     let me = std::process::id();
     for _ in 0..10 {
         let mut found = false;
@@ -251,7 +265,7 @@ fn sweep_namespace(net: u64) {
                 continue;
             }
             let in_jail =
-                std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| m.ino() == net);
+                std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| identity(&m) == net);
             if in_jail {
                 unsafe { nix::libc::kill(pid as i32, nix::libc::SIGKILL) };
                 found = true;
