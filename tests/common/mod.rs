@@ -386,12 +386,21 @@ impl World {
         // One upper directory per world (its state), but a work directory per
         // mount: overlayfs empties its work directory when mounting, so two
         // commands of one world started together would pull it from under
-        // each other ("special device overlay does not exist").
+        // each other ("special device overlay does not exist"). `volatile`:
+        // the test's state needs no durability, and without it the last
+        // process to leave a command's mount namespace syncs the whole disk
+        // the upper directory is on (overlayfs's sync on release); with CI
+        // writing its build there, a CI run saw a launch's last process wait
+        // for that over 11 s in `wb_wait_for_completion`, and reported it as
+        // a leftover. A volatile work directory may not be mounted again, so
+        // each is new (`mktemp`), not named after a PID that comes round.
+        s.push_str(&format!("mkdir -p {r}/ov/wk\n"));
         for d in ["etc", "usr/libexec", "usr/local"] {
             let key = d.replace('/', "_");
             s.push_str(&format!(
-                "mkdir -p {r}/ov/up/{key} {r}/ov/wk/{key}.$$\n\
-                 mount -t overlay overlay -o lowerdir=/{d},upperdir={r}/ov/up/{key},workdir={r}/ov/wk/{key}.$$ /{d}\n"
+                "mkdir -p {r}/ov/up/{key}\n\
+                 csb_ovwk=$(mktemp -d {r}/ov/wk/{key}.XXXXXX)\n\
+                 mount -t overlay overlay -o volatile,lowerdir=/{d},upperdir={r}/ov/up/{key},workdir=$csb_ovwk /{d}\n"
             ));
         }
         // root's home in the user database stays /root: the world's own root
