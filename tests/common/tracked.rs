@@ -136,44 +136,48 @@ impl Tracked {
     /// the kernel may still be tearing it down: pasta closing its tap
     /// (`tun_chr_close`), a namespace's last process waiting for an RCU
     /// grace period, a last `close` waiting for the disk. A CI run saw pasta
-    /// there for over a second after the keeper killed it. Such processes get
-    /// [`EXIT_GRACE`] more to disappear, and so does a process that only
-    /// waits to reap such children; one that is still there then is a
-    /// leftover too, as is anything else still there at `within`.
+    /// there for over a second after the keeper killed it. When everything
+    /// left at `within` is such a process, or only waits to reap such
+    /// children, it gets [`EXIT_GRACE`] more to disappear. A process that
+    /// does run code is a leftover once it has kept running for
+    /// [`RUNNING_MAX`] past `within`: a reaper woken when its child's exit
+    /// ends runs for a moment before it exits itself, and ending the grace
+    /// at that moment reported pasta's keeper as left running (about one
+    /// launch in four with the machine busy).
     pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
         let start = Instant::now();
         let deadline = start + within;
-        let seen = loop {
-            let procs = self.processes();
-            if procs.is_empty() {
-                return Vec::new();
-            }
-            if procs.iter().all(|(pid, _, _)| settling(*pid)) {
-                break procs.iter().map(describe).collect::<Vec<_>>();
-            }
-            if Instant::now() >= deadline {
-                return self.leftovers();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let exiting_since = Instant::now();
+        let mut running_since: Option<Instant> = None;
+        let mut seen = Vec::new();
         loop {
             let procs = self.processes();
+            let now = Instant::now();
             if procs.is_empty() {
-                eprintln!(
-                    "note: {} process(es) were still in the kernel's exit path {} ms after \
-                     the session ended, gone {} ms later: {}",
-                    seen.len(),
-                    exiting_since.duration_since(start).as_millis(),
-                    exiting_since.elapsed().as_millis(),
-                    seen.join("; ")
-                );
+                if !seen.is_empty() {
+                    eprintln!(
+                        "note: {} process(es) were still being torn down {} ms after the \
+                         session ended, gone {} ms later: {}",
+                        seen.len(),
+                        within.as_millis(),
+                        now.duration_since(deadline).as_millis(),
+                        seen.join("; ")
+                    );
+                }
                 return Vec::new();
             }
-            if procs.iter().any(|(pid, _, _)| !settling(*pid))
-                || exiting_since.elapsed() >= EXIT_GRACE
-            {
-                return self.leftovers();
+            if now >= deadline {
+                if procs.iter().all(|(pid, _, _)| settling(*pid)) {
+                    running_since = None;
+                    if seen.is_empty() {
+                        seen = procs.iter().map(describe).collect();
+                    }
+                } else {
+                    running_since.get_or_insert(now);
+                }
+                let ran_on = running_since.is_some_and(|t| now.duration_since(t) >= RUNNING_MAX);
+                if ran_on || now.duration_since(deadline) >= EXIT_GRACE {
+                    return self.leftovers();
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -204,6 +208,10 @@ fn describe((pid, exe, comm): &(u32, String, String)) -> String {
 
 /// How long a process already in the kernel's exit path may take to be gone.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// How long past the deadline a process may run code before it is a
+/// leftover (see [`Tracked::leftovers_after`]).
+const RUNNING_MAX: Duration = Duration::from_millis(200);
 
 /// The kernel's flag for a task in its exit path (`include/linux/sched.h`).
 const PF_EXITING: u64 = 0x4;
