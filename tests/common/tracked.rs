@@ -145,8 +145,7 @@ impl Tracked {
     /// at that moment reported pasta's keeper as left running (about one
     /// launch in four with the machine busy).
     pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
-        let start = Instant::now();
-        let deadline = start + within;
+        let deadline = Instant::now() + within;
         let mut running_since: Option<Instant> = None;
         let mut seen = Vec::new();
         loop {
