@@ -42,7 +42,9 @@ PY
 # files and four making 5000 each at once, on the host, under bare
 # bubblewrap (`bwrap --dev-bind / / --unshare-pid --unshare-user`) and
 # through the shadow (jail on: the default), all in the same tmpfs (the
-# shadow's workspace), three runs each. WORK/creation-lat gets lines
+# shadow's workspace), three runs each; then one process again by relative
+# paths (`r/p0/fN` from the workspace, as tar, cp and git name what they
+# create; PROCS `rel`). WORK/creation-lat gets lines
 # "PROCS ENV MEDIAN-NS P99-NS".
 cc -O2 -o "$work/creat-lat" "$(dirname "$0")/creat-lat.c"
 lat_tmpfs=$(mktemp -d /var/tmp/csb-bench-lat.XXXXXX)
@@ -50,9 +52,10 @@ mount -t tmpfs -o mode=0755 tmpfs "$lat_tmpfs"
 trap 'cd /; umount "$lat_tmpfs" 2>/dev/null; rmdir "$lat_tmpfs"' EXIT
 mkdir "$lat_tmpfs/ws" && cd "$lat_tmpfs/ws"
 for run in 1 2 3; do
-    for procs in 1 4; do
+    for procs in 1 4 rel; do
         d=$lat_tmpfs/ws/r
         lat="mkdir $d && $work/creat-lat $d $procs 5000 && rm -rf $d"
+        [ $procs = rel ] && lat="mkdir r && $work/creat-lat r 1 5000 && rm -rf r"
         sh -c "$lat" | sed "s/^/$procs host /"
         bwrap --dev-bind / / --unshare-pid --unshare-user sh -c "$lat" | sed "s/^/$procs bwrap /"
         CLAUDE_SANDBOX_EGRESS=open /usr/local/bin/claude shell "$lat" | sed "s/^/$procs shadow /"

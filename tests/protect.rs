@@ -812,6 +812,17 @@ def f():
         res.append("THREAD-OK")
     except OSError as e: res.append("THREAD-FAILED %s" % e)
 t = threading.Thread(target=f); t.start(); t.join(); print(res[0])
+# Relative paths of several components fail as the kernel says: a closed
+# dirfd, a missing directory, a file where a directory must be.
+import errno
+def err(dirfd, path):
+    try: os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dirfd))
+    except OSError as e: return e.errno
+    return 0
+os.mkdir("rel"); plain = os.open("plain", os.O_RDONLY)
+fd = os.open(".", os.O_RDONLY); os.close(fd)
+got = (err(fd, "rel/x"), err(None, "rel/missing/x"), err(plain, "rel/x"), err(None, "rel/../rel/made"))
+print("ERRNOS-OK" if got == (errno.EBADF, errno.ENOENT, errno.ENOTDIR, 0) else "ERRNOS %r" % (got,))
 PY
 # /dev/tty opened for writing is the caller's own terminal: here a new
 # session on a pty of its own (as under tmux), not the launcher's.
@@ -850,6 +861,11 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
                 stderr(&o)
             );
             assert!(
+                out.contains("ERRNOS-OK") && w.workspace(who).join("rel/made").is_file(),
+                "{who:?} {setup:?}:\n{out}\n{}",
+                stderr(&o)
+            );
+            assert!(
                 out.contains("CTTY-OWN"),
                 "{who:?} {setup:?}:\n{out}\n{}",
                 stderr(&o)
@@ -857,7 +873,7 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
             let _ = w.run(
                 who,
                 &[],
-                &["sh", "-c", "rm -rf plain sl from-thread thread-dir"],
+                &["sh", "-c", "rm -rf plain sl from-thread thread-dir rel"],
             );
         }
     }

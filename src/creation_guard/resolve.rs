@@ -120,15 +120,46 @@ pub(super) fn check(r: libc::c_int) -> Result<i64, Errno> {
     }
 }
 
+/// A non-empty path taken apart at its last component.
+pub(super) struct Split<'a> {
+    /// What leads to the directory (None: the start itself).
+    pub(super) prefix: Option<&'a [u8]>,
+    pub(super) name: &'a [u8],
+    /// Whether trailing slashes followed the name.
+    pub(super) slash: bool,
+}
+
+/// `path` (not empty) taken apart; None for `/` (or only slashes).
+pub(super) fn split(path: &[u8]) -> Option<Split<'_>> {
+    let trimmed_len = path.iter().rposition(|b| *b != b'/').map_or(0, |i| i + 1);
+    let slash = trimmed_len < path.len();
+    let trimmed = &path[..trimmed_len];
+    if trimmed.is_empty() {
+        return None;
+    }
+    let (prefix, name): (Option<&[u8]>, &[u8]) = match trimmed.iter().rposition(|b| *b == b'/') {
+        Some(0) => (Some(b"/"), &trimmed[1..]),
+        Some(i) => (Some(&trimmed[..i]), &trimmed[i + 1..]),
+        None => (None, trimmed),
+    };
+    Some(Split {
+        prefix,
+        name,
+        slash,
+    })
+}
+
 /// [`Caller::locate`] from an opened start (None: the root).
 pub(super) fn locate_from(start: Option<OwnedFd>, path: &[u8]) -> Result<Loc, Errno> {
     if path.is_empty() {
         return Err(libc::ENOENT);
     }
-    let trimmed_len = path.iter().rposition(|b| *b != b'/').map_or(0, |i| i + 1);
-    let slash = trimmed_len < path.len();
-    let trimmed = &path[..trimmed_len];
-    if trimmed.is_empty() {
+    let Some(Split {
+        prefix,
+        name,
+        slash,
+    }) = split(path)
+    else {
         // "/" itself.
         let fd = openat(libc::AT_FDCWD, b"/", libc::O_PATH | libc::O_DIRECTORY, 0)?;
         return Ok(Loc {
@@ -136,11 +167,6 @@ pub(super) fn locate_from(start: Option<OwnedFd>, path: &[u8]) -> Result<Loc, Er
             name: b".".to_vec(),
             slash: false,
         });
-    }
-    let (prefix, name): (Option<&[u8]>, &[u8]) = match trimmed.iter().rposition(|b| *b == b'/') {
-        Some(0) => (Some(b"/"), &trimmed[1..]),
-        Some(i) => (Some(&trimmed[..i]), &trimmed[i + 1..]),
-        None => (None, trimmed),
     };
     let base = start.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd());
     let fd = match (prefix, start) {
