@@ -813,16 +813,21 @@ def f():
     except OSError as e: res.append("THREAD-FAILED %s" % e)
 t = threading.Thread(target=f); t.start(); t.join(); print(res[0])
 # Relative paths of several components fail as the kernel says: a closed
-# dirfd, a missing directory, a file where a directory must be.
+# dirfd, a missing directory, a file where a directory must be; O_EXCL
+# fails on any name that exists, a FIFO (not opened) or a dangling link.
 import errno
-def err(dirfd, path):
-    try: os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dirfd))
+def err(dirfd, path, flags=os.O_WRONLY):
+    try: os.close(os.open(path, os.O_CREAT | flags, 0o644, dir_fd=dirfd))
     except OSError as e: return e.errno
     return 0
 os.mkdir("rel"); plain = os.open("plain", os.O_RDONLY)
 fd = os.open(".", os.O_RDONLY); os.close(fd)
-got = (err(fd, "rel/x"), err(None, "rel/missing/x"), err(plain, "rel/x"), err(None, "rel/../rel/made"))
-print("ERRNOS-OK" if got == (errno.EBADF, errno.ENOENT, errno.ENOTDIR, 0) else "ERRNOS %r" % (got,))
+os.mkfifo("rel/fifo"); os.symlink("nowhere", "rel/dangling")
+excl = os.O_EXCL | os.O_RDONLY | os.O_NONBLOCK
+got = (err(fd, "rel/x"), err(None, "rel/missing/x"), err(plain, "rel/x"), err(None, "rel/../rel/made"),
+       err(None, "rel/fifo", excl), err(None, "rel/dangling", excl), err(None, "rel/made", excl))
+want = (errno.EBADF, errno.ENOENT, errno.ENOTDIR, 0, errno.EEXIST, errno.EEXIST, errno.EEXIST)
+print("ERRNOS-OK" if got == want else "ERRNOS %r" % (got,))
 PY
 # /dev/tty opened for writing is the caller's own terminal: here a new
 # session on a pty of its own (as under tmux), not the launcher's.

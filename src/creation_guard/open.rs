@@ -87,6 +87,14 @@ impl Supervisor {
         if loc.name == b"tty" && loc.dir.key.is_some() && loc.dir.key == self.dev_key {
             return open_ctty(c, flags, mode).map(Step::Opened);
         }
+        let creates = flags & libc::O_CREAT != 0;
+        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        // `O_CREAT | O_EXCL` (how tar, cp and git make their files) makes
+        // the name or fails with `EEXIST`, whatever is there now, a symlink
+        // or a FIFO included: the kernel's answer, with no look first.
+        if creates && flags & libc::O_EXCL != 0 && !tmpfile {
+            return create(self, c, dir, &cname, f, mode).map(Step::Opened);
+        }
         // One look at the name decides the way: a symlink to follow by
         // hand, a FIFO to wait on apart, an existing file to open as it is,
         // a missing one to create (the only way that needs the umask).
@@ -97,15 +105,12 @@ impl Supervisor {
         )
         .map(|st| st.st_mode & libc::S_IFMT)
         .map_err(|e| e as Errno);
-        let creates = flags & libc::O_CREAT != 0;
-        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
         let opened = match st {
             Ok(libc::S_IFLNK) if follow => return follow_link(c, loc).map(Step::Follow),
             Ok(libc::S_IFIFO) => {
                 let fifo = open_fifo_apart(c, dir, &cname, f, mode, cloexec);
                 return Ok(Step::Answered(fifo));
             }
-            Ok(_) if creates && flags & libc::O_EXCL != 0 => Err(libc::EEXIST),
             Ok(_) if !tmpfile => openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode),
             Err(libc::ENOENT) if !creates => Err(libc::ENOENT),
             _ => create(self, c, dir, &cname, f, mode),
