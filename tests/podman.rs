@@ -136,7 +136,7 @@ ip link add csbhost0 type bridge
 ip addr add {HOST_ADDR}/32 dev csbhost0
 ip link set csbhost0 up
 mkdir -p {d}/ov/up {d}/ov/wk
-mount -t overlay overlay -o lowerdir=/etc,upperdir={d}/ov/up,workdir={d}/ov/wk /etc
+mount -t overlay overlay -o volatile,lowerdir=/etc,upperdir={d}/ov/up,workdir={d}/ov/wk /etc
 useradd -l -u {uid} -U -m -d {d}/home -s /bin/bash {USER}
 echo {USER}:{sub}:{subn} > /etc/subuid
 echo {USER}:{sub}:{subn} > /etc/subgid
