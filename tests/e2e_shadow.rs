@@ -131,6 +131,32 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
     }
 }
 
+/// A launch started with Ctrl-C ignored (a background job of a script,
+/// `trap '' INT`) starts the real binary with it ignored too, as `claude`
+/// would run without the sandbox; with the defaults it gets the defaults
+/// (the test above). bubblewrap and the shim ignore both on the way, so
+/// only the launcher can say.
+#[test]
+fn signals_the_launcher_ignored_stay_ignored_in_the_real_binary() {
+    if !require("signals_inherited") {
+        return;
+    }
+    let w = World::with_probe("sigign");
+    for who in BOTH {
+        for (setup, want) in [("trap '' INT QUIT", 0b110), ("trap '' QUIT", 0b100)] {
+            let o = w
+                .command_with_setup(who, &w.workspace(who), setup, &[], &["claude", "report"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{who:?} {setup}: {}", stderr(&o));
+            let r = report(&o);
+            let ignored = u64::from_str_radix(r["sig_ign"].as_str().unwrap(), 16).unwrap();
+            assert_eq!(ignored & 0b110, want, "{who:?} {setup}: SigIgn {ignored:x}");
+        }
+    }
+}
+
 #[test]
 fn exit_status_and_stdin_pass_through() {
     if !require("exit_status_and_stdin") {

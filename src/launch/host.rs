@@ -76,7 +76,6 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .map(PathBuf::from)
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .collect();
-    let run_keep = run_keep();
     let launcher_ns = crate::sys::kernel::NS_KINDS
         .iter()
         .filter_map(|k| Some((k.to_string(), crate::sys::kernel::ns_inode(k)?)))
@@ -102,7 +101,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         existing,
         not_directories,
         run_dirs,
-        run_keep,
+        run_keep: run_keep(),
         root_masks,
         hidden_whole,
         resolved,
@@ -119,7 +118,17 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         pids: crate::limits::detect_pids(uid),
         // Set by the launch, which starts the broker once for every attempt.
         broker: None,
+        ignored_at_launch: ignored_at_launch(),
     })
+}
+
+/// The terminal's signals this launch was started with ignored, by name.
+fn ignored_at_launch() -> Vec<String> {
+    [("INT", nix::libc::SIGINT), ("QUIT", nix::libc::SIGQUIT)]
+        .into_iter()
+        .filter(|(_, sig)| crate::sys::kernel::ignored(*sig))
+        .map(|(name, _)| name.to_string())
+        .collect()
 }
 
 /// The read-write paths resolved, and the workspace's protected paths

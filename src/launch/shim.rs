@@ -11,13 +11,15 @@ use std::process::Command;
 
 use nix::libc;
 
-/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- -- PROGRAM ARGS…`:
+/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- [ignore=INT,QUIT] -- PROGRAM ARGS…`:
 /// the first program inside the sandbox. With the egress jail, waits on
 /// GATE_FD until the jail's routes are locked (EOF: they never were; nothing
 /// runs). With GUARD_FD (the protected paths), forks the creation guard's
 /// supervisor (`crate::creation_guard`) and runs PROGRAM under its filter. Then
 /// restores the caller's stderr, tells the shadow the sandbox is built,
-/// closes every other inherited fd and execs PROGRAM.
+/// closes every other inherited fd and execs PROGRAM with SIGINT and
+/// SIGQUIT as the launcher had them: ignored where `ignore=` names them
+/// (bubblewrap and the shim ran with both ignored), else at their defaults.
 pub(crate) fn shim_main(args: &[OsString]) -> i32 {
     let num = |i: usize| {
         args.get(i)
@@ -33,11 +35,24 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         (num(0), num(1), optional(2), optional(3))
     else {
         eprintln!(
-            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- -- PROGRAM ARGS)"
+            "claude-sandbox: __shim is internal (usage: __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- [ignore=INT,QUIT] -- PROGRAM ARGS)"
         );
         return 2;
     };
-    if args.get(4).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() < 6 {
+    let (ignored, program) = match args.get(4).and_then(|a| a.to_str()) {
+        Some(list) if list.starts_with("ignore=") => match terminal_signals(&list[7..]) {
+            Some(sigs) => (sigs, 6),
+            None => {
+                eprintln!(
+                    "claude-sandbox: __shim: `{list}`: expected ignore=INT, QUIT or INT,QUIT"
+                );
+                return 2;
+            }
+        },
+        _ => (Vec::new(), 5),
+    };
+    if args.get(program - 1).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() <= program
+    {
         eprintln!("claude-sandbox: __shim: missing `-- PROGRAM`");
         return 2;
     }
@@ -63,14 +78,58 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         libc::close(ready_fd);
     }
     crate::sys::fd::close_fds_except(3, &[]);
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+    for sig in [libc::SIGINT, libc::SIGQUIT] {
+        let how = if ignored.contains(&sig) {
+            libc::SIG_IGN
+        } else {
+            libc::SIG_DFL
+        };
+        // SAFETY: a disposition for the program about to be executed.
+        unsafe { libc::signal(sig, how) };
     }
-    let err = Command::new(&args[5]).args(&args[6..]).exec();
+    let err = Command::new(&args[program])
+        .args(&args[program + 1..])
+        .exec();
     eprintln!(
         "claude-sandbox: cannot run {}: {err}",
-        args[5].to_string_lossy()
+        args[program].to_string_lossy()
     );
     127
+}
+
+/// `INT`, `QUIT` or `INT,QUIT` as signal numbers; None for anything else.
+fn terminal_signals(list: &str) -> Option<Vec<libc::c_int>> {
+    list.split(',')
+        .map(|name| match name {
+            "INT" => Some(libc::SIGINT),
+            "QUIT" => Some(libc::SIGQUIT),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_terminals_signals_can_be_kept_ignored() {
+        assert_eq!(terminal_signals("INT"), Some(vec![libc::SIGINT]));
+        assert_eq!(
+            terminal_signals("INT,QUIT"),
+            Some(vec![libc::SIGINT, libc::SIGQUIT])
+        );
+        for bad in ["", "TERM", "INT,", "int", "INT QUIT", "9"] {
+            assert_eq!(terminal_signals(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_bad_ignore_list_runs_nothing() {
+        let args: Vec<OsString> = ["2", "2", "-", "-", "ignore=TERM", "--", "/bin/true"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(shim_main(&args), 2);
+    }
 }

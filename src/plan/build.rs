@@ -73,6 +73,7 @@ pub(crate) fn build(
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
             args: claude_args(user_args),
+            ignored: facts.ignored_at_launch.clone(),
         },
     })
 }

@@ -109,6 +109,10 @@ pub(crate) struct Facts {
     /// What the sandbox sees of the credential broker, when it runs
     /// (issue #25): stand-in files and variables, the CA bundle.
     pub(crate) broker: Option<crate::egress::policy::broker::Inside>,
+    /// The terminal's signals (`INT`, `QUIT`) the launcher was started
+    /// with ignored: the real binary starts with them ignored too, as it
+    /// would run without the sandbox.
+    pub(crate) ignored_at_launch: Vec<String>,
 }
 
 /// Paths whose existence the plan depends on; `crate::launch`'s `host::gather` stats exactly these.

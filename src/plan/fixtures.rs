@@ -84,6 +84,7 @@ pub(crate) fn facts() -> Facts {
         memory: 8 << 30,
         pids: crate::plan::PidsMechanism::Rlimit,
         broker: None,
+        ignored_at_launch: Vec::new(),
     }
 }
 

@@ -220,6 +220,10 @@ pub(crate) struct Program {
     pub(crate) path: PathBuf,
     #[serde(serialize_with = "lossy_list")]
     pub(crate) args: Vec<OsString>,
+    /// The terminal's signals (`INT`, `QUIT`) it starts with ignored, as the
+    /// launcher was; the others at their defaults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) ignored: Vec<String>,
 }
 
 fn lossy_pairs<S: Serializer>(v: &[(OsString, OsString)], s: S) -> Result<S::Ok, S::Error> {

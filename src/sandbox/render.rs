@@ -316,8 +316,8 @@ fn inward(o: &mut Out, net: &Network) -> Vec<OsString> {
     }
 }
 
-/// `-- SELF __shim STDERR READY GATE GUARD -- COMMAND ARGS…`, with the
-/// shim's fds in the table.
+/// `-- SELF __shim STDERR READY GATE GUARD [ignore=INT,QUIT] -- COMMAND
+/// ARGS…`, with the shim's fds in the table.
 fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
     o.fds.extend([
         (FD_SHIM_STDERR, FdContent::ShimStderr),
@@ -345,7 +345,15 @@ fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
         FD_SHIM_READY.to_string().into(),
         gate,
         guard,
-        "--".into(),
+    ]);
+    if !sb.command.ignored.is_empty() {
+        o.push([OsString::from(format!(
+            "ignore={}",
+            sb.command.ignored.join(",")
+        ))]);
+    }
+    o.push([
+        OsString::from("--"),
         sb.command.path.clone().into_os_string(),
     ]);
     o.push(&sb.command.args);
@@ -392,6 +400,7 @@ mod tests {
             command: Program {
                 path: "/bin/true".into(),
                 args: vec!["-x".into()],
+                ignored: Vec::new(),
             },
         }
     }
@@ -478,6 +487,26 @@ mod tests {
             }
             assert_eq!(&a[a.len() - 2..], ["/bin/true", "-x"]);
         }
+    }
+
+    #[test]
+    fn the_shim_keeps_ignored_only_what_the_launcher_ignored() {
+        let tail = |ignored: Vec<String>| {
+            let mut sb = minimal(Network::Host);
+            sb.command.ignored = ignored;
+            let a: Vec<String> = render(&sb)
+                .args
+                .iter()
+                .map(|x| x.to_string_lossy().into_owned())
+                .collect();
+            let shim = a.iter().position(|x| x == "__shim").unwrap();
+            a[shim + 5..].to_vec()
+        };
+        assert_eq!(tail(Vec::new()), ["--", "/bin/true", "-x"]);
+        assert_eq!(
+            tail(vec!["INT".into(), "QUIT".into()]),
+            ["ignore=INT,QUIT", "--", "/bin/true", "-x"]
+        );
     }
 
     #[test]

@@ -6,6 +6,17 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt;
 
+/// Whether this process was started with signal `sig` ignored (`SIG_IGN`
+/// inherited through `exec`: a background job of a script, `trap '' INT`).
+pub(crate) fn ignored(sig: nix::libc::c_int) -> bool {
+    // SAFETY: a query: no new action, the old one written to `old`.
+    unsafe {
+        let mut old: nix::libc::sigaction = std::mem::zeroed();
+        nix::libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == nix::libc::SIG_IGN
+    }
+}
+
 /// The namespace kinds the launcher records.
 pub(crate) const NS_KINDS: &[&str] = &["ipc", "uts", "pid", "net", "user", "cgroup", "mnt"];
 
