@@ -890,8 +890,18 @@ fn run_holder(join: &std::os::fd::OwnedFd, script: &str) -> std::process::Output
         .args(["/bin/sh", "-c", script]);
     unsafe {
         holder.pre_exec(move || {
-            for (from, to) in map {
-                if libc::dup2(from, to) < 0 {
+            // Every source first above the targets: a source that is
+            // already some target's number is neither overwritten by
+            // another's dup2 nor left close-on-exec by dup2 onto itself.
+            let mut high = [0; 4];
+            for (i, (from, _)) in map.iter().enumerate() {
+                high[i] = libc::fcntl(*from, libc::F_DUPFD, 100);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, (_, to)) in map.iter().enumerate() {
+                if libc::dup2(high[i], *to) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
