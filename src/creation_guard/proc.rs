@@ -368,6 +368,18 @@ mod tests {
         assert_eq!(c.translate(b"/proc/selfish"), b"/proc/selfish");
         assert_eq!(c.translate(b"rel/dev/stdout"), b"rel/dev/stdout");
     }
+    /// `cmd` started, and a caller of it (no listener behind it).
+    fn caller_of(mut cmd: std::process::Command) -> (std::process::Child, Caller) {
+        let child = cmd.spawn().unwrap();
+        let c = Caller {
+            pid: child.id(),
+            proc_pid: child.id(),
+            listener: -1,
+            id: 0,
+        };
+        (child, c)
+    }
+
     #[test]
     fn the_umask_is_read_never_guessed() {
         use std::os::unix::process::CommandExt;
@@ -382,13 +394,7 @@ mod tests {
                 Ok(())
             })
         };
-        let mut child = cmd.spawn().unwrap();
-        let it = Caller {
-            pid: child.id(),
-            proc_pid: child.id(),
-            listener: -1,
-            id: 0,
-        };
+        let (mut child, it) = caller_of(cmd);
         let fds = StatusFds::default();
         let read = it.umask(&fds);
         let _ = child.kill();
@@ -423,13 +429,7 @@ mod tests {
                 Ok(())
             })
         };
-        let mut child = cmd.spawn().unwrap();
-        let c = Caller {
-            pid: child.id(),
-            proc_pid: child.id(),
-            listener: -1,
-            id: 0,
-        };
+        let (mut child, c) = caller_of(cmd);
         let key = |p: &str| {
             let m = std::fs::metadata(ws.join(p)).unwrap();
             Some((
