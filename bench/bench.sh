@@ -90,10 +90,8 @@ FLOOR
 
 cat > "$work/inner.sh" <<INNER
 set -e
-for d in etc usr/libexec usr/local/bin; do
-    k=\${d//\//_}; mkdir -p $state/ov/up/\$k $state/ov/wk/\$k
-    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$state/ov/up/\$k,workdir=$state/ov/wk/\$k /\$d
-done
+. $repo/bench/private-system.sh
+private_system $state
 mkdir -p /usr/libexec/claude-sandbox
 install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
 cp "$real" /usr/libexec/claude-sandbox/claude

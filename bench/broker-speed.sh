@@ -111,10 +111,8 @@ MEASURE
 
 cat > "$work/inner.sh" <<INNER
 set -e
-for d in etc usr/libexec usr/local/bin; do
-    k=\${d//\//_}; mkdir -p $state/ov/up/\$k $state/ov/wk/\$k
-    mount -t overlay overlay -o lowerdir=/\$d,upperdir=$state/ov/up/\$k,workdir=$state/ov/wk/\$k /\$d
-done
+. $repo/bench/private-system.sh
+private_system $state
 rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code
 mkdir -p /usr/libexec/claude-sandbox
 install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
