@@ -368,6 +368,7 @@ mod tests {
         assert_eq!(c.translate(b"/proc/selfish"), b"/proc/selfish");
         assert_eq!(c.translate(b"rel/dev/stdout"), b"rel/dev/stdout");
     }
+
     /// `cmd` started, and a caller of it (no listener behind it).
     fn caller_of(mut cmd: std::process::Command) -> (std::process::Child, Caller) {
         let child = cmd.spawn().unwrap();
@@ -420,10 +421,13 @@ mod tests {
         cmd.arg("5").current_dir(&ws);
         let file = std::fs::File::open(ws.join("a")).unwrap();
         let raw = file.as_raw_fd();
-        // SAFETY: dup2 is async-signal-safe; fd 7 is the child's alone.
+        // SAFETY: fcntl and dup2 are async-signal-safe; fd 7 is the
+        // child's alone. By way of a number above it: `raw` may be 7, and a
+        // dup2 onto itself would leave it close-on-exec.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::dup2(raw, 7) < 0 {
+                let high = libc::fcntl(raw, libc::F_DUPFD, 100);
+                if high < 0 || libc::dup2(high, 7) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

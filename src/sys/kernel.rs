@@ -1,13 +1,14 @@
 //! Small readers of kernel facts shared by the launch path and `verify`:
 //! namespace identities, loopback listeners from `/proc/net/tcp*`, routes,
-//! a process's children.
+//! a process's children, signal dispositions.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt;
 
-/// Whether this process was started with signal `sig` ignored (`SIG_IGN`
-/// inherited through `exec`: a background job of a script, `trap '' INT`).
+/// Whether signal `sig` is ignored in this process now; asked before the
+/// launch changes any, it tells how the launcher was started (`SIG_IGN`
+/// is inherited through `exec`: a background job of a script, `trap '' INT`).
 pub(crate) fn ignored(sig: nix::libc::c_int) -> bool {
     // SAFETY: a query: no new action, the old one written to `old`.
     unsafe {

@@ -11,7 +11,8 @@
 //!   FIFOs, directories, devices and oversized files;
 //! - [`fd`]: fd moves and closes between fork and exec, one-byte signals,
 //!   fd passing over unix sockets;
-//! - [`kernel`]: namespace identities, loopback listeners, routes, children;
+//! - [`kernel`]: namespace identities, loopback listeners, routes, children,
+//!   signal dispositions;
 //! - [`inside`]: "am I inside the sandbox?" from kernel facts (SPEC §2.1);
 //! - [`user`]: who is launching (ids, login name, home);
 //! - [`clock`]: UTC times as text without a time-zone database.
