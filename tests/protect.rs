@@ -224,6 +224,24 @@ while time.time() < end:
     if os.path.lexists(\".envrc\"): raise SystemExit(0)
 stop = True
 raise SystemExit(1)"'
+# A second thread moves the process between the workspace and a directory
+# below it while the first creates ./.envrc: wherever the supervisor finds
+# the cwd, it decides on and creates in that one directory.
+t cwd-race 'mkdir -p safe && python3 -c "
+import os, threading, time
+ws = os.getcwd(); stop = False
+def flip():
+    while not stop:
+        os.chdir(ws + \"/safe\"); os.chdir(ws)
+threading.Thread(target=flip, daemon=True).start()
+end = time.time() + 1.5; refused = 0
+while time.time() < end:
+    try: os.close(os.open(\"./.envrc\", os.O_CREAT | os.O_WRONLY, 0o644))
+    except OSError: refused += 1
+    if os.path.lexists(ws + \"/.envrc\"): raise SystemExit(0)
+stop = True
+if refused and os.path.lexists(ws + \"/safe/.envrc\"): print(\"CWD-RACE both\")
+raise SystemExit(1)"'
 # Ordinary work goes on, through the supervisor.
 echo one > plain.txt && mkdir -p newdir/a && echo two > newdir/a/b && ln -s plain.txt lnk \
   && cat lnk >/dev/null && mv plain.txt renamed.txt && rm newdir/a/b && rmdir newdir/a newdir \
@@ -262,7 +280,9 @@ fn assert_creations_refused(w: &World, who: Who, o: &std::process::Output) {
         !out.contains("MADE"),
         "{who:?}: a protected path was created:\n{out}"
     );
-    assert_eq!(out.matches("refused ").count(), 22, "{who:?}:\n{out}");
+    assert_eq!(out.matches("refused ").count(), 23, "{who:?}:\n{out}");
+    // The cwd race met both directories: refused in one, made in the other.
+    assert!(out.contains("CWD-RACE both"), "{who:?}:\n{out}");
     assert!(
         out.contains("WORK-OK"),
         "{who:?}: ordinary work failed:\n{out}\n{err}"
