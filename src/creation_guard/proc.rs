@@ -159,18 +159,22 @@ impl Caller {
         path.to_vec()
     }
 
+    /// The caller's `/proc` link to where relative paths of `dirfd` start:
+    /// its cwd, or its descriptor; None for a negative one (`EBADF`).
+    fn start_link(&self, dirfd: i32) -> Option<String> {
+        match dirfd {
+            libc::AT_FDCWD => Some(format!("/proc/{}/cwd", self.proc_pid)),
+            fd if fd >= 0 => Some(format!("/proc/{}/fd/{fd}", self.proc_pid)),
+            _ => None,
+        }
+    }
+
     /// Where relative paths of `dirfd` start (None for an absolute path).
     pub(super) fn start(&self, dirfd: i32, path: &[u8]) -> Result<Option<OwnedFd>, Errno> {
         if path.starts_with(b"/") {
             return Ok(None);
         }
-        let link = if dirfd == libc::AT_FDCWD {
-            format!("/proc/{}/cwd", self.proc_pid)
-        } else if dirfd < 0 {
-            return Err(libc::EBADF);
-        } else {
-            format!("/proc/{}/fd/{dirfd}", self.proc_pid)
-        };
+        let link = self.start_link(dirfd).ok_or(libc::EBADF)?;
         openat(libc::AT_FDCWD, link.as_bytes(), libc::O_PATH, 0)
             .map(Some)
             .map_err(|e| if e == libc::ENOENT { libc::EBADF } else { e })
@@ -213,12 +217,8 @@ impl Caller {
         else {
             return None;
         };
-        let mut link = match dirfd {
-            libc::AT_FDCWD => format!("/proc/{}/cwd/", self.proc_pid),
-            fd if fd >= 0 => format!("/proc/{}/fd/{fd}/", self.proc_pid),
-            _ => return None,
-        }
-        .into_bytes();
+        let mut link = self.start_link(dirfd)?.into_bytes();
+        link.push(b'/');
         link.extend_from_slice(prefix);
         let fd = openat(libc::AT_FDCWD, &link, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
         Some(Loc {

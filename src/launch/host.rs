@@ -124,7 +124,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
 
 /// The terminal's signals this launch was started with ignored, by name.
 fn ignored_at_launch() -> Vec<String> {
-    [("INT", nix::libc::SIGINT), ("QUIT", nix::libc::SIGQUIT)]
+    super::shim::TERMINAL_SIGNALS
         .into_iter()
         .filter(|(_, sig)| crate::sys::kernel::ignored(*sig))
         .map(|(name, _)| name.to_string())

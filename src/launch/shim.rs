@@ -11,6 +11,11 @@ use std::process::Command;
 
 use nix::libc;
 
+/// The terminal's signals bubblewrap and the shim run with ignored, by the
+/// names `ignore=` and [`crate::plan::Facts::ignored_at_launch`] give them.
+pub(super) const TERMINAL_SIGNALS: [(&str, libc::c_int); 2] =
+    [("INT", libc::SIGINT), ("QUIT", libc::SIGQUIT)];
+
 /// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- [ignore=INT,QUIT] -- PROGRAM ARGS…`:
 /// the first program inside the sandbox. With the egress jail, waits on
 /// GATE_FD until the jail's routes are locked (EOF: they never were; nothing
@@ -40,15 +45,17 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         return 2;
     };
     let (ignored, program) = match args.get(4).and_then(|a| a.to_str()) {
-        Some(list) if list.starts_with("ignore=") => match terminal_signals(&list[7..]) {
-            Some(sigs) => (sigs, 6),
-            None => {
-                eprintln!(
-                    "claude-sandbox: __shim: `{list}`: expected ignore=INT, QUIT or INT,QUIT"
-                );
-                return 2;
+        Some(list) if list.starts_with("ignore=") => {
+            match terminal_signals(&list["ignore=".len()..]) {
+                Some(sigs) => (sigs, 6),
+                None => {
+                    eprintln!(
+                        "claude-sandbox: __shim: `{list}`: expected ignore=INT, QUIT or INT,QUIT"
+                    );
+                    return 2;
+                }
             }
-        },
+        }
         _ => (Vec::new(), 5),
     };
     if args.get(program - 1).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() <= program
@@ -78,7 +85,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         libc::close(ready_fd);
     }
     crate::sys::fd::close_fds_except(3, &[]);
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
+    for (_, sig) in TERMINAL_SIGNALS {
         let how = if ignored.contains(&sig) {
             libc::SIG_IGN
         } else {
@@ -100,10 +107,11 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
 /// `INT`, `QUIT` or `INT,QUIT` as signal numbers; None for anything else.
 fn terminal_signals(list: &str) -> Option<Vec<libc::c_int>> {
     list.split(',')
-        .map(|name| match name {
-            "INT" => Some(libc::SIGINT),
-            "QUIT" => Some(libc::SIGQUIT),
-            _ => None,
+        .map(|name| {
+            TERMINAL_SIGNALS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, sig)| *sig)
         })
         .collect()
 }
