@@ -904,6 +904,100 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
     }
 }
 
+/// Every way a caller's umask can change, against the supervisor, which
+/// remembers a thread's mask between its creations (decision 0020): each
+/// file must have the mode the mask of its creator had when it was made.
+/// A thread with a file-system context of its own sets 077 and then
+/// `exec`s, taking the number of its process's main thread, whose 022 the
+/// supervisor read; a second process sharing the first one's context
+/// (`clone(CLONE_FS)`) changes the mask between the first one's creations,
+/// each change answered only once it returned.
+const UMASKS: &str = r#"
+mkdir um && python3 - <<'PY'
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+bad = []
+def made(path, mask):
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o666))
+    got = os.stat(path).st_mode & 0o777
+    if got != 0o666 & ~mask: bad.append("%s %o under %o" % (path, got, mask))
+# The same process, one mask after another.
+for i in range(200):
+    m = (0o022, 0o077, 0o002)[i % 3]
+    os.umask(m); made("um/seq%d" % i, m)
+# Another process sharing this one's context changes the mask while this
+# one creates without pause; once the change has returned (the pipe says
+# so), the next file must have the new mask.
+CLONE_FS, SIGCHLD = 0x200, 17
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+os.set_blocking(r1, False)
+masks = (0o077, 0o022, 0o027, 0o002)
+os.umask(0o022); made("um/before", 0o022)
+pid = libc.syscall(56, CLONE_FS | SIGCHLD, 0, 0, 0, 0)
+if pid == 0:
+    for i in range(300):
+        os.umask(masks[i % 4]); os.write(w1, b"x"); os.read(r2, 1)
+    os._exit(0)
+n = 0
+for i in range(300):
+    while True:
+        n += 1
+        os.close(os.open("um/busy", os.O_CREAT | os.O_WRONLY, 0o666)); os.unlink("um/busy")
+        try:
+            if os.read(r1, 1): break
+        except BlockingIOError: pass
+    made("um/shared%d" % i, masks[i % 4]); os.write(w2, b"x")
+os.waitpid(pid, 0)
+print("UMASK-BAD", bad) if bad else print("UMASK-OK", flush=True)
+# A thread with a context of its own sets 077 and, once the main thread
+# made a file under 022 (two threads then), execs: it takes the main
+# thread's number, with its own mask.
+pid = os.fork()
+if pid == 0:
+    go, main_made = threading.Event(), threading.Event()
+    def thread():
+        if libc.unshare(CLONE_FS) != 0: os._exit(1)
+        os.umask(0o077); go.set(); main_made.wait()
+        os.execv("/bin/sh", ["sh", "-c", "echo x > um/after-exec; stat -c 'EXEC %a' um/after-exec"])
+    os.umask(0o022)
+    threading.Thread(target=thread).start()
+    go.wait(); made("um/main", 0o022); main_made.set()
+    threading.Event().wait()
+os.waitpid(pid, 0)
+PY
+"#;
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn the_callers_umask_holds_however_it_changes() {
+    if !require("guard_umask") {
+        return;
+    }
+    let w = World::with_probe("guardumask");
+    // With the sandbox's own /proc, and with only the host's (decision
+    // 0003), where the supervisor knows callers by the host's numbers.
+    for setup in ["", REFUSE_FRESH_PROC] {
+        for who in BOTH {
+            let o = w
+                .command_with_setup(
+                    who,
+                    &w.workspace(who),
+                    setup,
+                    &[],
+                    &["claude", "shell", UMASKS],
+                )
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let out = stdout(&o);
+            let err = stderr(&o);
+            assert!(out.contains("UMASK-OK"), "{who:?} {setup:?}:\n{out}\n{err}");
+            assert!(out.contains("EXEC 600"), "{who:?} {setup:?}:\n{out}\n{err}");
+            let _ = w.run(who, &[], &["rm", "-rf", "um"]);
+        }
+    }
+}
+
 /// Issue #22 item 2, as a hostile session would leave it for the next
 /// launch: `k/.git` naming a directory of the user's home (`gitdir:`), and
 /// the workspace repository's own `.git/commondir` naming another. Neither

@@ -21,7 +21,10 @@
 //! with `SECCOMP_IOCTL_NOTIF_ADDFD`). So what is checked is exactly what is
 //! done: a second thread that rewrites the path after the check changes
 //! nothing, and `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (which would let the
-//! kernel read the path again) is never used.
+//! kernel read the path again) is never used for a call with a path. The
+//! filter hands `umask(2)` over too: noted and let through (`CONTINUE`; it
+//! has no pointer argument), so the supervisor knows when a caller's umask
+//! it remembered may have changed (`umask.rs`, decision 0020).
 //!
 //! The supervisor lives inside the sandbox, so it has the caller's root,
 //! mounts, user namespace and credentials: performing a call for it grants
@@ -49,7 +52,7 @@
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
-//! (git directories by rule).
+//! (git directories by rule), `umask.rs` (the callers' umasks).
 
 mod calls;
 mod filter;
@@ -60,5 +63,6 @@ mod proc;
 mod resolve;
 mod serve;
 mod table;
+mod umask;
 
 pub(crate) use fork::guarded;

@@ -253,7 +253,7 @@ fn create(
     flags: i32,
     mode: u32,
 ) -> Result<OwnedFd, Errno> {
-    let umask = c.umask(&sup.status_fds)?;
+    let umask = sup.umasks.of(c.proc_pid)?;
     c.still_valid()?;
     set_umask(umask);
     openat(dir, name.as_bytes(), flags, mode)

@@ -2,7 +2,7 @@
 //! ([`ProcView`]), the path strings in its memory, copied once
 //! ([`read_path`]), and the notification's context ([`Caller`]): its
 //! self-references spelled out, where its relative paths start, whose
-//! `/proc` entries a directory holds, its umask.
+//! `/proc` entries a directory holds.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -268,74 +268,6 @@ impl Caller {
         }
         ProcOwner::Other
     }
-
-    /// The caller's umask, which a creation on its behalf must honour,
-    /// read from its `/proc/TID/status` through `fds` (kept open per
-    /// thread: one `pread` a call; a thread that ended, or whose number
-    /// was reused, makes the kept descriptor fail, and it is opened anew).
-    /// Unreadable, the call fails (`EIO`) rather than guess: a guessed 022
-    /// would leave what `umask 077` was meant to keep private readable.
-    pub(super) fn umask(&self, fds: &StatusFds) -> Result<libc::mode_t, Errno> {
-        let mut buf = [0u8; 4096];
-        let n = fds.pread(self.proc_pid, &mut buf);
-        umask_in(&buf[..n]).ok_or(libc::EIO)
-    }
-}
-
-/// Each caller thread's `/proc/TID/status`, kept open: generating the file
-/// is the dearest part of reading the umask (~6 µs here); opening and
-/// closing it added ~4 µs more. Serving threads read under a shared lock,
-/// so their reads run side by side; only opening a new one is exclusive.
-#[derive(Default)]
-pub(super) struct StatusFds {
-    open: std::sync::RwLock<std::collections::HashMap<u32, OwnedFd>>,
-}
-
-/// How many threads' files are kept at most (the supervisor's descriptors
-/// are bounded; past it the set starts again).
-const STATUS_FDS: usize = 256;
-
-/// `fd` read into `buf` from offset 0; the bytes read, if any.
-fn pread_status(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
-    // SAFETY: buf is ours for the read; fd is a descriptor we hold.
-    let n = unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    usize::try_from(n).ok().filter(|n| *n > 0)
-}
-
-impl StatusFds {
-    /// `/proc/TID/status` read into `buf` from offset 0; the bytes read.
-    fn pread(&self, tid: u32, buf: &mut [u8]) -> usize {
-        if let Ok(open) = self.open.read() {
-            if let Some(n) = open.get(&tid).and_then(|fd| pread_status(fd, buf)) {
-                return n;
-            }
-        }
-        let Ok(mut open) = self.open.write() else {
-            return 0;
-        };
-        open.remove(&tid);
-        if open.len() >= STATUS_FDS {
-            open.clear();
-        }
-        let path = format!("/proc/{tid}/status");
-        let Ok(fd) = openat(libc::AT_FDCWD, path.as_bytes(), libc::O_RDONLY, 0) else {
-            return 0;
-        };
-        let n = pread_status(&fd, buf).unwrap_or(0);
-        open.insert(tid, fd);
-        n
-    }
-}
-
-/// The `Umask:` field of a `/proc/PID/status` text.
-fn umask_in(status: &[u8]) -> Option<libc::mode_t> {
-    let at = status.windows(7).position(|w| w == b"Umask:\t")? + 7;
-    let digits = status[at..].iter().take_while(|b| b.is_ascii_digit());
-    let mut v: libc::mode_t = 0;
-    for d in digits {
-        v = v.checked_mul(8)? + libc::mode_t::from(d - b'0');
-    }
-    Some(v)
 }
 
 /// Whose entries a procfs directory holds ([`Caller::proc_owner`]).
@@ -379,36 +311,6 @@ mod tests {
             id: 0,
         };
         (child, c)
-    }
-
-    #[test]
-    fn the_umask_is_read_never_guessed() {
-        use std::os::unix::process::CommandExt;
-        // A child with a umask of its own (this process's is shared by
-        // every test thread: not ours to change).
-        let mut cmd = std::process::Command::new("sleep");
-        cmd.arg("5");
-        // SAFETY: umask is async-signal-safe and sets the child's alone.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::umask(0o027);
-                Ok(())
-            })
-        };
-        let (mut child, it) = caller_of(cmd);
-        let fds = StatusFds::default();
-        let read = it.umask(&fds);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert_eq!(read, Ok(0o027));
-        // A thread that is not there (pids stop below 2^22): no guess.
-        let gone = Caller {
-            pid: 1 << 23,
-            proc_pid: 1 << 23,
-            listener: -1,
-            id: 0,
-        };
-        assert_eq!(gone.umask(&fds), Err(libc::EIO));
     }
 
     #[test]

@@ -12,9 +12,10 @@ use nix::libc;
 use super::calls::{decode, Call};
 use super::filter::{create_syscall, AT_REMOVEDIR};
 use super::gitrule::{GitRule, How, Verdict};
-use super::proc::{read_path, Caller, ProcView, StatusFds};
+use super::proc::{read_path, Caller, ProcView};
 use super::resolve::{check, cstr, last_errno, openat, set_umask, Errno, Loc};
 use super::table::Table;
+use super::umask::Umasks;
 
 /// What the caller gets back.
 pub(super) enum Reply {
@@ -26,6 +27,9 @@ pub(super) enum Reply {
     Err(Errno),
     /// Answered by another thread (an `open` that may wait long).
     Later,
+    /// Run by the kernel as asked: only `umask(2)`, which has no pointer
+    /// argument for a second thread to change after it was noted.
+    Continue,
 }
 
 /// The supervisor's state shared by its threads.
@@ -35,8 +39,8 @@ pub(super) struct Supervisor {
     pub(super) git: GitRule,
     /// `/dev` (its device and inode), where `tty` is the caller's own.
     pub(super) dev_key: Option<(u64, u64)>,
-    /// Callers' `/proc/TID/status`, kept open (their umask).
-    pub(super) status_fds: StatusFds,
+    /// Callers' umasks (read, or remembered while they hold).
+    pub(super) umasks: Umasks,
     /// The device of `/proc` (the sandbox has one procfs): a directory on
     /// it is known by its device, without a `statfs` per call.
     pub(super) proc_dev: Option<u64>,
@@ -49,7 +53,7 @@ impl Supervisor {
     pub(crate) fn new(table: Table) -> Supervisor {
         Supervisor {
             git: GitRule::new(table.workspace.clone()),
-            status_fds: StatusFds::default(),
+            umasks: Umasks::default(),
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
                 .map(|s| (s.st_dev, s.st_ino)),
@@ -116,7 +120,14 @@ impl Supervisor {
     }
 
     fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
+        self.umasks.seen(req.pid);
         let name = create_syscall(req.data.arch, req.data.nr as u32);
+        if name == Some("umask") {
+            let proc_pid = self.proc_view.pid(req.pid).ok();
+            self.umasks
+                .changing(req.pid, proc_pid, i64::from(req.data.nr));
+            return Reply::Continue;
+        }
         let Some(call) = name.and_then(|n| decode(n, req.data.args)) else {
             return Reply::Err(libc::ENOSYS);
         };
@@ -219,7 +230,7 @@ impl Supervisor {
             return Err(self.refuse(&loc));
         }
         let _held = self.admit(&loc, how)?;
-        let umask = c.umask(&self.status_fds).map_err(Reply::Err)?;
+        let umask = self.umasks.of(c.proc_pid).map_err(Reply::Err)?;
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         op(&loc).map_err(Reply::Err)
@@ -446,10 +457,11 @@ fn hung_up(listener: RawFd) -> bool {
 
 /// Complete the call `id` with `reply`.
 pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
-    let (val, error) = match reply {
+    let (val, error, flags) = match reply {
         Reply::Later => return,
-        Reply::Val(v) => (v, 0),
-        Reply::Err(e) => (0, -e),
+        Reply::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+        Reply::Val(v) => (v, 0, 0),
+        Reply::Err(e) => (0, -e, 0),
         Reply::Fd { fd, cloexec } => {
             let add = libc::seccomp_notif_addfd {
                 id,
@@ -465,14 +477,14 @@ pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
             if r >= 0 || last_errno() == libc::ENOENT {
                 return;
             }
-            (0, -last_errno())
+            (0, -last_errno(), 0)
         }
     };
     let mut resp = libc::seccomp_notif_resp {
         id,
         val,
         error,
-        flags: 0,
+        flags,
     };
     // SAFETY: resp is a valid seccomp_notif_resp; a dead caller (ENOENT) needs nothing.
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
