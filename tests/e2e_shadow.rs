@@ -897,16 +897,7 @@ fn launched_by_root_reads_no_more_than_a_user_would() {
         if cat $f 2>/dev/null; then echo \"READ $f\"; else echo \"unreadable $f\"; fi; done; \
         grep -c '^root:' /etc/passwd; ls /usr/bin/env; echo x > written && cat written";
     for who in BOTH {
-        let o = w
-            .command_with_setup(
-                who,
-                &w.workspace(who),
-                setup,
-                &[],
-                &["claude", "shell", script],
-            )
-            .output()
-            .unwrap();
+        let o = w.shell_with_setup(who, setup, script).output().unwrap();
         let out = stdout(&o);
         assert!(o.status.success(), "{who:?}: {}\n{out}", stderr(&o));
         for content in ["etc-secret", "var-secret", "opt-secret", "srv-secret"] {

@@ -351,13 +351,7 @@ fn the_guard_holds_where_only_the_hosts_proc_can_be_had() {
     for who in BOTH {
         guarded_workspace(&w, who);
         let o = w
-            .command_with_setup(
-                who,
-                &w.workspace(who),
-                REFUSE_FRESH_PROC,
-                &[],
-                &["claude", "shell", &script],
-            )
+            .shell_with_setup(who, REFUSE_FRESH_PROC, &script)
             .output()
             .unwrap();
         assert!(stdout(&o).contains("HOST-PROC"), "{who:?}: {}", stdout(&o));
@@ -864,13 +858,7 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
     for setup in ["", REFUSE_FRESH_PROC] {
         for who in BOTH {
             let o = w
-                .command_with_setup(
-                    who,
-                    &w.workspace(who),
-                    setup,
-                    &[],
-                    &["claude", "shell", ORDINARY],
-                )
+                .shell_with_setup(who, setup, ORDINARY)
                 .stdin(std::process::Stdio::null())
                 .output()
                 .unwrap();
@@ -979,13 +967,7 @@ fn the_callers_umask_holds_however_it_changes() {
     for setup in ["", REFUSE_FRESH_PROC] {
         for who in BOTH {
             let o = w
-                .command_with_setup(
-                    who,
-                    &w.workspace(who),
-                    setup,
-                    &[],
-                    &["claude", "shell", UMASKS],
-                )
+                .shell_with_setup(who, setup, UMASKS)
                 .stdin(std::process::Stdio::null())
                 .output()
                 .unwrap();

@@ -36,16 +36,7 @@ fn try_read(paths: &[&str]) -> String {
 }
 
 fn run_inside(w: &World, who: Who, setup: &str, script: &str) -> String {
-    let o = w
-        .command_with_setup(
-            who,
-            &w.workspace(who),
-            setup,
-            &[],
-            &["claude", "shell", script],
-        )
-        .output()
-        .unwrap();
+    let o = w.shell_with_setup(who, setup, script).output().unwrap();
     assert!(
         o.status.success(),
         "{who:?}: {}\n{}",

@@ -505,6 +505,13 @@ impl World {
         self.command_with_setup(who, cwd, "", env, argv)
     }
 
+    /// `claude shell SCRIPT` as `who` in its workspace, after the root shell
+    /// commands `setup` ([`World::command_with_setup`]).
+    pub(crate) fn shell_with_setup(&self, who: Who, setup: &str, script: &str) -> Command {
+        let argv = ["claude", "shell", script];
+        self.command_with_setup(who, &self.workspace(who), setup, &[], &argv)
+    }
+
     /// Like [`World::command_in`], with extra root shell commands run in the
     /// world's mount namespace before dropping to `who`.
     pub(crate) fn command_with_setup(
