@@ -157,6 +157,46 @@ fn signals_the_launcher_ignored_stay_ignored_in_the_real_binary() {
     }
 }
 
+/// A launcher with a low soft open-file limit (below the fds the launch
+/// numbers, ~200–250) still gets a session, and creations through the
+/// guard's supervisor work in it; a hard limit that low is refused in one
+/// line naming it, with nothing run.
+#[test]
+fn a_low_open_file_limit_is_made_room_for_or_named() {
+    if !require("low_nofile") {
+        return;
+    }
+    let w = World::with_probe("nofile");
+    let script = "ulimit -Sn; echo made > nofile-made && cat nofile-made && rm nofile-made";
+    for who in BOTH {
+        let o = w
+            .shell_with_setup(who, "ulimit -Sn 48", script)
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        let soft: u64 = out.lines().next().and_then(|l| l.parse().ok()).unwrap_or(0);
+        assert!(
+            o.status.success() && soft > 250 && out.contains("made"),
+            "{who:?}: {out}\n{}",
+            stderr(&o)
+        );
+        let o = w
+            .shell_with_setup(who, "ulimit -n 128", "echo RAN")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(125), "{who:?}: {err}");
+        assert!(!stdout(&o).contains("RAN"), "{who:?}");
+        assert!(
+            err.lines()
+                .filter(|l| l.contains("open-file limit (hard 128)"))
+                .count()
+                == 1,
+            "{who:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn exit_status_and_stdin_pass_through() {
     if !require("exit_status_and_stdin") {

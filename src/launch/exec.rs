@@ -165,9 +165,11 @@ fn spawn(
     let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
     let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
+    let nofile = nofile_room(&map)?;
     let premasked = pre.is_some();
     unsafe {
         cmd.pre_exec(move || {
+            set_nofile(nofile.as_ref())?;
             // Into the session's pids cgroup, under its RLIMIT_NPROC (issue
             // #24): everything the sandbox runs descends from here. First,
             // before any fd is moved over the cgroup's.
@@ -221,6 +223,57 @@ fn spawn(
 
 /// bubblewrap's command, started through the network runtime the sandbox
 /// was planned with, and the ends the shadow hands over to it.
+/// The open-file limit to spawn the sandbox with, where the caller's soft
+/// one leaves no room for the highest of the numbered fds in `map`: None
+/// when it does. bubblewrap, the shim and what runs inside inherit it.
+fn nofile_room(map: &[(RawFd, RawFd)]) -> anyhow::Result<Option<libc::rlimit>> {
+    let top = map.iter().map(|(_, n)| *n).max().unwrap_or(2);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(None);
+    }
+    let soft = nofile_soft(top, lim.rlim_cur, lim.rlim_max).map_err(setup)?;
+    Ok(soft.map(|rlim_cur| libc::rlimit {
+        rlim_cur,
+        rlim_max: lim.rlim_max,
+    }))
+}
+
+/// In the child before its fds are moved: room for the numbered fds (up
+/// to ~250), where the caller's soft open-file limit is lower.
+fn set_nofile(lim: Option<&libc::rlimit>) -> std::io::Result<()> {
+    match lim {
+        // SAFETY: setrlimit reads `lim`; async-signal-safe.
+        Some(lim) if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, lim) } != 0 => {
+            Err(std::io::Error::last_os_error())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The soft open-file limit a spawn needs to place fd number `top`, given
+/// the current `soft` and `hard` ones: None when `soft` already allows it;
+/// otherwise the usual default (1024), or the hard limit below that. The
+/// soft limit is no boundary (any process may raise it to the hard one),
+/// so raising it costs the sandbox nothing; a hard limit too low is the
+/// caller's to raise.
+fn nofile_soft(top: RawFd, soft: u64, hard: u64) -> Result<Option<u64>, String> {
+    let need = u64::try_from(top).unwrap_or(0) + 1;
+    if soft >= need {
+        return Ok(None);
+    }
+    if hard < need {
+        return Err(format!(
+            "the open-file limit (hard {hard}) leaves no room for the descriptors a launch numbers up to {top}; raise it (ulimit -Hn 1024, or the container's nofile limit) and launch again"
+        ));
+    }
+    Ok(Some(hard.min(1024).max(need)))
+}
+
 fn network_command(
     bwrap: &Path,
     sb: &Sandbox,
@@ -452,6 +505,20 @@ pub(super) fn recheck(b: &RwBind) -> anyhow::Result<OwnedFd> {
 mod tests {
     use super::*;
     use crate::sandbox::RwBind;
+
+    #[test]
+    fn a_low_open_file_limit_is_raised_to_room_for_the_numbered_fds() {
+        // Room already: untouched.
+        assert_eq!(nofile_soft(251, 1024, 4096), Ok(None));
+        assert_eq!(nofile_soft(251, 252, 252), Ok(None));
+        // Too low for fd 251: the usual default, or the hard limit below it.
+        assert_eq!(nofile_soft(251, 64, 1_048_576), Ok(Some(1024)));
+        assert_eq!(nofile_soft(251, 64, 300), Ok(Some(300)));
+        assert_eq!(nofile_soft(251, 64, 252), Ok(Some(252)));
+        // A hard limit that cannot hold it: a clear refusal naming it.
+        let e = nofile_soft(251, 64, 128).unwrap_err();
+        assert!(e.contains("hard 128") && e.contains("up to 251"), "{e}");
+    }
 
     #[test]
     fn a_data_pipe_holds_the_largest_file_a_launch_passes() {
