@@ -172,17 +172,13 @@ impl Umasks {
         if kept.len() >= KEPT {
             kept.clear();
         }
-        let file = |name: &str| {
-            let path = format!("/proc/{tid}/{name}");
-            openat(libc::AT_FDCWD, path.as_bytes(), libc::O_RDONLY, 0).ok()
-        };
         // Both opened before the read: the read then proves the task
         // `status` was opened on lived when `alive` was opened, so both
         // are that task's.
-        let Some(status) = file("status") else {
+        let Ok(status) = proc_file(tid, "status") else {
             return (0, 0);
         };
-        let alive = file("oom_score_adj");
+        let alive = proc_file(tid, "oom_score_adj").ok();
         let n = pread(&status, buf).unwrap_or(0);
         let serial = self.opened.fetch_add(1, SeqCst) + 1;
         let k = Kept {
@@ -201,9 +197,8 @@ impl Umasks {
 /// another one. Not readable otherwise (a thread that made itself not
 /// dumpable): not known done.
 fn done(tid: u32, nr: i64) -> bool {
-    let path = format!("/proc/{tid}/syscall");
     let gone = |e: Errno| matches!(e, libc::ENOENT | libc::ESRCH);
-    let fd = match openat(libc::AT_FDCWD, path.as_bytes(), libc::O_RDONLY, 0) {
+    let fd = match proc_file(tid, "syscall") {
         Ok(fd) => fd,
         Err(e) => return gone(e),
     };
@@ -226,6 +221,12 @@ fn in_another_call(text: &[u8], nr: i64) -> bool {
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
         .is_some_and(|n| n != nr)
+}
+
+/// Thread `tid`'s `/proc/TID/NAME`, opened for reading.
+fn proc_file(tid: u32, name: &str) -> Result<OwnedFd, Errno> {
+    let path = format!("/proc/{tid}/{name}");
+    openat(libc::AT_FDCWD, path.as_bytes(), libc::O_RDONLY, 0)
 }
 
 /// `fd` read into `buf` from offset 0: the bytes read (at least one).

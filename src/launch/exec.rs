@@ -221,8 +221,6 @@ fn spawn(
     )))
 }
 
-/// bubblewrap's command, started through the network runtime the sandbox
-/// was planned with, and the ends the shadow hands over to it.
 /// The open-file limit to spawn the sandbox with, where the caller's soft
 /// one leaves no room for the highest of the numbered fds in `map`: None
 /// when it does. bubblewrap, the shim and what runs inside inherit it.
@@ -274,6 +272,8 @@ fn nofile_soft(top: RawFd, soft: u64, hard: u64) -> Result<Option<u64>, String> 
     Ok(Some(hard.min(1024).max(need)))
 }
 
+/// bubblewrap's command, started through the network runtime the sandbox
+/// was planned with, and the ends the shadow hands over to it.
 fn network_command(
     bwrap: &Path,
     sb: &Sandbox,
