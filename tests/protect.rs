@@ -980,6 +980,113 @@ fn the_callers_umask_holds_however_it_changes() {
     }
 }
 
+/// A session's working directories, against the supervisor's memory of
+/// them (decision 0021): a process creating by relative paths while it
+/// changes directory (`chdir`, `fchdir`) between creations; a second
+/// process sharing its context (`clone(CLONE_FS)`) moving it while the
+/// first creates without pause, each move answered only once it returned;
+/// a thread with a context of its own moving and then `exec`ing into the
+/// main thread's number; a working directory renamed, then removed.
+const CWDS: &str = r#"
+mkdir cw && cd cw && mkdir -p a/sub b/sub && python3 - <<'PY'
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+top = os.getcwd()
+A, B = top + "/a", top + "/b"
+bad = []
+def made(name, where):
+    try:
+        os.close(os.open(name, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))
+    except OSError as e:
+        bad.append("%s: %s in %s" % (name, e, where)); return
+    if not os.path.exists(os.path.join(where, name)):
+        bad.append("%s not made in %s" % (name, where))
+# The same process, one directory after another, by both calls, by a
+# bare name and by a path of two components.
+fds = {A: os.open(A, os.O_RDONLY), B: os.open(B, os.O_RDONLY)}
+for i in range(200):
+    d = (A, B)[i % 2]
+    if i % 3: os.chdir(d)
+    else: os.fchdir(fds[d])
+    made("f%d" % i, d); made("sub/g%d" % i, d)
+# Another process sharing this one's context moves it while this one
+# creates without pause; once the move has returned (the pipe says so),
+# the next file must land where it moved to.
+CLONE_FS, SIGCHLD = 0x200, 17
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+os.set_blocking(r1, False)
+os.chdir(A); made("before", A)
+pid = libc.syscall(56, CLONE_FS | SIGCHLD, 0, 0, 0, 0)
+if pid == 0:
+    for i in range(300):
+        os.chdir((B, A)[i % 2]); os.write(w1, b"x"); os.read(r2, 1)
+    os._exit(0)
+for i in range(300):
+    while True:
+        os.close(os.open("busy", os.O_CREAT | os.O_WRONLY, 0o644))
+        try:
+            if os.read(r1, 1): break
+        except BlockingIOError: pass
+    made("shared%d" % i, (B, A)[i % 2]); os.write(w2, b"x")
+os.waitpid(pid, 0)
+# Renamed while it is the working directory: files land in it, under its
+# new name; removed: nothing is created, as the kernel says.
+os.mkdir(top + "/r"); os.chdir(top + "/r"); made("x", top + "/r")
+os.rename(top + "/r", top + "/r2"); made("y", top + "/r2")
+for n in os.listdir(top + "/r2"): os.unlink(top + "/r2/" + n)
+os.rmdir(top + "/r2")
+try:
+    os.close(os.open("z", os.O_CREAT | os.O_WRONLY, 0o644)); bad.append("z made in a removed directory")
+except FileNotFoundError: pass
+print("CWD-BAD", len(bad), bad[:5]) if bad else print("CWD-OK", flush=True)
+# A thread with a context of its own moves to B and, once the main thread
+# made two files in A (two threads then; the second would have had A
+# kept), execs: it takes the main thread's number, with its own working
+# directory.
+os.chdir(A)
+pid = os.fork()
+if pid == 0:
+    go, main_made = threading.Event(), threading.Event()
+    def thread():
+        if libc.unshare(CLONE_FS) != 0: os._exit(1)
+        os.chdir(B); go.set(); main_made.wait()
+        os.execv("/bin/sh", ["sh", "-c", "echo x > after-exec"])
+    threading.Thread(target=thread).start()
+    go.wait(); made("main", A); made("main2", A); main_made.set()
+    threading.Event().wait()
+os.waitpid(pid, 0)
+print("EXEC-IN", "B" if os.path.exists(B + "/after-exec") else "A" if os.path.exists(A + "/after-exec") else "none")
+PY
+"#;
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn the_callers_working_directory_holds_however_it_changes() {
+    if !require("guard_cwd") {
+        return;
+    }
+    let w = World::with_probe("guardcwd");
+    // With the sandbox's own /proc, and with only the host's (decision
+    // 0003), where the supervisor knows callers by the host's numbers.
+    for setup in ["", REFUSE_FRESH_PROC] {
+        for who in BOTH {
+            let o = w
+                .shell_with_setup(who, setup, CWDS)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let out = stdout(&o);
+            let err = stderr(&o);
+            assert!(out.contains("CWD-OK"), "{who:?} {setup:?}:\n{out}\n{err}");
+            assert!(
+                out.contains("EXEC-IN B"),
+                "{who:?} {setup:?}:\n{out}\n{err}"
+            );
+            let _ = w.run(who, &[], &["rm", "-rf", "cw"]);
+        }
+    }
+}
+
 /// Issue #22 item 2, as a hostile session would leave it for the next
 /// launch: `k/.git` naming a directory of the user's home (`gitdir:`), and
 /// the workspace repository's own `.git/commondir` naming another. Neither

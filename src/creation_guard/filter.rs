@@ -1,7 +1,7 @@
 //! The creation guard's seccomp filter: every syscall that gives a name to
 //! something in the file system, or takes a directory away, goes to the
-//! supervisor (`SECCOMP_RET_USER_NOTIF`), and so does `umask(2)` (noted
-//! and let through); Landlock and `openat2` are refused with ENOSYS; the
+//! supervisor (`SECCOMP_RET_USER_NOTIF`), and so do `umask(2)`, `chdir(2)`
+//! and `fchdir(2)` (noted and let through); Landlock and `openat2` are refused with ENOSYS; the
 //! rest is allowed. Built with seccomp's assembler
 //! and per-ABI dispatch, and loaded here with a listener.
 
@@ -36,9 +36,12 @@ pub(super) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
     ("renameat2",     [316,  316,  353, 276,  382]),
     ("rmdir",         [ 84,   84,   40,   N,   40]),
     ("unlinkat",      [263,  263,  301,  35,  328]),
-    // Not a creation: noted and let through (docs/decisions/0020), so the
-    // supervisor knows when a umask it remembered may have changed.
+    // Not creations: noted and let through (docs/decisions/0020, 0021),
+    // so the supervisor knows when a umask or working directory it
+    // remembered may have changed.
     ("umask",         [ 95,   95,   60, 166,   60]),
+    ("chdir",         [ 80,   80,   12,  49,   12]),
+    ("fchdir",        [ 81,   81,  133,  50,  133]),
     // Not creations: Landlock, refused as on a kernel without it (ENOSYS).
     // The supervisor performs creations outside a caller's Landlock
     // domain, so a domain would hold for everything but them; a tool told
@@ -221,6 +224,8 @@ mod tests {
                         "renameat2",
                         "rmdir",
                         "umask",
+                        "chdir",
+                        "fchdir",
                     ] {
                         if let Some(v) = run1(name, [0; 6]) {
                             assert_eq!(v, NOTIFY, "{abi:?} {name}");

@@ -21,10 +21,12 @@
 //! with `SECCOMP_IOCTL_NOTIF_ADDFD`). So what is checked is exactly what is
 //! done: a second thread that rewrites the path after the check changes
 //! nothing, and `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (which would let the
-//! kernel read the path again) is never used for a call with a path. The
-//! filter hands `umask(2)` over too: noted and let through (`CONTINUE`; it
-//! has no pointer argument), so the supervisor knows when a caller's umask
-//! it remembered may have changed (`umask.rs`, decision 0020).
+//! kernel read the path again) is never used for a call the guard decides
+//! on. The filter
+//! hands `umask(2)`, `chdir(2)` and `fchdir(2)` over too: noted and let
+//! through (`CONTINUE`; nothing is decided on their arguments), so the
+//! supervisor knows when a caller's umask or working directory it
+//! remembered may have changed (`fs_context.rs`, decisions 0020 and 0021).
 //!
 //! The supervisor lives inside the sandbox, so it has the caller's root,
 //! mounts, user namespace and credentials: performing a call for it grants
@@ -52,17 +54,18 @@
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
-//! (git directories by rule), `umask.rs` (the callers' umasks).
+//! (git directories by rule), `fs_context.rs` (the callers' umasks and
+//! working directories).
 
 mod calls;
 mod filter;
 mod fork;
+mod fs_context;
 mod gitrule;
 mod open;
 mod proc;
 mod resolve;
 mod serve;
 mod table;
-mod umask;
 
 pub(crate) use fork::guarded;

@@ -4,14 +4,14 @@
 //! their own process; an existing FIFO is opened in a thread of its own.
 
 use std::ffi::{CString, OsStr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use nix::libc;
 
 use super::gitrule::How;
 use super::proc::{read_path, Caller, ProcOwner};
-use super::resolve::{locate_from, openat, set_umask, Errno, Loc};
+use super::resolve::{dup, locate_from, openat, set_umask, Errno, Loc};
 use super::serve::{respond, Reply, Supervisor};
 
 /// The `open` flags that write (or truncate): such an open is the
@@ -253,7 +253,7 @@ fn create(
     flags: i32,
     mode: u32,
 ) -> Result<OwnedFd, Errno> {
-    let umask = sup.umasks.of(c.proc_pid)?;
+    let umask = sup.fs.umask(c.proc_pid)?;
     c.still_valid()?;
     set_umask(umask);
     openat(dir, name.as_bytes(), flags, mode)
@@ -272,13 +272,10 @@ fn open_fifo_apart(
     mode: u32,
     cloexec: bool,
 ) -> Reply {
-    // SAFETY: dup of a descriptor this process holds.
-    let own = unsafe { libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0) };
-    if own < 0 {
-        return Reply::Err(super::resolve::last_errno());
-    }
-    // SAFETY: the kernel just returned this descriptor.
-    let own = unsafe { OwnedFd::from_raw_fd(own) };
+    let own = match dup(dir) {
+        Ok(own) => own,
+        Err(e) => return Reply::Err(e),
+    };
     let (listener, id, name) = (c.listener, c.id, cname.clone());
     // It exists: opened without O_CREAT (gone meanwhile: ENOENT).
     let flags = flags & !libc::O_CREAT;

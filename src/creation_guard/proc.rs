@@ -8,7 +8,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::libc;
 
-use super::resolve::{locate_from, openat, split, Dir, Errno, Loc, Split};
+use super::fs_context::FsContexts;
+use super::resolve::{dup, locate_from, openat, split, Dir, Errno, Loc, Split};
 
 /// How the supervisor names a process of the sandbox in `/proc`: the same
 /// number with a fresh `/proc`; through a pidfd's fdinfo where the host's
@@ -102,16 +103,19 @@ fn read_cstr(addr: u64, mut read: impl FnMut(u64, &mut [u8]) -> usize) -> Result
 
 /// One notification's context: the caller (as the listener names it and as
 /// `/proc` does) and the paths it refers to.
-pub(super) struct Caller {
+pub(super) struct Caller<'a> {
     pub(super) pid: u32,
     pub(super) proc_pid: u32,
     /// The listener and the notification's id, to check the caller is
     /// still the one that made the call (its pid may have been reused).
     pub(super) listener: RawFd,
     pub(super) id: u64,
+    /// What the supervisor remembers of its callers' contexts (its working
+    /// directory among them), if anything.
+    pub(super) fs: Option<&'a FsContexts>,
 }
 
-impl Caller {
+impl Caller<'_> {
     /// After reading the caller's memory and `/proc` entries and before
     /// acting on them: the call is still pending, so the pid was not reused.
     pub(super) fn still_valid(&self) -> Result<(), Errno> {
@@ -184,6 +188,9 @@ impl Caller {
     /// kernel would for the caller: same root, same mounts, same credentials.
     pub(super) fn locate(&self, dirfd: i32, path: &[u8]) -> Result<Loc, Errno> {
         let path = self.translate(path);
+        if let Some(loc) = self.locate_in_kept_cwd(dirfd, &path) {
+            return loc;
+        }
         if let Some(loc) = self.locate_through_proc(dirfd, &path) {
             self.still_valid()?;
             return Ok(loc);
@@ -195,6 +202,34 @@ impl Caller {
             self.still_valid()?;
         }
         locate_from(start, &path)
+    }
+
+    /// A path relative to the caller's working directory, where the
+    /// supervisor keeps a descriptor of that directory it knows is still
+    /// the caller's (`fs_context.rs`, decision 0021): its directory opened
+    /// from there, as the kernel would for the caller, with the kernel's
+    /// answer when that fails. No check of the notification's id is
+    /// needed: the kept descriptor's task was found alive, so the pid was
+    /// not reused. None: not such a path, or nothing kept.
+    fn locate_in_kept_cwd(&self, dirfd: i32, path: &[u8]) -> Option<Result<Loc, Errno>> {
+        if dirfd != libc::AT_FDCWD || path.is_empty() || path.starts_with(b"/") {
+            return None;
+        }
+        let Split {
+            prefix,
+            name,
+            slash,
+        } = split(path)?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let opened = self.fs?.in_cwd(self.proc_pid, |cwd| match prefix {
+            Some(prefix) => openat(cwd, prefix, flags, 0),
+            None => dup(cwd),
+        })?;
+        Some(opened.map(|fd| Loc {
+            dir: Dir::new(fd),
+            name: name.to_vec(),
+            slash,
+        }))
     }
 
     /// A relative path of several components (what `tar`, `cp -r` and git
@@ -293,6 +328,7 @@ mod tests {
             proc_pid: 42,
             listener: -1,
             id: 0,
+            fs: None,
         };
         assert_eq!(c.translate(b"/proc/self/cwd/x"), b"/proc/42/cwd/x");
         assert_eq!(c.translate(b"/dev/stdout"), b"/proc/42/fd/1");
@@ -302,13 +338,14 @@ mod tests {
     }
 
     /// `cmd` started, and a caller of it (no listener behind it).
-    fn caller_of(mut cmd: std::process::Command) -> (std::process::Child, Caller) {
+    fn caller_of(mut cmd: std::process::Command) -> (std::process::Child, Caller<'static>) {
         let child = cmd.spawn().unwrap();
         let c = Caller {
             pid: child.id(),
             proc_pid: child.id(),
             listener: -1,
             id: 0,
+            fs: None,
         };
         (child, c)
     }

@@ -99,6 +99,18 @@ pub(super) fn openat(dir: RawFd, path: &[u8], flags: i32, mode: u32) -> Result<O
     }
 }
 
+/// A descriptor of our own for what `fd` holds.
+pub(super) fn dup(fd: RawFd) -> Result<OwnedFd, Errno> {
+    // SAFETY: dup of a descriptor this process holds.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        Err(last_errno())
+    } else {
+        // SAFETY: the kernel just returned this descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    }
+}
+
 /// Set this thread's umask to `mask` (each serving thread has its own
 /// `fs_struct`): a syscall only when it changes.
 pub(super) fn set_umask(mask: libc::mode_t) {

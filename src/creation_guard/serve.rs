@@ -11,11 +11,11 @@ use nix::libc;
 
 use super::calls::{decode, Call};
 use super::filter::{create_syscall, AT_REMOVEDIR};
+use super::fs_context::FsContexts;
 use super::gitrule::{GitRule, How, Verdict};
 use super::proc::{read_path, Caller, ProcView};
 use super::resolve::{check, cstr, last_errno, openat, set_umask, Errno, Loc};
 use super::table::Table;
-use super::umask::Umasks;
 
 /// What the caller gets back.
 pub(super) enum Reply {
@@ -27,8 +27,9 @@ pub(super) enum Reply {
     Err(Errno),
     /// Answered by another thread (an `open` that may wait long).
     Later,
-    /// Run by the kernel as asked: only `umask(2)`, which has no pointer
-    /// argument for a second thread to change after it was noted.
+    /// Run by the kernel as asked: only `umask(2)`, `chdir(2)` and
+    /// `fchdir(2)`, noted, nothing decided on their arguments
+    /// (docs/decisions/0020, 0021).
     Continue,
 }
 
@@ -39,8 +40,9 @@ pub(super) struct Supervisor {
     pub(super) git: GitRule,
     /// `/dev` (its device and inode), where `tty` is the caller's own.
     pub(super) dev_key: Option<(u64, u64)>,
-    /// Callers' umasks (read, or remembered while they hold).
-    pub(super) umasks: Umasks,
+    /// Callers' umasks and working directories (read, or remembered while
+    /// they hold).
+    pub(super) fs: FsContexts,
     /// The device of `/proc` (the sandbox has one procfs): a directory on
     /// it is known by its device, without a `statfs` per call.
     pub(super) proc_dev: Option<u64>,
@@ -53,7 +55,7 @@ impl Supervisor {
     pub(crate) fn new(table: Table) -> Supervisor {
         Supervisor {
             git: GitRule::new(table.workspace.clone()),
-            umasks: Umasks::default(),
+            fs: FsContexts::default(),
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
                 .map(|s| (s.st_dev, s.st_ino)),
@@ -120,12 +122,11 @@ impl Supervisor {
     }
 
     fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
-        self.umasks.seen(req.pid);
+        self.fs.seen(req.pid);
         let name = create_syscall(req.data.arch, req.data.nr as u32);
-        if name == Some("umask") {
+        if matches!(name, Some("umask" | "chdir" | "fchdir")) {
             let proc_pid = self.proc_view.pid(req.pid).ok();
-            self.umasks
-                .changing(req.pid, proc_pid, i64::from(req.data.nr));
+            self.fs.changing(req.pid, proc_pid, i64::from(req.data.nr));
             return Reply::Continue;
         }
         let Some(call) = name.and_then(|n| decode(n, req.data.args)) else {
@@ -138,6 +139,7 @@ impl Supervisor {
                     proc_pid: p,
                     listener,
                     id: req.id,
+                    fs: Some(&self.fs),
                 },
                 &call,
             ),
@@ -230,7 +232,7 @@ impl Supervisor {
             return Err(self.refuse(&loc));
         }
         let _held = self.admit(&loc, how)?;
-        let umask = self.umasks.of(c.proc_pid).map_err(Reply::Err)?;
+        let umask = self.fs.umask(c.proc_pid).map_err(Reply::Err)?;
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         op(&loc).map_err(Reply::Err)

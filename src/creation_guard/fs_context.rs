@@ -1,54 +1,63 @@
-//! The callers' umasks (docs/decisions/0020).
+//! The callers' file-system contexts: their umasks and working directories
+//! (docs/decisions/0020 and 0021).
 //!
 //! PROMISES. A creation performed for a caller is made under the umask the
 //! caller has when it makes the call, never a guessed one: read from its
 //! `/proc/TID/status`, or remembered from an earlier read that nothing can
 //! have changed since. Unreadable, the call fails (`EIO`): a guessed 022
-//! would leave what `umask 077` was meant to keep private readable.
+//! would leave what `umask 077` was meant to keep private readable. A path
+//! relative to the caller's working directory is resolved from that
+//! directory: opened through `/proc/TID/cwd`, or from a descriptor of it
+//! kept under the same rules as a remembered mask.
 //!
 //! Reading costs ~6 µs a creation (the kernel formats the whole status file
-//! to give one field), so a read is remembered, per thread, while all of
-//! these hold:
+//! to give one field), and the jump through `/proc/TID/cwd` ~2 µs, so a
+//! read is remembered, per thread, while all of these hold:
 //!
-//! - no `umask(2)` has been made anywhere in the session since it was read.
-//!   The guard's filter hands every `umask(2)` to the supervisor, which
-//!   notes it ([`Umasks::changing`]: everything remembered is void) and lets
-//!   the kernel run it (`CONTINUE`: it has no pointer argument, so nothing
-//!   can change between the note and the call). Until that call is known
-//!   done (its thread has made another call, or is seen in another one, or
-//!   is gone) nothing read is remembered: a read in between may still see
-//!   the old mask;
+//! - no call that changes a file-system context (`umask(2)`, `chdir(2)`,
+//!   `fchdir(2)`) has been made anywhere in the session since it was read.
+//!   The guard's filter hands every such call to the supervisor, which
+//!   notes it ([`FsContexts::changing`]: everything remembered is void) and
+//!   lets the kernel run it (`CONTINUE`: nothing is decided on its
+//!   arguments, so nothing can change between the note and the call that
+//!   matters). Until that call is known done (its thread has made another
+//!   call, or is seen in another one, or is gone) nothing read is
+//!   remembered: a read in between may still see the old context;
 //! - the thread is the same task: a descriptor of its `/proc/TID`, opened
 //!   before the read, still reads (a cheap file, `oom_score_adj`; it fails
 //!   once the task is gone, whoever has its number since);
 //! - its process had one thread when it was read. A thread that `exec`s
 //!   takes its process's number, and may have had a file-system context
-//!   (and umask) of its own; in a process that had one thread and no
-//!   `umask(2)` since, every thread's mask is the one read.
+//!   (umask, working directory) of its own; in a process that had one
+//!   thread and no such call since, every thread's context is the one read.
 //!
-//! Exports: [`Umasks`] (`changing`, `seen`, `of`).
+//! The sandbox leaves no other way to change a working directory: no
+//! capability for `chroot` or `pivot_root`, namespaces refused, io_uring
+//! refused (`crate::seccomp`).
+//!
+//! Exports: [`FsContexts`] (`changing`, `seen`, `umask`, `in_cwd`).
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use nix::libc;
 
 use super::resolve::{last_errno, openat, Errno};
 
-/// What the supervisor knows of its callers' umasks.
+/// What the supervisor knows of its callers' file-system contexts.
 #[derive(Default)]
-pub(super) struct Umasks {
+pub(super) struct FsContexts {
     /// Per caller thread (by its `/proc` number): its files, kept open.
     kept: RwLock<HashMap<u32, Kept>>,
     /// Numbers the kept entries (an entry replaced meanwhile is not the
     /// one a read came from).
     opened: AtomicU64,
-    /// How many `umask(2)` calls have been noted: a remembered mask is good
-    /// only in the epoch it was read in.
+    /// How many context-changing calls have been noted: what is remembered
+    /// is good only in the epoch it was read in.
     epoch: AtomicU64,
-    /// `umask(2)` calls let through and not yet known done.
+    /// Context-changing calls let through and not yet known done.
     pending: Mutex<Vec<Pending>>,
     /// `pending`'s length, read without the lock on every notification.
     pending_n: AtomicUsize,
@@ -66,30 +75,36 @@ struct Kept {
     /// The mask read and the epoch it was read in, where it may be
     /// remembered.
     known: Option<(libc::mode_t, u64)>,
+    /// Its working directory (`O_PATH`), opened through `/proc/TID/cwd`
+    /// in `known`'s epoch once a relative path asked for it: void with
+    /// `known`.
+    cwd: OnceLock<OwnedFd>,
 }
 
-/// A `umask(2)` let through: the caller as the listener names it and as
-/// `/proc` does (if that could be learnt), and the call's number as
-/// `/proc/TID/syscall` shows it.
+/// A context-changing call let through: the caller as the listener names
+/// it and as `/proc` does (if that could be learnt), and the call's number
+/// as `/proc/TID/syscall` shows it.
 struct Pending {
     pid: u32,
     proc_pid: Option<u32>,
     nr: i64,
 }
 
-/// How many threads' files are kept at most (two descriptors each; the
-/// supervisor's are bounded): past it the set starts again.
+/// How many threads' files are kept at most (up to three descriptors
+/// each; the supervisor's are bounded): past it, or past what the
+/// open-file limit leaves ([`kept_max`]), the set starts again.
 const KEPT: usize = 128;
 
-/// How many pending calls [`Umasks::settled`] looks at; past it nothing is
+/// How many pending calls [`FsContexts::settled`] looks at; past it nothing is
 /// remembered until they are seen done (a session cannot make every
 /// creation pay for looking at thousands).
 const PENDING_LOOKED_AT: usize = 8;
 
-impl Umasks {
-    /// A `umask(2)` from `pid` (`proc_pid` in `/proc`, if known), about to
-    /// be let through: what was remembered is void, and nothing read is
-    /// remembered until the call is known done.
+impl FsContexts {
+    /// A `umask(2)`, `chdir(2)` or `fchdir(2)` from `pid` (`proc_pid` in
+    /// `/proc`, if known), numbered `nr`, about to be let through: what was
+    /// remembered is void, and nothing read is remembered until the call is
+    /// known done.
     pub(super) fn changing(&self, pid: u32, proc_pid: Option<u32>, nr: i64) {
         self.seen(pid);
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -98,8 +113,8 @@ impl Umasks {
         self.epoch.fetch_add(1, SeqCst);
     }
 
-    /// A notification from `pid`: a `umask(2)` it made before is done (a
-    /// thread makes one call at a time).
+    /// A notification from `pid`: a context-changing call it made before
+    /// is done (a thread makes one call at a time).
     pub(super) fn seen(&self, pid: u32) {
         if self.pending_n.load(SeqCst) == 0 {
             return;
@@ -110,7 +125,7 @@ impl Umasks {
     }
 
     /// The umask of the caller thread `tid` (its `/proc` number).
-    pub(super) fn of(&self, tid: u32) -> Result<libc::mode_t, Errno> {
+    pub(super) fn umask(&self, tid: u32) -> Result<libc::mode_t, Errno> {
         if let Some(mask) = self.remembered(tid) {
             return Ok(mask);
         }
@@ -124,9 +139,45 @@ impl Umasks {
             let mut kept = self.kept.write().unwrap_or_else(|e| e.into_inner());
             if let Some(k) = kept.get_mut(&tid).filter(|k| k.serial == serial) {
                 k.known = Some((mask, epoch));
+                k.cwd = OnceLock::new();
             }
         }
         Ok(mask)
+    }
+
+    /// `f` given a descriptor of the caller thread `tid`'s working
+    /// directory, where its context is remembered (None otherwise: the
+    /// caller resolves through `/proc` instead). Opened the first time it
+    /// is asked for in the epoch its mask was read in; the task checked
+    /// the same after the opening and at every use.
+    pub(super) fn in_cwd<R>(&self, tid: u32, f: impl FnOnce(RawFd) -> R) -> Option<R> {
+        let kept = self.kept.read().ok()?;
+        let k = kept.get(&tid)?;
+        let (_, epoch) = k.known?;
+        if epoch != self.epoch.load(SeqCst) {
+            return None;
+        }
+        let cwd = match k.cwd.get() {
+            Some(fd) => fd,
+            None => {
+                let path = format!("/proc/{tid}/cwd");
+                let fd = openat(
+                    libc::AT_FDCWD,
+                    path.as_bytes(),
+                    libc::O_PATH | libc::O_DIRECTORY,
+                    0,
+                )
+                .ok()?;
+                // A change noted while it was opened: not this epoch's.
+                if epoch != self.epoch.load(SeqCst) {
+                    return None;
+                }
+                k.cwd.get_or_init(|| fd)
+            }
+        };
+        let mut b = [0u8; 16];
+        pread(k.alive.as_ref()?, &mut b).ok()?;
+        Some(f(cwd.as_raw_fd()))
     }
 
     /// The mask remembered for `tid`, if it still holds.
@@ -142,7 +193,7 @@ impl Umasks {
         Some(mask)
     }
 
-    /// Whether every `umask(2)` let through is known done; those seen done
+    /// Whether every context-changing call let through is known done; those seen done
     /// (their thread in another call, not in any, or gone) are dropped.
     fn settled(&self) -> bool {
         if self.pending_n.load(SeqCst) == 0 {
@@ -169,7 +220,7 @@ impl Umasks {
         }
         let mut kept = self.kept.write().unwrap_or_else(|e| e.into_inner());
         kept.remove(&tid);
-        if kept.len() >= KEPT {
+        if kept.len() >= kept_max() {
             kept.clear();
         }
         // Both opened before the read: the read then proves the task
@@ -186,13 +237,31 @@ impl Umasks {
             status,
             alive,
             known: None,
+            cwd: OnceLock::new(),
         };
         kept.insert(tid, k);
         (n, serial)
     }
 }
 
-/// Whether a pending `umask(2)` numbered `nr` of thread `tid` is done:
+/// How many threads' files may be kept: [`KEPT`], or fewer where the
+/// open-file limit would leave the supervisor too few for its own work (a
+/// quarter of the soft limit, three descriptors a thread).
+fn kept_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 1024,
+            rlim_max: 1024,
+        };
+        // SAFETY: getrlimit fills `lim` (left as set if it fails).
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        let room = usize::try_from(lim.rlim_cur / 4 / 3).unwrap_or(KEPT);
+        room.clamp(1, KEPT)
+    })
+}
+
+/// Whether a pending call numbered `nr` of thread `tid` is done:
 /// the thread is gone, or `/proc/TID/syscall` shows it in no call or in
 /// another one. Not readable otherwise (a thread that made itself not
 /// dumpable): not known done.
@@ -262,15 +331,22 @@ fn one_thread(status: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
 
     /// A `sleep` with a umask of its own (this process's is shared by every
     /// test thread: not ours to change): its thread's number and the
     /// number of the call it sleeps in, as `/proc/TID/syscall` shows it
     /// (the machine's own `sleep`, also where these tests run under qemu).
     fn sleeper(mask: libc::mode_t) -> (std::process::Child, u32, i64) {
+        sleeper_in(mask, Path::new("/"))
+    }
+
+    /// The same, working in `dir`.
+    fn sleeper_in(mask: libc::mode_t, dir: &Path) -> (std::process::Child, u32, i64) {
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new("sleep");
-        cmd.arg("20");
+        cmd.arg("20").current_dir(dir);
         // SAFETY: umask is async-signal-safe and sets the child's alone.
         unsafe {
             cmd.pre_exec(move || {
@@ -298,56 +374,83 @@ mod tests {
     #[test]
     fn the_umask_is_read_never_guessed() {
         let (mut child, tid, _) = sleeper(0o027);
-        let u = Umasks::default();
-        let read = u.of(tid);
+        let u = FsContexts::default();
+        let read = u.umask(tid);
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(read, Ok(0o027));
         // A thread that is not there (pids stop below 2^22): no guess.
-        assert_eq!(u.of(1 << 23), Err(libc::EIO));
+        assert_eq!(u.umask(1 << 23), Err(libc::EIO));
     }
 
     #[test]
     fn a_mask_is_remembered_only_while_nothing_can_have_changed_it() {
         let (mut child, tid, nr) = sleeper(0o027);
-        let u = Umasks::default();
-        assert_eq!(u.of(tid), Ok(0o027));
+        let u = FsContexts::default();
+        assert_eq!(u.umask(tid), Ok(0o027));
         assert_eq!(u.remembered(tid), Some(0o027));
         // A umask(2) anywhere, let through: forgotten, read again, and
         // remembered again once the call is seen done (`sleep` is in
         // another call).
         u.changing(1, Some(tid), nr + 1);
         assert_eq!(u.remembered(tid), None);
-        assert_eq!(u.of(tid), Ok(0o027));
+        assert_eq!(u.umask(tid), Ok(0o027));
         assert_eq!(u.remembered(tid), Some(0o027));
         // A call not known done: read, never remembered, until the thread
         // that made it is seen in another.
         u.changing(2, None, 95);
-        assert_eq!(u.of(tid), Ok(0o027));
+        assert_eq!(u.umask(tid), Ok(0o027));
         assert_eq!(u.remembered(tid), None);
         u.seen(2);
-        assert_eq!(u.of(tid), Ok(0o027));
+        assert_eq!(u.umask(tid), Ok(0o027));
         assert_eq!(u.remembered(tid), Some(0o027));
         // A thread still in the call it made (`sleep`'s, by its number).
         u.changing(3, Some(tid), nr);
-        assert_eq!(u.of(tid), Ok(0o027));
+        assert_eq!(u.umask(tid), Ok(0o027));
         assert_eq!(u.remembered(tid), None);
         u.seen(3);
         // Gone: nothing remembered holds, and nothing is guessed.
-        assert_eq!(u.of(tid), Ok(0o027));
+        assert_eq!(u.umask(tid), Ok(0o027));
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(u.remembered(tid), None);
-        assert_eq!(u.of(tid), Err(libc::EIO));
+        assert_eq!(u.umask(tid), Err(libc::EIO));
     }
 
     #[test]
     fn a_process_of_several_threads_is_read_every_time() {
         // This test process runs the harness's threads besides this one.
         let me = u32::try_from(nix::unistd::gettid().as_raw()).unwrap();
-        let u = Umasks::default();
-        assert!(u.of(me).is_ok());
+        let u = FsContexts::default();
+        assert!(u.umask(me).is_ok());
         assert_eq!(u.remembered(me), None);
+        assert_eq!(u.in_cwd(me, |_| ()), None);
+    }
+
+    #[test]
+    fn a_working_directory_is_kept_only_while_the_context_is_remembered() {
+        let dir = std::env::temp_dir().join(format!("csb-fsctx-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        let (mut child, tid, nr) = sleeper_in(0o022, &dir);
+        let u = FsContexts::default();
+        let cwd = |u: &FsContexts| u.in_cwd(tid, super::super::resolve::fd_path);
+        // Nothing read yet: nothing kept.
+        assert_eq!(cwd(&u), None);
+        assert_eq!(u.umask(tid), Ok(0o022));
+        let want = Some(Some(dir.as_os_str().as_bytes().to_vec()));
+        assert_eq!(cwd(&u), want);
+        // A change noted anywhere (a `chdir` let through): void until the
+        // context is read again, the directory opened again then.
+        u.changing(1, Some(tid), nr + 1);
+        assert_eq!(cwd(&u), None);
+        assert_eq!(u.umask(tid), Ok(0o022));
+        assert_eq!(cwd(&u), want);
+        // Gone: nothing kept holds.
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(cwd(&u), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
