@@ -81,6 +81,16 @@ struct Kept {
     cwd: OnceLock<OwnedFd>,
 }
 
+impl Kept {
+    /// Whether the task its files were opened on still lives.
+    fn alive(&self) -> bool {
+        let mut b = [0u8; 16];
+        self.alive
+            .as_ref()
+            .is_some_and(|fd| pread(fd, &mut b).is_ok())
+    }
+}
+
 /// A context-changing call let through: the caller as the listener names
 /// it and as `/proc` does (if that could be learnt), and the call's number
 /// as `/proc/TID/syscall` shows it.
@@ -152,22 +162,13 @@ impl FsContexts {
     /// the same after the opening and at every use.
     pub(super) fn in_cwd<R>(&self, tid: u32, f: impl FnOnce(RawFd) -> R) -> Option<R> {
         let kept = self.kept.read().ok()?;
-        let k = kept.get(&tid)?;
-        let (_, epoch) = k.known?;
-        if epoch != self.epoch.load(SeqCst) {
-            return None;
-        }
+        let (k, epoch) = self.current(&kept, tid)?;
         let cwd = match k.cwd.get() {
             Some(fd) => fd,
             None => {
                 let path = format!("/proc/{tid}/cwd");
-                let fd = openat(
-                    libc::AT_FDCWD,
-                    path.as_bytes(),
-                    libc::O_PATH | libc::O_DIRECTORY,
-                    0,
-                )
-                .ok()?;
+                let flags = libc::O_PATH | libc::O_DIRECTORY;
+                let fd = openat(libc::AT_FDCWD, path.as_bytes(), flags, 0).ok()?;
                 // A change noted while it was opened: not this epoch's.
                 if epoch != self.epoch.load(SeqCst) {
                     return None;
@@ -175,26 +176,27 @@ impl FsContexts {
                 k.cwd.get_or_init(|| fd)
             }
         };
-        let mut b = [0u8; 16];
-        pread(k.alive.as_ref()?, &mut b).ok()?;
-        Some(f(cwd.as_raw_fd()))
+        k.alive().then(|| f(cwd.as_raw_fd()))
     }
 
     /// The mask remembered for `tid`, if it still holds.
     fn remembered(&self, tid: u32) -> Option<libc::mode_t> {
         let kept = self.kept.read().ok()?;
-        let k = kept.get(&tid)?;
-        let (mask, epoch) = k.known?;
-        if epoch != self.epoch.load(SeqCst) {
-            return None;
-        }
-        let mut b = [0u8; 16];
-        pread(k.alive.as_ref()?, &mut b).ok()?;
-        Some(mask)
+        let (k, _) = self.current(&kept, tid)?;
+        k.alive().then_some(k.known?.0)
     }
 
-    /// Whether every context-changing call let through is known done; those seen done
-    /// (their thread in another call, not in any, or gone) are dropped.
+    /// `tid`'s entry in `kept` and its epoch, if what it remembers is of
+    /// this epoch (whether its task still lives is the caller's to ask).
+    fn current<'k>(&self, kept: &'k HashMap<u32, Kept>, tid: u32) -> Option<(&'k Kept, u64)> {
+        let k = kept.get(&tid)?;
+        let (_, epoch) = k.known?;
+        (epoch == self.epoch.load(SeqCst)).then_some((k, epoch))
+    }
+
+    /// Whether every context-changing call let through is known done;
+    /// those seen done (their thread in another call, not in any, or gone)
+    /// are dropped.
     fn settled(&self) -> bool {
         if self.pending_n.load(SeqCst) == 0 {
             return true;
