@@ -962,20 +962,30 @@ fn the_callers_umask_holds_however_it_changes() {
         return;
     }
     let w = World::with_probe("guardumask");
-    // With the sandbox's own /proc, and with only the host's (decision
-    // 0003), where the supervisor knows callers by the host's numbers.
+    in_both_procs(&w, UMASKS, &["UMASK-OK", "EXEC 600"], "um");
+}
+
+/// `script` in a session of each user, with the sandbox's own /proc and
+/// with only the host's (decision 0003), where the supervisor knows
+/// callers by the host's numbers: every run's output holds each of `want`;
+/// `made` is removed from the workspace after each.
+#[cfg(target_arch = "x86_64")]
+fn in_both_procs(w: &World, script: &str, want: &[&str], made: &str) {
     for setup in ["", REFUSE_FRESH_PROC] {
         for who in BOTH {
             let o = w
-                .shell_with_setup(who, setup, UMASKS)
+                .shell_with_setup(who, setup, script)
                 .stdin(std::process::Stdio::null())
                 .output()
                 .unwrap();
-            let out = stdout(&o);
-            let err = stderr(&o);
-            assert!(out.contains("UMASK-OK"), "{who:?} {setup:?}:\n{out}\n{err}");
-            assert!(out.contains("EXEC 600"), "{who:?} {setup:?}:\n{out}\n{err}");
-            let _ = w.run(who, &[], &["rm", "-rf", "um"]);
+            let (out, err) = (stdout(&o), stderr(&o));
+            for line in want {
+                assert!(
+                    out.contains(line),
+                    "{who:?} {setup:?}: {line}:\n{out}\n{err}"
+                );
+            }
+            let _ = w.run(who, &[], &["rm", "-rf", made]);
         }
     }
 }
@@ -1066,25 +1076,7 @@ fn the_callers_working_directory_holds_however_it_changes() {
         return;
     }
     let w = World::with_probe("guardcwd");
-    // With the sandbox's own /proc, and with only the host's (decision
-    // 0003), where the supervisor knows callers by the host's numbers.
-    for setup in ["", REFUSE_FRESH_PROC] {
-        for who in BOTH {
-            let o = w
-                .shell_with_setup(who, setup, CWDS)
-                .stdin(std::process::Stdio::null())
-                .output()
-                .unwrap();
-            let out = stdout(&o);
-            let err = stderr(&o);
-            assert!(out.contains("CWD-OK"), "{who:?} {setup:?}:\n{out}\n{err}");
-            assert!(
-                out.contains("EXEC-IN B"),
-                "{who:?} {setup:?}:\n{out}\n{err}"
-            );
-            let _ = w.run(who, &[], &["rm", "-rf", "cw"]);
-        }
-    }
+    in_both_procs(&w, CWDS, &["CWD-OK", "EXEC-IN B"], "cw");
 }
 
 /// Issue #22 item 2, as a hostile session would leave it for the next
