@@ -1,9 +1,9 @@
 //! The creation guard's seccomp filter: every syscall that gives a name to
 //! something in the file system, or takes a directory away, goes to the
-//! supervisor (`SECCOMP_RET_USER_NOTIF`), and so do `umask(2)`, `chdir(2)`
-//! and `fchdir(2)` (noted and let through); Landlock and `openat2` are refused with ENOSYS; the
-//! rest is allowed. Built with seccomp's assembler
-//! and per-ABI dispatch, and loaded here with a listener.
+//! supervisor (`SECCOMP_RET_USER_NOTIF`), and so do the calls of [`NOTED`]
+//! (noted and let through); Landlock and `openat2` are refused with ENOSYS;
+//! the rest is allowed. Built with seccomp's assembler and per-ABI
+//! dispatch, and loaded here with a listener.
 
 use nix::libc;
 
@@ -50,6 +50,11 @@ pub(super) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
     ("landlock_add_rule",       [445, 445, 445, 445, 445]),
     ("landlock_restrict_self",  [446, 446, 446, 446, 446]),
 ];
+
+/// The calls of [`CREATE_SYSCALLS`] that create nothing: the supervisor
+/// notes each (a umask or working directory it remembered may change) and
+/// lets the kernel run it as asked (docs/decisions/0020, 0021).
+pub(super) const NOTED: &[&str] = &["umask", "chdir", "fchdir"];
 
 /// `O_CREAT` (the same on every ABI here).
 const O_CREAT: u32 = 0o100;

@@ -166,9 +166,7 @@ impl FsContexts {
         let cwd = match k.cwd.get() {
             Some(fd) => fd,
             None => {
-                let path = format!("/proc/{tid}/cwd");
-                let flags = libc::O_PATH | libc::O_DIRECTORY;
-                let fd = openat(libc::AT_FDCWD, path.as_bytes(), flags, 0).ok()?;
+                let fd = proc_file(tid, "cwd", libc::O_PATH | libc::O_DIRECTORY).ok()?;
                 // A change noted while it was opened: not this epoch's.
                 if epoch != self.epoch.load(SeqCst) {
                     return None;
@@ -228,10 +226,10 @@ impl FsContexts {
         // Both opened before the read: the read then proves the task
         // `status` was opened on lived when `alive` was opened, so both
         // are that task's.
-        let Ok(status) = proc_file(tid, "status") else {
+        let Ok(status) = proc_file(tid, "status", libc::O_RDONLY) else {
             return (0, 0);
         };
-        let alive = proc_file(tid, "oom_score_adj").ok();
+        let alive = proc_file(tid, "oom_score_adj", libc::O_RDONLY).ok();
         let n = pread(&status, buf).unwrap_or(0);
         let serial = self.opened.fetch_add(1, SeqCst) + 1;
         let k = Kept {
@@ -269,7 +267,7 @@ fn kept_max() -> usize {
 /// dumpable): not known done.
 fn done(tid: u32, nr: i64) -> bool {
     let gone = |e: Errno| matches!(e, libc::ENOENT | libc::ESRCH);
-    let fd = match proc_file(tid, "syscall") {
+    let fd = match proc_file(tid, "syscall", libc::O_RDONLY) {
         Ok(fd) => fd,
         Err(e) => return gone(e),
     };
@@ -294,10 +292,10 @@ fn in_another_call(text: &[u8], nr: i64) -> bool {
         .is_some_and(|n| n != nr)
 }
 
-/// Thread `tid`'s `/proc/TID/NAME`, opened for reading.
-fn proc_file(tid: u32, name: &str) -> Result<OwnedFd, Errno> {
+/// Thread `tid`'s `/proc/TID/NAME`, opened with `flags`.
+fn proc_file(tid: u32, name: &str, flags: i32) -> Result<OwnedFd, Errno> {
     let path = format!("/proc/{tid}/{name}");
-    openat(libc::AT_FDCWD, path.as_bytes(), libc::O_RDONLY, 0)
+    openat(libc::AT_FDCWD, path.as_bytes(), flags, 0)
 }
 
 /// `fd` read into `buf` from offset 0: the bytes read (at least one).

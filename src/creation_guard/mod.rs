@@ -22,11 +22,11 @@
 //! done: a second thread that rewrites the path after the check changes
 //! nothing, and `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (which would let the
 //! kernel read the path again) is never used for a call the guard decides
-//! on. The filter
-//! hands `umask(2)`, `chdir(2)` and `fchdir(2)` over too: noted and let
-//! through (`CONTINUE`; nothing is decided on their arguments), so the
-//! supervisor knows when a caller's umask or working directory it
-//! remembered may have changed (`fs_context.rs`, decisions 0020 and 0021).
+//! on. The filter hands `umask(2)`, `chdir(2)` and `fchdir(2)` over too:
+//! noted and let through (`CONTINUE`; nothing is decided on their
+//! arguments), so the supervisor knows when a caller's umask or working
+//! directory it remembered may have changed (`fs_context.rs`, decisions
+//! 0020 and 0021).
 //!
 //! The supervisor lives inside the sandbox, so it has the caller's root,
 //! mounts, user namespace and credentials: performing a call for it grants

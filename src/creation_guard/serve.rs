@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use nix::libc;
 
 use super::calls::{decode, Call};
-use super::filter::{create_syscall, AT_REMOVEDIR};
+use super::filter::{create_syscall, AT_REMOVEDIR, NOTED};
 use super::fs_context::FsContexts;
 use super::gitrule::{GitRule, How, Verdict};
 use super::proc::{read_path, Caller, ProcView};
@@ -27,9 +27,8 @@ pub(super) enum Reply {
     Err(Errno),
     /// Answered by another thread (an `open` that may wait long).
     Later,
-    /// Run by the kernel as asked: only `umask(2)`, `chdir(2)` and
-    /// `fchdir(2)`, noted, nothing decided on their arguments
-    /// (docs/decisions/0020, 0021).
+    /// Run by the kernel as asked: only the calls the supervisor notes
+    /// (`filter::NOTED`), nothing decided on their arguments.
     Continue,
 }
 
@@ -124,7 +123,7 @@ impl Supervisor {
     fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
         self.fs.seen(req.pid);
         let name = create_syscall(req.data.arch, req.data.nr as u32);
-        if matches!(name, Some("umask" | "chdir" | "fchdir")) {
+        if name.is_some_and(|n| NOTED.contains(&n)) {
             let proc_pid = self.proc_view.pid(req.pid).ok();
             self.fs.changing(req.pid, proc_pid, i64::from(req.data.nr));
             return Reply::Continue;
