@@ -48,6 +48,21 @@ t new-attributes 'echo "* filter=x" > new/.git/info/attributes'
 t new-alternates 'echo /tmp > new/.git/objects/info/alternates'
 t new-commondir 'echo ../../evil > new/.git/commondir'
 t new-config-worktree 'fsm new-wt > new/.git/config.worktree'
+# O_CREAT|O_EXCL (`set -C`) by a process whose context the supervisor
+# remembers after a few creations (decision 0022), in a repository of its
+# own: through a symlink to hooks/, by an absolute path through it, by a
+# bare name in hooks/, and by a bare name from a descriptor of hooks/.
+git init -q -b main ex || echo NO-INIT
+ln -s ex/.git/hooks hk
+t ex-excl-symlink '(set -C; : > w1; : > w2; : > w3; hook ex-excl-symlink > hk/pre-commit && chmod +x hk/pre-commit)'
+t ex-excl-abs '(set -C; : > w4; : > w5; : > w6; hook ex-excl-abs > "$M/hk/commit-msg" && chmod +x "$M/hk/commit-msg")'
+t ex-excl-bare '(cd ex/.git/hooks && set -C && : > 1.sample && : > 2.sample && : > 3.sample && : > 4.sample && hook ex-excl-bare > post-checkout && chmod +x post-checkout)'
+t ex-excl-dirfd 'hook ex-excl-dirfd | python3 -c "
+import os, sys
+for i in range(4): os.close(os.open(\"w-d%d\" % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+d = os.open(\"ex/.git/hooks\", os.O_RDONLY)
+f = os.open(\"post-commit\", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755, dir_fd=d)
+os.write(f, sys.stdin.buffer.read())"'
 fsm planted > planted-config
 mkdir -p a/b/c/d/e .tools node_modules/x
 for d in a/b/c/d/e/deep .tools/tool node_modules/x/dep; do
@@ -80,7 +95,7 @@ echo END
 
 /// What host git does in each repository the session touched.
 const HOST_GIT: &str = r#"
-for r in . new a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
+for r in . new ex a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
   [ -d "$r" ] || continue
   git -C "$r" status >/dev/null 2>&1
   git -C "$r" -c user.name=t -c user.email=t@t commit -q --allow-empty -m host >/dev/null 2>&1
@@ -139,7 +154,7 @@ fn planted_git_commands_never_run_on_the_host() {
             ["PLANTED old-hook-sample-write"],
             "{who:?}: planted:\n{out}"
         );
-        assert_eq!(out.matches("refused ").count(), 30, "{who:?}:\n{out}");
+        assert_eq!(out.matches("refused ").count(), 34, "{who:?}:\n{out}");
         assert!(
             ran(&during).is_empty(),
             "{who:?}: ran during the session: {during}"
@@ -168,7 +183,8 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
         let (out, during, _) = hostile_session(&w, who, &env);
         let ran = ran(&during);
         // Deep, hidden, under node_modules, through the workspace's own
-        // commondir, and in a repository past the launch walk's reach.
+        // commondir, in a repository past the launch walk's reach, and by
+        // `O_EXCL` creations the supervisor makes in one call.
         for marker in [
             "RAN-deep-mv",
             "RAN-tool-mv",
@@ -176,6 +192,10 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
             "RAN-evil",
             "RAN-old-append",
             "RAN-old-hook",
+            "RAN-ex-excl-symlink",
+            "RAN-ex-excl-abs",
+            "RAN-ex-excl-bare",
+            "RAN-ex-excl-dirfd",
         ] {
             assert!(
                 ran.contains(&marker),

@@ -197,6 +197,11 @@ t via-dotdot 'mkdir -p deep/er && echo x > deep/er/../../.envrc'
 t via-proc-self 'echo x > /proc/self/cwd/.envrc'
 t via-dev-fd 'exec 3<. && echo x > /dev/fd/3/.envrc'
 t via-absolute "echo x > $PWD/.envrc"
+# O_CREAT|O_EXCL (`set -C`) once the supervisor remembers the process's
+# context (decision 0022): by a bare name, an absolute path, two components.
+t envrc-excl 'set -C; : > x1; : > x2; : > x3; echo x > .envrc'
+t envrc-excl-abs "set -C; : > x4; : > x5; : > x6; echo x > $PWD/.envrc"
+t nested-envrc-excl 'set -C; : > x7; : > x8; : > x9; echo x > sub/.envrc'
 t mknod 'python3 -c "import os; os.mknod(\".envrc\")"'
 t rename-repo-away 'mv sub sub2'
 t openat2 'python3 -c "
@@ -280,7 +285,7 @@ fn assert_creations_refused(w: &World, who: Who, o: &std::process::Output) {
         !out.contains("MADE"),
         "{who:?}: a protected path was created:\n{out}"
     );
-    assert_eq!(out.matches("refused ").count(), 23, "{who:?}:\n{out}");
+    assert_eq!(out.matches("refused ").count(), 26, "{who:?}:\n{out}");
     // The cwd race met both directories: refused in one, made in the other.
     assert!(out.contains("CWD-RACE both"), "{who:?}:\n{out}");
     assert!(

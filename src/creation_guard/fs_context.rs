@@ -35,7 +35,8 @@
 //! capability for `chroot` or `pivot_root`, namespaces refused, io_uring
 //! refused (`crate::seccomp`).
 //!
-//! Exports: [`FsContexts`] (`changing`, `seen`, `umask`, `in_cwd`).
+//! Exports: [`FsContexts`] (`changing`, `seen`, `umask`, `in_cwd`,
+//! `in_context`, `serial`).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -163,18 +164,59 @@ impl FsContexts {
     pub(super) fn in_cwd<R>(&self, tid: u32, f: impl FnOnce(RawFd) -> R) -> Option<R> {
         let kept = self.kept.read().ok()?;
         let (k, epoch) = self.current(&kept, tid)?;
-        let cwd = match k.cwd.get() {
-            Some(fd) => fd,
-            None => {
-                let fd = proc_file(tid, "cwd", libc::O_PATH | libc::O_DIRECTORY).ok()?;
-                // A change noted while it was opened: not this epoch's.
-                if epoch != self.epoch.load(SeqCst) {
-                    return None;
-                }
-                k.cwd.get_or_init(|| fd)
-            }
-        };
+        let cwd = self.cwd_of(k, tid, epoch)?;
         k.alive().then(|| f(cwd.as_raw_fd()))
+    }
+
+    /// How many entries have been kept so far: taken before a notification
+    /// is received, it tells the entries made before the call was (see
+    /// [`FsContexts::in_context`]).
+    pub(super) fn serial(&self) -> u64 {
+        self.opened.load(SeqCst)
+    }
+
+    /// `f` given the caller thread `tid`'s remembered umask, if `cwd` is
+    /// asked for a descriptor of its working directory (as
+    /// [`FsContexts::in_cwd`]), and whether the task is known to be the
+    /// caller, with one look at whether it lives. It is where its entry was
+    /// kept up to `serial_before` (this supervisor's [`FsContexts::serial`]
+    /// before the notification was received): alive now, its task was
+    /// alive when the caller's notification was received, so it *is* the
+    /// caller (two live tasks never share a number); asked after the
+    /// caller's memory was read, that look also proves the memory read was
+    /// the caller's. Otherwise (an entry kept by another thread since) the
+    /// notification's id must still be checked. None where nothing holds.
+    pub(super) fn in_context<R>(
+        &self,
+        tid: u32,
+        serial_before: u64,
+        cwd: bool,
+        f: impl FnOnce(libc::mode_t, Option<RawFd>, bool) -> R,
+    ) -> Option<R> {
+        let kept = self.kept.read().ok()?;
+        let (k, epoch) = self.current(&kept, tid)?;
+        let (mask, _) = k.known?;
+        let dir = if cwd {
+            Some(self.cwd_of(k, tid, epoch)?.as_raw_fd())
+        } else {
+            None
+        };
+        k.alive().then(|| f(mask, dir, k.serial <= serial_before))
+    }
+
+    /// `k`'s working directory, opened through `/proc/TID/cwd` the first
+    /// time it is asked for in `epoch` (None if it cannot be, or if a
+    /// change was noted while it was being opened).
+    fn cwd_of<'k>(&self, k: &'k Kept, tid: u32, epoch: u64) -> Option<&'k OwnedFd> {
+        if let Some(fd) = k.cwd.get() {
+            return Some(fd);
+        }
+        let fd = proc_file(tid, "cwd", libc::O_PATH | libc::O_DIRECTORY).ok()?;
+        // A change noted while it was opened: not this epoch's.
+        if epoch != self.epoch.load(SeqCst) {
+            return None;
+        }
+        Some(k.cwd.get_or_init(|| fd))
     }
 
     /// The mask remembered for `tid`, if it still holds.

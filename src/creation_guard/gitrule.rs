@@ -26,9 +26,10 @@
 //! `hooks/`, `info/`, `objects/info/` and pointers are checked as above (and
 //! `config` replaced by the checked copy); anything planted before is a
 //! refusal of the completion. Completions run alone (a write lock); every
-//! call on a name the rule cares about holds the read lock while it is
-//! decided and performed, so nothing slips in between a completion's check
-//! and its call. Calls on other names take no lock.
+//! other call the rule judges holds the read lock while it is decided and
+//! performed, so nothing slips in between a completion's check and its
+//! call — not even a file made under another name in a directory renamed
+//! `hooks` just before the completion.
 
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -73,13 +74,23 @@ const GITDIR_NAMES: &[&[u8]] = &[
 const INFO_NAMES: &[&[u8]] = &[b"attributes", b"grafts", b"alternates", b"http-alternates"];
 /// Files a rule-protected name may not be linked from.
 const PROTECTED_FILES: &[&[u8]] = &[b"config", b"config.worktree", b"commondir", b"gitdir"];
+/// Whether the rule decides on `name` in some directory, in any ASCII case
+/// (on a case-insensitive file system `HOOKS` is `hooks`): a name of a git
+/// directory or of its `info/`, or the directory names it looks at.
+pub(super) fn decides_on(name: &[u8]) -> bool {
+    let any_case = |list: &[&[u8]]| list.iter().any(|n| n.eq_ignore_ascii_case(name));
+    any_case(GITDIR_NAMES) || any_case(INFO_NAMES) || any_case(PROTECTED_FILES)
+}
 /// The largest `config` the rule reads; a larger one is refused.
 const MAX_CONFIG: u64 = 1 << 20;
 
 /// What the rule says of a call.
 pub(super) enum Verdict<'a> {
-    /// Not the rule's concern: go on, no lock.
+    /// The rule is off (test mutation): go on, no lock.
     Free,
+    /// Not the rule's concern: go on while this is held (no completion
+    /// runs meanwhile).
+    Plain(#[allow(dead_code)] Hold<'a>),
     /// Allowed while this is held: perform the call, then drop it.
     Held(#[allow(dead_code)] Hold<'a>),
     /// `config` renamed into a git directory: performed by
@@ -127,18 +138,36 @@ impl GitRule {
         Hold::Write(self.lock.write().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The lock a creation of a name the rule does not decide on holds
+    /// while it is performed (see [`Supervisor::create_plain`]).
+    ///
+    /// [`Supervisor::create_plain`]: super::serve::Supervisor
+    pub(super) fn hold(&self) -> Hold<'_> {
+        self.read()
+    }
+
+    /// Whether the rule has nothing to say of `name` in `dir` (asked
+    /// without the lock, by a caller that holds it already).
+    pub(super) fn leaves_alone(&self, dir: &Dir, name: &[u8]) -> bool {
+        self.off || !(GITDIR_NAMES.contains(&name) || in_hooks(dir, name) || in_info(dir, name))
+    }
+
     /// Whether `name` may be given in `dir` by `how`.
     pub(super) fn judge(&self, dir: &Dir, name: &[u8], how: How) -> Verdict<'_> {
         if self.off {
             return Verdict::Free;
         }
-        let sensitive = GITDIR_NAMES.contains(&name);
-        let in_hooks = !name.ends_with(b".sample") && is_named(dir, b"hooks");
-        let in_info = INFO_NAMES.contains(&name) && is_named(dir, b"info");
-        if !sensitive && !in_hooks && !in_info {
-            return Verdict::Free;
-        }
+        // Taken before anything is looked at: a completion cannot pass
+        // between the look and the call (a directory renamed `hooks`
+        // meanwhile, in a parent made git-like next, must not receive a
+        // file after the completion found it empty).
         let hold = self.read();
+        let sensitive = GITDIR_NAMES.contains(&name);
+        let in_hooks = in_hooks(dir, name);
+        let in_info = in_info(dir, name);
+        if !sensitive && !in_hooks && !in_info {
+            return Verdict::Plain(hold);
+        }
         if in_hooks && gitlike_at(dir.fd.as_raw_fd(), b"..") {
             return Verdict::Refused;
         }
@@ -303,7 +332,7 @@ impl GitRule {
         }
         let fd = dir.fd.as_raw_fd();
         (PROTECTED_FILES.contains(&name) && gitlike_at(fd, b"."))
-            || (!name.ends_with(b".sample") && is_named(dir, b"hooks") && gitlike_at(fd, b".."))
+            || (in_hooks(dir, name) && gitlike_at(fd, b".."))
     }
 }
 
@@ -328,6 +357,16 @@ fn gitlike_at(dir: RawFd, at: &[u8]) -> bool {
     exists(dir, &p(b"HEAD"))
         || exists(dir, &p(b"commondir"))
         || (exists(dir, &p(b"objects")) && exists(dir, &p(b"refs")))
+}
+
+/// A name other than a sample's in a directory named `hooks`.
+fn in_hooks(dir: &Dir, name: &[u8]) -> bool {
+    !name.ends_with(b".sample") && is_named(dir, b"hooks")
+}
+
+/// A name of [`INFO_NAMES`] in a directory named `info`.
+fn in_info(dir: &Dir, name: &[u8]) -> bool {
+    INFO_NAMES.contains(&name) && is_named(dir, b"info")
 }
 
 /// Whether `dir` is the entry `name` of its parent (one `stat`: the
@@ -493,10 +532,12 @@ mod tests {
         fs::create_dir_all(ws.join("src/hooks")).unwrap();
         fs::write(ws.join("src/config"), "not git at all: [").unwrap();
         let r = rule(&ws);
-        assert!(matches!(
-            r.judge(&dir(&ws.join("src")), b"main.rs", How::File),
-            Verdict::Free
-        ));
+        let plain = r.judge(&dir(&ws.join("src")), b"main.rs", How::File);
+        assert!(matches!(plain, Verdict::Plain(_)));
+        // Held while the call is performed: no completion meanwhile.
+        assert!(r.lock.try_write().is_err());
+        drop(plain);
+        assert!(r.lock.try_write().is_ok());
         // Names the rule watches, in a directory that is not git-like.
         assert!(allowed(r.judge(
             &dir(&ws.join("src")),

@@ -53,7 +53,8 @@
 //! (the protected names), `calls.rs` (a notification decoded), `proc.rs`
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
-//! `open`), `open.rs` (`open(O_CREAT)` and opens that write), `gitrule.rs`
+//! `open`), `open.rs` (`open(O_CREAT)` and opens that write; a plain
+//! `O_EXCL` creation in one `openat2`, decision 0022), `gitrule.rs`
 //! (git directories by rule), `fs_context.rs` (the callers' umasks and
 //! working directories).
 

@@ -4,14 +4,16 @@
 //! their own process; an existing FIFO is opened in a thread of its own.
 
 use std::ffi::{CString, OsStr};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use nix::libc;
 
-use super::gitrule::How;
+use super::gitrule::{self, How};
 use super::proc::{read_path, Caller, ProcOwner};
-use super::resolve::{dup, locate_from, openat, set_umask, Errno, Loc};
+use super::resolve::{
+    cstr, dup, last_errno, locate_from, openat, set_umask, split, Errno, Loc, Split,
+};
 use super::serve::{respond, Reply, Supervisor};
 
 /// The `open` flags that write (or truncate): such an open is the
@@ -34,6 +36,9 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return Reply::Err(e),
         };
+        if let Some(reply) = self.create_plain(c, dirfd, &path, flags, mode) {
+            return reply;
+        }
         let mut loc = match c.locate(dirfd, &path) {
             Ok(l) => l,
             Err(e) => return Reply::Err(e),
@@ -50,6 +55,115 @@ impl Supervisor {
             }
         }
         Reply::Err(libc::ELOOP)
+    }
+
+    /// `open(O_CREAT | O_EXCL)` of a plain name, nothing a rule or the
+    /// table decides on, in a directory the path names plainly, by a
+    /// caller whose context is remembered (docs/decisions/0022): one
+    /// `openat2` that follows no symlink, from the caller's working
+    /// directory, its `dirfd` or the root, under its umask. Every directory it passes
+    /// is one the path spells out, so the one the file lands in is named
+    /// as the path says: not `hooks`, and no name it makes is one the way
+    /// above would look at twice. None: not such a call (or the kernel
+    /// met a symlink, or takes no `openat2`): the way above decides.
+    fn create_plain(
+        &self,
+        c: &Caller,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> Option<Reply> {
+        const EXCL: i32 = libc::O_CREAT | libc::O_EXCL;
+        if flags & EXCL != EXCL || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            return None;
+        }
+        let absolute = path.starts_with(b"/");
+        if !absolute && dirfd != libc::AT_FDCWD && dirfd < 0 {
+            return None;
+        }
+        let bare = self.plainly_named(path)?;
+        let fs = c.fs?;
+        // A path relative to another descriptor of the caller's (tar's
+        // way): that directory, opened through `/proc/TID/fd/N` before the
+        // look at the context (which then proves it was the caller's).
+        let from_fd = !absolute && dirfd != libc::AT_FDCWD;
+        let start_fd = match from_fd {
+            true => Some(c.open_start(dirfd).ok()?),
+            false => None,
+        };
+        let opened = fs.in_context(
+            c.proc_pid,
+            c.serial_before,
+            !absolute && !from_fd,
+            |mask, cwd, known| {
+                let start = match &start_fd {
+                    Some(fd) => fd.as_raw_fd(),
+                    None => cwd.unwrap_or(libc::AT_FDCWD),
+                };
+                let _held = self.git.hold();
+                if bare && !no_entry(start, b"../hooks") {
+                    return None;
+                }
+                if !known {
+                    if let Err(e) = c.still_valid() {
+                        return Some(Err(e));
+                    }
+                }
+                set_umask(mask);
+                Some(openat2_plain(start, path, flags, mode))
+            },
+        )??;
+        match opened {
+            Ok(fd) => Some(Reply::Fd {
+                fd,
+                cloexec: flags & libc::O_CLOEXEC != 0,
+            }),
+            // A symlink on the way (or the kernel's own `ELOOP`), flags
+            // `openat2` takes more strictly than `openat`, no `openat2`:
+            // the way above answers.
+            Err(
+                libc::ELOOP
+                | libc::EINVAL
+                | libc::ENOSYS
+                | libc::E2BIG
+                | libc::EXDEV
+                | libc::EAGAIN,
+            ) => None,
+            Err(e) => Some(Reply::Err(e)),
+        }
+    }
+
+    /// Whether `path` names its file and directory plainly enough for
+    /// [`Supervisor::create_plain`]: `Some(bare)` (whether it is a bare
+    /// name, whose directory's name only the file system knows).
+    fn plainly_named(&self, path: &[u8]) -> Option<bool> {
+        let Split {
+            prefix,
+            name,
+            slash,
+        } = split(path)?;
+        if slash || !plain(name) || self.decided_on(name) {
+            return None;
+        }
+        // The directory's own name: the path's last component before the
+        // name (the root has none).
+        if let Some(dir) = prefix.map(last_component) {
+            if !dir.is_empty() && (!plain(dir) || dir.eq_ignore_ascii_case(b"hooks")) {
+                return None;
+            }
+        }
+        Some(prefix.is_none())
+    }
+
+    /// Names [`Supervisor::create_plain`] leaves to the way that looks:
+    /// any the table protects somewhere or the git rule decides on, `.git`
+    /// and `tty` (`/dev/tty` is the caller's own), in any ASCII case.
+    fn decided_on(&self, name: &[u8]) -> bool {
+        self.table.names_in_any_case(name)
+            || gitrule::decides_on(name)
+            || name.eq_ignore_ascii_case(b".git")
+            || name.eq_ignore_ascii_case(b"tty")
     }
 
     /// Open `loc` for the caller, or say where the symlink it names leads.
@@ -243,6 +357,64 @@ fn follow_link(c: &Caller, loc: Loc) -> Result<Loc, Errno> {
     locate_from(start, &target)
 }
 
+/// A name no file system folds into another: ASCII (case aside, which
+/// the callers compare without), not `.` or `..`, and not ending in a dot
+/// or a space (which some drop).
+fn plain(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.is_ascii()
+        && name != b"."
+        && name != b".."
+        && !name.ends_with(b".")
+        && !name.ends_with(b" ")
+}
+
+/// The last component of a directory path (empty for the root).
+fn last_component(dir: &[u8]) -> &[u8] {
+    let end = dir.iter().rposition(|b| *b != b'/').map_or(0, |i| i + 1);
+    let dir = &dir[..end];
+    let start = dir.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+    &dir[start..]
+}
+
+/// Whether `path` from `dir` is missing (`ENOENT`), without following a
+/// last symlink.
+fn no_entry(dir: RawFd, path: &[u8]) -> bool {
+    nix::sys::stat::fstatat(
+        Some(dir),
+        OsStr::from_bytes(path),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    ) == Err(nix::errno::Errno::ENOENT)
+}
+
+/// `openat2(dir, path, flags, mode)` following no symlink on the way
+/// (`ELOOP` if there is one): the directory reached is the one the path
+/// spells out.
+fn openat2_plain(dir: RawFd, path: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    let c = cstr(path)?;
+    // SAFETY: open_how is plain integers; all-zero is its empty value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = u64::from((flags | libc::O_CLOEXEC) as u32);
+    how.mode = u64::from(mode & 0o7777);
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: c is a valid C string and `how` an open_how of its size.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        Err(last_errno())
+    } else {
+        // SAFETY: the kernel just returned this descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+}
+
 /// `openat(dir, name, flags)` for the caller, creating: under the
 /// caller's umask, read once the call is known to create.
 fn create(
@@ -288,4 +460,54 @@ fn open_fifo_apart(
             respond(listener, id, reply);
         })
         .map_or(Reply::Err(libc::EAGAIN), |_| Reply::Later)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::creation_guard::table::Table;
+
+    #[test]
+    fn only_plainly_named_paths_are_made_in_one_call() {
+        let sup = Supervisor::new(Table::new(&["/ws/HEAD".into(), "/ws/.envrc".into()]));
+        for (path, bare) in [
+            (&b"a/b/f.c"[..], false),
+            (b"./d01/f0985.txt", false),
+            (b"/f", false),
+            (b"//x//f", false),
+            (b"f", true),
+        ] {
+            assert_eq!(sup.plainly_named(path), Some(bare), "{path:?}");
+        }
+        // Left to the way that looks: a directory that may be `hooks/`
+        // (in any case, or named other than plainly), a name the table or
+        // the rule decides on (in any case), `tty`, names a file system
+        // may fold or drop characters of.
+        for path in [
+            &b"a/hooks/x"[..],
+            b"a/HOOKS/x",
+            b"hooks/x",
+            b"a/../x",
+            b"a/./x",
+            b"a/b./x",
+            b"a/b /x",
+            "a/hoo\u{212a}s/x".as_bytes(),
+            b"x/",
+            b".envrc",
+            b"sub/.EnvRC",
+            b"head",
+            b"a/config",
+            b"a/Config.Worktree",
+            b"info/attributes",
+            b"a/.git",
+            b"dev/TTY",
+            b"..",
+            b"a/f.",
+            "caf\u{e9}".as_bytes(),
+            b"/",
+            b"",
+        ] {
+            assert_eq!(sup.plainly_named(path), None, "{path:?}");
+        }
+    }
 }

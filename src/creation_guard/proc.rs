@@ -113,6 +113,9 @@ pub(super) struct Caller<'a> {
     /// What the supervisor remembers of its callers' contexts (its working
     /// directory among them), if anything.
     pub(super) fs: Option<&'a FsContexts>,
+    /// `fs`'s serial before the notification was received (entries kept
+    /// up to it were kept before the call: [`FsContexts::in_context`]).
+    pub(super) serial_before: u64,
 }
 
 impl Caller<'_> {
@@ -171,6 +174,18 @@ impl Caller<'_> {
             fd if fd >= 0 => Some(format!("/proc/{}/fd/{fd}", self.proc_pid)),
             _ => None,
         }
+    }
+
+    /// The directory the caller's descriptor `dirfd` holds (`O_PATH`),
+    /// opened through its `/proc` link: `ENOTDIR` if it is not one.
+    pub(super) fn open_start(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+        let link = self.start_link(dirfd).ok_or(libc::EBADF)?;
+        openat(
+            libc::AT_FDCWD,
+            link.as_bytes(),
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
     }
 
     /// Where relative paths of `dirfd` start (None for an absolute path).
@@ -329,6 +344,7 @@ mod tests {
             listener: -1,
             id: 0,
             fs: None,
+            serial_before: 0,
         };
         assert_eq!(c.translate(b"/proc/self/cwd/x"), b"/proc/42/cwd/x");
         assert_eq!(c.translate(b"/dev/stdout"), b"/proc/42/fd/1");
@@ -346,6 +362,7 @@ mod tests {
             listener: -1,
             id: 0,
             fs: None,
+            serial_before: 0,
         };
         (child, c)
     }

@@ -102,6 +102,7 @@ impl Supervisor {
         loop {
             // SAFETY: the kernel wants a zeroed struct; it fills it.
             let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+            let serial_before = self.fs.serial();
             // SAFETY: req is a valid seccomp_notif for the ioctl to fill.
             let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV as _, &mut req) };
             if r < 0 {
@@ -115,12 +116,12 @@ impl Supervisor {
                     _ => return,
                 }
             }
-            let reply = self.handle(listener, &req);
+            let reply = self.handle(listener, &req, serial_before);
             respond(listener, req.id, reply);
         }
     }
 
-    fn handle(&self, listener: RawFd, req: &libc::seccomp_notif) -> Reply {
+    fn handle(&self, listener: RawFd, req: &libc::seccomp_notif, serial_before: u64) -> Reply {
         self.fs.seen(req.pid);
         let name = create_syscall(req.data.arch, req.data.nr as u32);
         if name.is_some_and(|n| NOTED.contains(&n)) {
@@ -139,6 +140,7 @@ impl Supervisor {
                     listener,
                     id: req.id,
                     fs: Some(&self.fs),
+                    serial_before,
                 },
                 &call,
             ),
@@ -393,13 +395,11 @@ impl Supervisor {
         }
         // An exchange moves both names: git never makes one of its names so.
         if exchange {
-            if !matches!(held, Verdict::Free) {
+            if !matches!(held, Verdict::Plain(_) | Verdict::Free) {
                 return Err(self.refuse(&to));
             }
-            if !matches!(
-                self.git.judge(&from.dir, &from.name, How::Rename),
-                Verdict::Free
-            ) {
+            // Asked under the lock `held` has.
+            if !self.git.leaves_alone(&from.dir, &from.name) {
                 return Err(self.refuse(&from));
             }
         }

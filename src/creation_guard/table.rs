@@ -27,6 +27,8 @@ pub(super) struct Table {
     /// (a directory moved into their place would carry a planted name).
     dir_inodes: HashSet<(u64, u64)>,
     dir_paths: HashSet<Vec<u8>>,
+    /// Every name protected in some parent, once each.
+    names: Vec<Vec<u8>>,
     /// Whether to match by path too: some parent is on overlayfs (whose
     /// directory inode numbers may change on copy-up) or was missing.
     match_paths: bool,
@@ -52,6 +54,7 @@ impl Table {
                 continue;
             };
             let name = name.as_bytes().to_vec();
+            push_unique(&mut t.names, &name);
             let ppath = parent.as_os_str().as_bytes().to_vec();
             if let Ok(st) = nix::sys::stat::stat(parent) {
                 let key = (st.st_dev, st.st_ino);
@@ -86,6 +89,12 @@ impl Table {
         let has = |v: Option<&Vec<Vec<u8>>>| v.is_some_and(|v| v.iter().any(|n| n == name));
         has(parent.key.and_then(|k| self.by_inode.get(&k)))
             || (self.match_paths && has(self.by_path.get(&parent.path())))
+    }
+
+    /// Whether `name` is protected in some parent, in any ASCII case (on a
+    /// case-insensitive file system `.VSCODE` is `.vscode`).
+    pub(super) fn names_in_any_case(&self, name: &[u8]) -> bool {
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
     }
 
     /// Whether `name` in `parent` is one of the protected parents.
@@ -132,6 +141,8 @@ mod tests {
         assert!(t.protects(&dir(&ws), b".envrc"));
         assert!(!t.protects(&dir(&ws), b".envrc2"));
         assert!(!t.protects(&dir(&ws), b"."));
+        assert!(t.names_in_any_case(b".EnvRC") && t.names_in_any_case(b"config"));
+        assert!(!t.names_in_any_case(b".envrc2"));
         assert!(t.protects(&dir(&ws.join("sub/.git")), b"config"));
         assert!(!t.protects(&dir(&ws.join("sub")), b"config"));
         // The parents themselves cannot be moved or removed.
