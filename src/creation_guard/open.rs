@@ -92,6 +92,10 @@ impl Supervisor {
             true => Some(c.open_start(dirfd).ok()?),
             false => None,
         };
+        // Held from here until the file is made (decision 0022). Taken
+        // before the contexts' lock, as every call that holds both does:
+        // a completion holds the rule's write lock while it reads a mask.
+        let _held = self.git.hold();
         let opened = fs.in_context(
             c.proc_pid,
             c.serial_before,
@@ -101,7 +105,6 @@ impl Supervisor {
                     Some(fd) => fd.as_raw_fd(),
                     None => cwd.unwrap_or(libc::AT_FDCWD),
                 };
-                let _held = self.git.hold();
                 if bare && !no_entry(start, b"../hooks") {
                     return None;
                 }
