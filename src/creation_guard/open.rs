@@ -61,11 +61,12 @@ impl Supervisor {
     /// table decides on, in a directory the path names plainly, by a
     /// caller whose context is remembered (docs/decisions/0022): one
     /// `openat2` that follows no symlink, from the caller's working
-    /// directory, its `dirfd` or the root, under its umask. Every directory it passes
-    /// is one the path spells out, so the one the file lands in is named
-    /// as the path says: not `hooks`, and no name it makes is one the way
-    /// above would look at twice. None: not such a call (or the kernel
-    /// met a symlink, or takes no `openat2`): the way above decides.
+    /// directory, its `dirfd` or the root, under its umask. Every
+    /// directory it passes is one the path spells out, so the one the
+    /// file lands in is named as the path says: not `hooks`, and no name
+    /// it makes is one the way above would look at twice. None: not such a
+    /// call (or the kernel met a symlink, or takes no `openat2`): the way
+    /// above decides.
     fn create_plain(
         &self,
         c: &Caller,
@@ -79,7 +80,7 @@ impl Supervisor {
             return None;
         }
         let absolute = path.starts_with(b"/");
-        if !absolute && dirfd != libc::AT_FDCWD && dirfd < 0 {
+        if !absolute && dirfd < 0 && dirfd != libc::AT_FDCWD {
             return None;
         }
         let bare = self.plainly_named(path)?;
@@ -88,9 +89,10 @@ impl Supervisor {
         // way): that directory, opened through `/proc/TID/fd/N` before the
         // look at the context (which then proves it was the caller's).
         let from_fd = !absolute && dirfd != libc::AT_FDCWD;
-        let start_fd = match from_fd {
-            true => Some(c.open_start(dirfd).ok()?),
-            false => None,
+        let start_fd = if from_fd {
+            Some(c.open_start(dirfd).ok()?)
+        } else {
+            None
         };
         // Held from here until the file is made (decision 0022). Taken
         // before the contexts' lock, as every call that holds both does:
