@@ -162,10 +162,8 @@ impl FsContexts {
     /// is asked for in the epoch its mask was read in; the task checked
     /// the same after the opening and at every use.
     pub(super) fn in_cwd<R>(&self, tid: u32, f: impl FnOnce(RawFd) -> R) -> Option<R> {
-        let kept = self.kept.read().ok()?;
-        let (k, epoch) = self.current(&kept, tid)?;
-        let cwd = self.cwd_of(k, tid, epoch)?;
-        k.alive().then(|| f(cwd.as_raw_fd()))
+        self.in_context(tid, 0, true, |_, cwd, _| cwd.map(f))
+            .flatten()
     }
 
     /// How many entries have been kept so far: taken before a notification
@@ -221,9 +219,7 @@ impl FsContexts {
 
     /// The mask remembered for `tid`, if it still holds.
     fn remembered(&self, tid: u32) -> Option<libc::mode_t> {
-        let kept = self.kept.read().ok()?;
-        let (k, _) = self.current(&kept, tid)?;
-        k.alive().then_some(k.known?.0)
+        self.in_context(tid, 0, false, |mask, _, _| mask)
     }
 
     /// `tid`'s entry in `kept` and its epoch, if what it remembers is of

@@ -90,7 +90,7 @@ impl Supervisor {
         // look at the context (which then proves it was the caller's).
         let from_fd = !absolute && dirfd != libc::AT_FDCWD;
         let start_fd = if from_fd {
-            Some(c.open_start(dirfd).ok()?)
+            c.start(dirfd, path).ok()?
         } else {
             None
         };

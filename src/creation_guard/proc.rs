@@ -176,18 +176,6 @@ impl Caller<'_> {
         }
     }
 
-    /// The directory the caller's descriptor `dirfd` holds (`O_PATH`),
-    /// opened through its `/proc` link: `ENOTDIR` if it is not one.
-    pub(super) fn open_start(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
-        let link = self.start_link(dirfd).ok_or(libc::EBADF)?;
-        openat(
-            libc::AT_FDCWD,
-            link.as_bytes(),
-            libc::O_PATH | libc::O_DIRECTORY,
-            0,
-        )
-    }
-
     /// Where relative paths of `dirfd` start (None for an absolute path).
     pub(super) fn start(&self, dirfd: i32, path: &[u8]) -> Result<Option<OwnedFd>, Errno> {
         if path.starts_with(b"/") {
