@@ -63,6 +63,19 @@ for i in range(4): os.close(os.open(\"w-d%d\" % i, os.O_CREAT | os.O_EXCL | os.O
 d = os.open(\"ex/.git/hooks\", os.O_RDONLY)
 f = os.open(\"post-commit\", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755, dir_fd=d)
 os.write(f, sys.stdin.buffer.read())"'
+# The same by `O_CREAT` without `O_EXCL` (a shell's `>`, `O_TRUNC`), which
+# the supervisor makes in one call too, as `O_EXCL` (decision 0023).
+git init -q -b main ex2 || echo NO-INIT
+ln -s ex2/.git/hooks hk2
+t ex-trunc-symlink '(: > v1; : > v2; : > v3; hook ex-trunc-symlink > hk2/pre-commit && chmod +x hk2/pre-commit)'
+t ex-trunc-abs '(: > v4; : > v5; : > v6; hook ex-trunc-abs > "$M/hk2/commit-msg" && chmod +x "$M/hk2/commit-msg")'
+t ex-trunc-bare '(cd ex2/.git/hooks && : > 1.sample && : > 2.sample && : > 3.sample && : > 4.sample && hook ex-trunc-bare > post-checkout && chmod +x post-checkout)'
+t ex-trunc-dirfd 'hook ex-trunc-dirfd | python3 -c "
+import os, sys
+for i in range(4): os.close(os.open(\"w-t%d\" % i, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644))
+d = os.open(\"ex2/.git/hooks\", os.O_RDONLY)
+f = os.open(\"post-commit\", os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o755, dir_fd=d)
+os.write(f, sys.stdin.buffer.read())"'
 fsm planted > planted-config
 mkdir -p a/b/c/d/e .tools node_modules/x
 for d in a/b/c/d/e/deep .tools/tool node_modules/x/dep; do
@@ -95,7 +108,7 @@ echo END
 
 /// What host git does in each repository the session touched.
 const HOST_GIT: &str = r#"
-for r in . new ex a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
+for r in . new ex ex2 a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
   [ -d "$r" ] || continue
   git -C "$r" status >/dev/null 2>&1
   git -C "$r" -c user.name=t -c user.email=t@t commit -q --allow-empty -m host >/dev/null 2>&1
@@ -154,7 +167,7 @@ fn planted_git_commands_never_run_on_the_host() {
             ["PLANTED old-hook-sample-write"],
             "{who:?}: planted:\n{out}"
         );
-        assert_eq!(out.matches("refused ").count(), 34, "{who:?}:\n{out}");
+        assert_eq!(out.matches("refused ").count(), 38, "{who:?}:\n{out}");
         assert!(
             ran(&during).is_empty(),
             "{who:?}: ran during the session: {during}"
@@ -196,6 +209,10 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
             "RAN-ex-excl-abs",
             "RAN-ex-excl-bare",
             "RAN-ex-excl-dirfd",
+            "RAN-ex-trunc-symlink",
+            "RAN-ex-trunc-abs",
+            "RAN-ex-trunc-bare",
+            "RAN-ex-trunc-dirfd",
         ] {
             assert!(
                 ran.contains(&marker),

@@ -54,7 +54,7 @@
 //! (the caller: its memory, its `/proc`), `resolve.rs` (paths resolved as
 //! the kernel would), `serve.rs` (the serving threads, every call but
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write; a plain
-//! `O_EXCL` creation in one `openat2`, decision 0022), `gitrule.rs`
+//! creation in one `openat2`, decisions 0022 and 0023), `gitrule.rs`
 //! (git directories by rule), `fs_context.rs` (the callers' umasks and
 //! working directories).
 

@@ -57,15 +57,18 @@ impl Supervisor {
         Reply::Err(libc::ELOOP)
     }
 
-    /// `open(O_CREAT | O_EXCL)` of a plain name, nothing a rule or the
-    /// table decides on, in a directory the path names plainly, by a
-    /// caller whose context is remembered (docs/decisions/0022): one
-    /// `openat2` that follows no symlink, from the caller's working
-    /// directory, its `dirfd` or the root, under its umask. Every
-    /// directory it passes is one the path spells out, so the one the
-    /// file lands in is named as the path says: not `hooks`, and no name
-    /// it makes is one the way above would look at twice. None: not such a
-    /// call (or the kernel met a symlink, or takes no `openat2`): the way
+    /// `open(O_CREAT)` of a plain name, nothing a rule or the table
+    /// decides on, in a directory the path names plainly, by a caller
+    /// whose context is remembered (docs/decisions/0022): one `openat2`
+    /// that follows no symlink, from the caller's working directory, its
+    /// `dirfd` or the root, under its umask. Every directory it passes is
+    /// one the path spells out, so the one the file lands in is named as
+    /// the path says: not `hooks`, and no name it makes is one the way
+    /// above would look at twice. Always with `O_EXCL` (decision 0023):
+    /// only a new file is made here; a name that exists, whatever it is
+    /// (a symlink, a FIFO, a file to truncate), is the way above's when
+    /// the caller did not ask for `O_EXCL`. None: not such a call (or the
+    /// kernel met a symlink or the name, or takes no `openat2`): the way
     /// above decides.
     fn create_plain(
         &self,
@@ -75,10 +78,10 @@ impl Supervisor {
         flags: i32,
         mode: u32,
     ) -> Option<Reply> {
-        const EXCL: i32 = libc::O_CREAT | libc::O_EXCL;
-        if flags & EXCL != EXCL || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        if flags & libc::O_CREAT == 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
             return None;
         }
+        let asked_excl = flags & libc::O_EXCL != 0;
         let absolute = path.starts_with(b"/");
         if !absolute && dirfd < 0 && dirfd != libc::AT_FDCWD {
             return None;
@@ -116,7 +119,7 @@ impl Supervisor {
                     }
                 }
                 set_umask(mask);
-                Some(openat2_plain(start, path, flags, mode))
+                Some(openat2_plain(start, path, flags | libc::O_EXCL, mode))
             },
         )??;
         match opened {
@@ -124,6 +127,9 @@ impl Supervisor {
                 fd,
                 cloexec: flags & libc::O_CLOEXEC != 0,
             }),
+            // The name exists and the caller did not ask for `O_EXCL`:
+            // the way above opens what is there (or refuses it).
+            Err(libc::EEXIST) if !asked_excl => None,
             // A symlink on the way (or the kernel's own `ELOOP`), flags
             // `openat2` takes more strictly than `openat`, no `openat2`:
             // the way above answers.
