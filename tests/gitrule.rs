@@ -48,34 +48,26 @@ t new-attributes 'echo "* filter=x" > new/.git/info/attributes'
 t new-alternates 'echo /tmp > new/.git/objects/info/alternates'
 t new-commondir 'echo ../../evil > new/.git/commondir'
 t new-config-worktree 'fsm new-wt > new/.git/config.worktree'
-# O_CREAT|O_EXCL (`set -C`) by a process whose context the supervisor
-# remembers after a few creations (decision 0022), in a repository of its
-# own: through a symlink to hooks/, by an absolute path through it, by a
-# bare name in hooks/, and by a bare name from a descriptor of hooks/.
-git init -q -b main ex || echo NO-INIT
-ln -s ex/.git/hooks hk
-t ex-excl-symlink '(set -C; : > w1; : > w2; : > w3; hook ex-excl-symlink > hk/pre-commit && chmod +x hk/pre-commit)'
-t ex-excl-abs '(set -C; : > w4; : > w5; : > w6; hook ex-excl-abs > "$M/hk/commit-msg" && chmod +x "$M/hk/commit-msg")'
-t ex-excl-bare '(cd ex/.git/hooks && set -C && : > 1.sample && : > 2.sample && : > 3.sample && : > 4.sample && hook ex-excl-bare > post-checkout && chmod +x post-checkout)'
-t ex-excl-dirfd 'hook ex-excl-dirfd | python3 -c "
+# O_CREAT|O_EXCL (`set -C`) and O_CREAT without it (a shell's `>`, O_TRUNC)
+# by a process whose context the supervisor remembers after a few
+# creations (decisions 0022 and 0023), each in a repository of its own:
+# through a symlink to hooks/, by an absolute path through it, by a bare
+# name in hooks/, and by a bare name from a descriptor of hooks/.
+for m in excl trunc; do
+  r=ex; l=hk; c='set -C &&'; f=os.O_EXCL
+  [ $m = trunc ] && { r=ex2; l=hk2; c=''; f=os.O_TRUNC; }
+  git init -q -b main $r || echo NO-INIT
+  ln -s $r/.git/hooks $l
+  t ex-$m-symlink "($c : > $m-w1; : > $m-w2; : > $m-w3; hook ex-$m-symlink > $l/pre-commit && chmod +x $l/pre-commit)"
+  t ex-$m-abs "($c : > $m-w4; : > $m-w5; : > $m-w6; hook ex-$m-abs > \"\$M/$l/commit-msg\" && chmod +x \"\$M/$l/commit-msg\")"
+  t ex-$m-bare "(cd $r/.git/hooks && $c : > 1.sample && : > 2.sample && : > 3.sample && : > 4.sample && hook ex-$m-bare > post-checkout && chmod +x post-checkout)"
+  t ex-$m-dirfd "hook ex-$m-dirfd | python3 -c '
 import os, sys
-for i in range(4): os.close(os.open(\"w-d%d\" % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-d = os.open(\"ex/.git/hooks\", os.O_RDONLY)
-f = os.open(\"post-commit\", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755, dir_fd=d)
-os.write(f, sys.stdin.buffer.read())"'
-# The same by `O_CREAT` without `O_EXCL` (a shell's `>`, `O_TRUNC`), which
-# the supervisor makes in one call too, as `O_EXCL` (decision 0023).
-git init -q -b main ex2 || echo NO-INIT
-ln -s ex2/.git/hooks hk2
-t ex-trunc-symlink '(: > v1; : > v2; : > v3; hook ex-trunc-symlink > hk2/pre-commit && chmod +x hk2/pre-commit)'
-t ex-trunc-abs '(: > v4; : > v5; : > v6; hook ex-trunc-abs > "$M/hk2/commit-msg" && chmod +x "$M/hk2/commit-msg")'
-t ex-trunc-bare '(cd ex2/.git/hooks && : > 1.sample && : > 2.sample && : > 3.sample && : > 4.sample && hook ex-trunc-bare > post-checkout && chmod +x post-checkout)'
-t ex-trunc-dirfd 'hook ex-trunc-dirfd | python3 -c "
-import os, sys
-for i in range(4): os.close(os.open(\"w-t%d\" % i, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644))
-d = os.open(\"ex2/.git/hooks\", os.O_RDONLY)
-f = os.open(\"post-commit\", os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o755, dir_fd=d)
-os.write(f, sys.stdin.buffer.read())"'
+for i in range(4): os.close(os.open(\"$m-d%d\" % i, os.O_CREAT | $f | os.O_WRONLY, 0o644))
+d = os.open(\"$r/.git/hooks\", os.O_RDONLY)
+f = os.open(\"post-commit\", os.O_CREAT | $f | os.O_WRONLY, 0o755, dir_fd=d)
+os.write(f, sys.stdin.buffer.read())'"
+done
 fsm planted > planted-config
 mkdir -p a/b/c/d/e .tools node_modules/x
 for d in a/b/c/d/e/deep .tools/tool node_modules/x/dep; do
