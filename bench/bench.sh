@@ -216,7 +216,7 @@ print(f"  open(O_CREAT) alone, median (p99), 1 / 4 processes: host {lm(1, 'host'
       f"shadow {lm(1, 'shadow', 0):.1f} ({lm(1, 'shadow', 1):.1f}) / {lm(4, 'shadow', 0):.1f} ({lm(4, 'shadow', 1):.1f}) µs")
 print(f"  by relative paths (r/p0/fN, as tar, cp and git create), 1 process: {lm('rel', 'shadow', 0) - lm('rel', 'bwrap', 0):.1f} µs added median "
       f"(bare bwrap {lm('rel', 'bwrap', 0):.1f}, shadow {lm('rel', 'shadow', 0):.1f} µs)")
-print(f"  working between creations as git and tar do (4096 pages of a 64 MB heap touched before each, the whole round timed), 1 process: "
+print(f"  working between creations as git and tar do (512 pages of a 64 MB heap touched before each, the whole round timed), 1 process: "
       f"{lm('work', 'shadow', 0) - lm('work', 'bwrap', 0):.1f} µs added median (bare bwrap {lm('work', 'bwrap', 0):.1f}, shadow {lm('work', 'shadow', 0):.1f} µs)")
 fl = {}
 for line in open(os.path.join(os.path.dirname(sys.argv[10]), "notif-floor")):

@@ -40,7 +40,7 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define HEAP_PAGES (64L << 20) / 4096
+#define HEAP_PAGES ((64L << 20) / 4096)
 
 static void child(const char *dir, int p, int files, long touch, unsigned *out, int go)
 {

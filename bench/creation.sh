@@ -45,8 +45,8 @@ PY
 # shadow's workspace), three runs each; then one process again by relative
 # paths (`r/p0/fN` from the workspace, as tar, cp and git name what they
 # create; PROCS `rel`), and one process that works between its creations
-# as git or tar do (PROCS `work`: 4096 pages of a 64 MB heap touched before
-# each creation, ~9 µs under bare bubblewrap; the whole round timed, see
+# as git or tar do (PROCS `work`: 512 pages of a 64 MB heap touched before
+# each creation, ~7 µs under bare bubblewrap; the whole round timed, see
 # bench/creat-lat.c). WORK/creation-lat gets lines
 # "PROCS ENV MEDIAN-NS P99-NS MEAN-NS".
 cc -O2 -o "$work/creat-lat" "$(dirname "$0")/creat-lat.c"
@@ -59,7 +59,7 @@ for run in 1 2 3; do
         d=$lat_tmpfs/ws/r
         lat="mkdir $d && $work/creat-lat $d $procs 5000 && rm -rf $d"
         [ $procs = rel ] && lat="mkdir r && $work/creat-lat r 1 5000 && rm -rf r"
-        [ $procs = work ] && lat="mkdir $d && $work/creat-lat $d 1 5000 4096 && rm -rf $d"
+        [ $procs = work ] && lat="mkdir $d && $work/creat-lat $d 1 5000 512 && rm -rf $d"
         sh -c "$lat" | sed "s/^/$procs host /"
         bwrap --dev-bind / / --unshare-pid --unshare-user sh -c "$lat" | sed "s/^/$procs bwrap /"
         CLAUDE_SANDBOX_EGRESS=open /usr/local/bin/claude shell "$lat" | sed "s/^/$procs shadow /"
