@@ -163,7 +163,8 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
 /// serve. A `SCHED_IDLE` thread spinning during bursts (the fast path of
 /// the 06:06 run) is gone: a runnable idle-policy thread waits for a CPU
 /// the machine never leaves idle under load, and the session's end waited
-/// for it (`tests/lifetime.rs`, seconds beside a parallel build).
+/// for it (`tests/lifetime.rs`, seconds beside a parallel build); one at
+/// nice 19 was measured too and not kept (decision 0024).
 fn serving_threads() -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
         1 => 1,
