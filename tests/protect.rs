@@ -807,6 +807,13 @@ for i in 1 2 3 4 5; do timeout 1 sh -c 'echo x > ff'; done
 # tried in one call, as O_EXCL, which the FIFO fails (decision 0023).
 for i in 1 2 3 4 5; do timeout 1 sh -c ": > w$i-1; : > w$i-2; : > w$i-3; echo x > ff"; done
 timeout 10 touch after-fifo && echo TOUCH-OK || echo TOUCH-HUNG
+# No writer is left: a reader waits for one, as with the kernel alone (an
+# open the supervisor left waiting for a killed writer would be one, and
+# the reader would take its end for the real writer's: empty, at once).
+sleep 0.3; timeout 2 cat ff; echo "READER-RC $?"
+# A live writer still waits as long as it takes (its wait looked at every
+# 100 ms), and its reader gets what it wrote.
+echo waited-for > ff & sleep 0.5; timeout 5 cat ff; wait
 timeout 10 sh -c 'cat ff > got & echo through-fifo > ff; wait'; cat got
 "#;
 
@@ -819,6 +826,8 @@ fn abandoned_fifo_writers_do_not_wedge_the_supervisor() {
     let o = w.run(Who::Root, &[], &["claude", "shell", ABANDONED_FIFO_WRITERS]);
     let out = stdout(&o);
     assert!(out.contains("TOUCH-OK"), "{out}\n{}", stderr(&o));
+    assert!(out.contains("READER-RC 124"), "{out}\n{}", stderr(&o));
+    assert!(out.contains("waited-for"), "{out}\n{}", stderr(&o));
     assert!(out.contains("through-fifo"), "{out}\n{}", stderr(&o));
 }
 

@@ -125,6 +125,8 @@ fn seal_and_hold_signals() {
             libc::signal(s, libc::SIG_DFL);
         }
     }
+    // Before any thread starts: every one inherits the block.
+    super::fifo_wait::hold();
 }
 
 /// The serving threads on `listener`, for as long as this process lives.

@@ -56,9 +56,11 @@
 //! `open`), `open.rs` (`open(O_CREAT)` and opens that write; a plain
 //! creation in one `openat2`, decisions 0022 and 0023), `gitrule.rs`
 //! (git directories by rule), `fs_context.rs` (the callers' umasks and
-//! working directories).
+//! working directories), `fifo_wait.rs` (an existing FIFO's open waited
+//! for apart, given up when its caller is gone).
 
 mod calls;
+mod fifo_wait;
 mod filter;
 mod fork;
 mod fs_context;

@@ -9,8 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::libc;
 
+use super::fifo_wait;
 use super::gitrule::{self, How};
-use super::proc::{read_path, Caller, ProcOwner};
+use super::proc::{read_path, still_valid, Caller, ProcOwner};
 use super::resolve::{
     cstr, dup, last_errno, locate_from, openat, set_umask, split, Errno, Loc, Split,
 };
@@ -445,8 +446,9 @@ fn create(
 /// An existing FIFO's `open` waits for the other end, as long as it takes:
 /// done in a thread of its own, which answers, so the serving threads are
 /// never held (a writer killed while waiting, left for good, would hold
-/// one until a reader came; a few of them, every creation). `Some(Later)`
-/// when that thread took the call.
+/// one until a reader came; a few of them, every creation). The wait ends
+/// when the caller is gone (`fifo_wait.rs`): no open is left waiting for
+/// nobody. `Later` when that thread took the call.
 fn open_fifo_apart(
     c: &Caller,
     dir: RawFd,
@@ -464,9 +466,15 @@ fn open_fifo_apart(
     let flags = flags & !libc::O_CREAT;
     std::thread::Builder::new()
         .spawn(move || {
-            let reply = match openat(own.as_raw_fd(), name.as_bytes(), flags, mode) {
-                Ok(fd) => Reply::Fd { fd, cloexec },
-                Err(e) => Reply::Err(e),
+            let opened = fifo_wait::wait_open(
+                || openat(own.as_raw_fd(), name.as_bytes(), flags, mode),
+                || still_valid(listener, id),
+            );
+            let reply = match opened {
+                Some(Ok(fd)) => Reply::Fd { fd, cloexec },
+                Some(Err(e)) => Reply::Err(e),
+                // The caller is gone: nobody to answer.
+                None => return,
             };
             respond(listener, id, reply);
         })

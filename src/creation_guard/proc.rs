@@ -122,19 +122,10 @@ impl Caller<'_> {
     /// After reading the caller's memory and `/proc` entries and before
     /// acting on them: the call is still pending, so the pid was not reused.
     pub(super) fn still_valid(&self) -> Result<(), Errno> {
-        let mut id = self.id;
-        // SAFETY: id is a u64 the ioctl reads.
-        let r = unsafe {
-            libc::ioctl(
-                self.listener,
-                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
-                &mut id,
-            )
-        };
-        if r < 0 {
-            Err(libc::ESRCH)
-        } else {
+        if still_valid(self.listener, self.id) {
             Ok(())
+        } else {
+            Err(libc::ESRCH)
         }
     }
 
@@ -318,6 +309,14 @@ pub(super) enum ProcOwner {
     Supervisor(Vec<u8>),
     /// Another process's (or unknown): refused.
     Other,
+}
+
+/// Whether the notification `id` on `listener` is still waiting for its
+/// answer (its caller neither gone nor interrupted).
+pub(super) fn still_valid(listener: RawFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: id is a u64 the ioctl reads.
+    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) >= 0 }
 }
 
 #[cfg(test)]
