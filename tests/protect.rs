@@ -814,6 +814,14 @@ sleep 0.3; timeout 2 cat ff; echo "READER-RC $?"
 # A live writer still waits as long as it takes (its wait looked at every
 # 100 ms), and its reader gets what it wrote.
 echo waited-for > ff & sleep 0.5; timeout 5 cat ff; wait
+# The signal that interrupts such a wait, sent to the supervisor from
+# inside throughout a burst of creations, only makes a waiting open look
+# again: no creation fails, nothing written is lost.
+echo signalled > ff & sleep 0.2
+sup=$(pgrep -x claude-sandbox)
+(for i in $(seq 1000); do : > s$i || echo CREATE-FAILED; done; echo > made) &
+n=0; while [ ! -e made ]; do for p in $sup; do kill -s RTMIN+6 $p 2>/dev/null && n=$((n+1)); done; done
+echo "SIGNALS-SENT $n"; ls s* | wc -l | sed 's/^/MADE /'; timeout 5 cat ff; wait
 timeout 10 sh -c 'cat ff > got & echo through-fifo > ff; wait'; cat got
 "#;
 
@@ -828,6 +836,13 @@ fn abandoned_fifo_writers_do_not_wedge_the_supervisor() {
     assert!(out.contains("TOUCH-OK"), "{out}\n{}", stderr(&o));
     assert!(out.contains("READER-RC 124"), "{out}\n{}", stderr(&o));
     assert!(out.contains("waited-for"), "{out}\n{}", stderr(&o));
+    assert!(!out.contains("SIGNALS-SENT 0"), "{out}\n{}", stderr(&o));
+    assert!(!out.contains("CREATE-FAILED"), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains("MADE 1000") && out.contains("signalled"),
+        "{out}\n{}",
+        stderr(&o)
+    );
     assert!(out.contains("through-fifo"), "{out}\n{}", stderr(&o));
 }
 

@@ -9,7 +9,7 @@
 //! reader would meet, and whose end-of-file it would take for the real
 //! writer's (`cat fifo` returning at once, empty).
 //!
-//! How: a signal of its own ([`LOOK_SIGNAL`], a real-time one) is blocked
+//! How: a signal of its own ([`look_signal`], a real-time one) is blocked
 //! in every thread of the supervisor ([`hold`], before any thread starts)
 //! and caught, doing nothing, without `SA_RESTART`. The waiting thread
 //! unblocks it for itself alone and has a timer send it to that thread
@@ -38,16 +38,24 @@ fn look_signal() -> libc::c_int {
 /// The signal's handler: nothing; its delivery is what matters.
 extern "C" fn interrupted(_: libc::c_int) {}
 
-/// Block [`look_signal`] in this thread (and so in every thread it starts)
-/// and catch it without `SA_RESTART`. Called once, before the supervisor's
-/// threads start.
-pub(super) fn hold() {
-    // SAFETY: a handler that does nothing, and this thread's own mask.
+/// Block or unblock [`look_signal`] in this thread.
+fn mask(how: libc::c_int) {
+    // SAFETY: this thread's own signal mask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, look_signal());
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// Block [`look_signal`] in this thread (and so in every thread it starts)
+/// and catch it without `SA_RESTART`. Called once, before the supervisor's
+/// threads start.
+pub(super) fn hold() {
+    mask(libc::SIG_BLOCK);
+    // SAFETY: a handler that does nothing.
+    unsafe {
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = interrupted as extern "C" fn(libc::c_int) as usize;
         libc::sigemptyset(&mut act.sa_mask);
@@ -85,10 +93,7 @@ impl Looking {
                 libc::timer_delete(timer);
                 return Err(e);
             }
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, look_signal());
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            mask(libc::SIG_UNBLOCK);
             Ok(Looking(timer))
         }
     }
@@ -96,14 +101,9 @@ impl Looking {
 
 impl Drop for Looking {
     fn drop(&mut self) {
-        // SAFETY: this thread's timer and mask.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, look_signal());
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            libc::timer_delete(self.0);
-        }
+        mask(libc::SIG_BLOCK);
+        // SAFETY: this thread's own timer.
+        unsafe { libc::timer_delete(self.0) };
     }
 }
 
