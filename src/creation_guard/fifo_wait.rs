@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use nix::libc;
 
-use super::resolve::Errno;
+use super::resolve::{last_errno, Errno};
 
 /// How often a waiting open looks whether its caller is still there.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -78,7 +78,7 @@ impl Looking {
             ev.sigev_notify_thread_id = libc::gettid();
             let mut timer: libc::timer_t = std::mem::zeroed();
             if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut timer) != 0 {
-                return Err(super::resolve::last_errno());
+                return Err(last_errno());
             }
             let every = libc::timespec {
                 tv_sec: 0,
@@ -89,7 +89,7 @@ impl Looking {
                 it_value: every,
             };
             if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
-                let e = super::resolve::last_errno();
+                let e = last_errno();
                 libc::timer_delete(timer);
                 return Err(e);
             }
@@ -174,8 +174,8 @@ mod tests {
         assert!(got.is_none());
         assert_eq!(looks.load(Ordering::SeqCst), 3);
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-        // Nobody holds the writing end: a reader that does not wait opens
-        // and sees no writer, and a writer that does not wait finds no reader.
+        // Nobody holds the writing end: a reader that does not wait reads
+        // end-of-file at once (with a writer there it would be `EAGAIN`).
         let r = openat(
             libc::AT_FDCWD,
             p.as_os_str().as_encoded_bytes(),
