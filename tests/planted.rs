@@ -356,7 +356,9 @@ fn unwrapped(
     prompt: &str,
     args: &[&str],
 ) -> Output {
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_anthropic.py");
+    // The fake API runs from the world's own copy: the checkout is not in
+    // the world's view (and a checkout under /tmp would be under the tmpfs).
+    let fake = w.fixture("tests/fixtures/fake_anthropic.py");
     let setup = format!(
         "ip link set lo up\n\
          mount -t proc proc /proc\n\

@@ -230,12 +230,13 @@ fn hide_machine_install(root: &Path) -> String {
 
 /// Root shell lines that give the world's mount namespace a `/var/tmp` of
 /// its own: an empty tmpfs with this world's directory bound back, and the
-/// tests' other directories that are not worlds (`csb-site-…`, …). A root
-/// session's root view walks `/var`; with every concurrent test's world
-/// there, a mask planned for a world being deleted at that moment could be
-/// gone when bubblewrap mounts it, on every replan, and the launch fail for
-/// a reason that is the suite's, not the test's. Worlds see only
-/// themselves, so no world's churn reaches another's launch.
+/// test sites' directories (`csb-site-…`: certificates and logs a world's
+/// sessions are pointed at). A root session's root view walks `/var`; with
+/// every concurrent test's world, engine and scratch directory there, a
+/// mask planned for a directory being deleted at that moment could be gone
+/// when bubblewrap mounts it, on every replan, and the launch fail for a
+/// reason that is the suite's, not the test's. Worlds see only themselves
+/// (and the sites), so no other test's churn reaches a world's launch.
 fn hide_other_worlds(root: &Path) -> String {
     let r = root.display();
     let own = root
@@ -249,12 +250,30 @@ fn hide_other_worlds(root: &Path) -> String {
            n=${{d#/mnt/}}\n\
            case $n in\n\
              {own}) mkdir {r} && mount --bind \"$d\" {r} ;;\n\
-             csb-test-*) ;;\n\
-             *) mkdir \"/var/tmp/$n\" 2>/dev/null && mount --bind \"$d\" \"/var/tmp/$n\" 2>/dev/null || true ;;\n\
+             csb-site-*) mkdir \"/var/tmp/$n\" 2>/dev/null && mount --bind \"$d\" \"/var/tmp/$n\" 2>/dev/null || true ;;\n\
            esac\n\
          done\n\
          umount -l /mnt\n\
          mountpoint -q {r} || {{ echo 'the world directory {r} is not in its own /var/tmp' >&2; exit 1; }}\n"
+    )
+}
+
+/// Root shell lines that hide this checkout (where `cargo test` runs from)
+/// from the world's mount namespace: an empty read-only tmpfs over it. A
+/// world runs only what it copied into its own directory first
+/// ([`World::fixture`]), so what it sees never depends on where the
+/// checkout lives; a checkout under `/tmp`, `/var/tmp` or `/root` — which
+/// worlds and tests cover with mounts of their own — would otherwise break
+/// exactly the tests that reach into it, and only there (issue #43). Hiding
+/// it everywhere makes such a test fail wherever it runs.
+fn hide_checkout(root: &Path) -> String {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if root.starts_with(manifest) || manifest == Path::new("/") {
+        return String::new();
+    }
+    let m = shell_quote(&manifest.to_string_lossy());
+    format!(
+        "if [ -d {m} ]; then mount -t tmpfs -o ro,size=4k,mode=755 csb-checkout-hidden {m}; fi\n"
     )
 }
 
@@ -343,6 +362,18 @@ impl World {
         std::fs::copy(mutation_binary(), self.root.join("bin/claude-sandbox")).unwrap();
     }
 
+    /// `rel` (a path in this checkout) copied into the world's `bin/`, where
+    /// the world's commands can run or read it: they never see the checkout
+    /// ([`hide_checkout`]).
+    pub(crate) fn fixture(&self, rel: &str) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+        let name = Path::new(rel).file_name().expect("a file name");
+        let dst = self.root.join("bin").join(name);
+        std::fs::copy(&src, &dst)
+            .unwrap_or_else(|e| panic!("copying {} into the world: {e}", src.display()));
+        dst
+    }
+
     pub(crate) fn home(&self, who: Who) -> PathBuf {
         self.root.join("homes").join(match who {
             Who::Root => "root",
@@ -383,6 +414,7 @@ impl World {
         let r = self.root.display();
         let mut s = String::from("set -e\n");
         s.push_str(&hide_other_worlds(&self.root));
+        s.push_str(&hide_checkout(&self.root));
         // One upper directory per world (its state), but a work directory per
         // mount: overlayfs empties its work directory when mounting, so two
         // commands of one world started together would pull it from under
@@ -454,10 +486,8 @@ impl World {
              install -m 0644 {r}/bin/conf /etc/claude-sandbox.conf\n\
              install -m 0644 /dev/null /usr/libexec/claude-sandbox/launch.json\n\
              /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null\n",
-            real = real.display(),
-            gitconfig = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("etc/claude-gitconfig")
-                .display(),
+            real = shell_quote(&real.to_string_lossy()),
+            gitconfig = shell_quote(&self.fixture("etc/claude-gitconfig").to_string_lossy()),
         ));
         assert!(
             out.status.success(),
