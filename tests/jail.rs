@@ -68,8 +68,11 @@ fn probe_net(
 
 fn start_services(lan: &mut Lan) {
     let (l, h) = (lan.lan.clone(), lan.host.clone());
-    lan.listen(&l, &["serve", "[::]:8080", "LAN", "120"]);
-    lan.listen(&h, &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", "120"]);
+    lan.listen(&l, &["serve", "[::]:8080", "LAN", LISTEN_SECS]);
+    lan.listen(
+        &h,
+        &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", LISTEN_SECS],
+    );
     lan.wait_listening(&l, &["*:8080"], &[]);
     lan.wait_listening(&h, &["127.0.0.1:9090"], &[]);
 }
@@ -197,7 +200,7 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
     };
     // Only the stub runs: a loopback-only resolv.conf resolves (through the
     // jail's forwarder to the host's stub); one naming 10.77.0.1 does not.
-    lan.listen(&h, &["dns", "127.0.0.53", "120"]);
+    lan.listen(&h, &["dns", "127.0.0.53", LISTEN_SECS]);
     lan.wait_listening(&h, &[], &["127.0.0.53:53"]);
     for who in BOTH {
         assert_eq!(
@@ -215,7 +218,7 @@ fn dns_works_with_a_stub_resolver_and_goes_to_a_routable_one() {
         let _ = c.kill();
         let _ = c.wait();
     }
-    lan.listen(&l, &["dns", "10.77.0.1", "120"]);
+    lan.listen(&l, &["dns", "10.77.0.1", LISTEN_SECS]);
     lan.wait_listening(&l, &[], &["10.77.0.1:53"]);
     for who in BOTH {
         assert_eq!(
@@ -272,7 +275,7 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
     start_services(&mut lan);
     let l = lan.lan.clone();
     for ns in ["10.77.0.1", "169.254.169.254", "203.0.113.10"] {
-        lan.listen(&l, &["dns", ns, "120"]);
+        lan.listen(&l, &["dns", ns, LISTEN_SECS]);
     }
     lan.wait_listening(
         &l,
@@ -444,9 +447,9 @@ fn the_dns_forwarder_passes_dns_only() {
     }
     let mut lan = Lan::up();
     let h = lan.host.clone();
-    lan.listen(&h, &["dns", "127.0.0.53", "120"]);
-    lan.listen(&h, &["serve", "0.0.0.0:9191", "WILDCARD", "120"]);
-    lan.listen(&h, &["serve", "127.0.0.53:9192", "STUBADDR", "120"]);
+    lan.listen(&h, &["dns", "127.0.0.53", LISTEN_SECS]);
+    lan.listen(&h, &["serve", "0.0.0.0:9191", "WILDCARD", LISTEN_SECS]);
+    lan.listen(&h, &["serve", "127.0.0.53:9192", "STUBADDR", LISTEN_SECS]);
     lan.wait_listening(&h, &["0.0.0.0:9191", "127.0.0.53:9192"], &["127.0.0.53:53"]);
     // Control: on the host, both services answer.
     let control = Command::new("ip")
@@ -506,10 +509,10 @@ fn link_local_services(lan: &mut Lan) {
         let token = format!("LINKLOCAL-{port}");
         lan.listen(
             &l,
-            &["serve", &format!("{FORWARDER}:{port}"), &token, "120"],
+            &["serve", &format!("{FORWARDER}:{port}"), &token, LISTEN_SECS],
         );
     }
-    lan.listen(&l, &["dns", "10.77.0.1", "120"]);
+    lan.listen(&l, &["dns", "10.77.0.1", LISTEN_SECS]);
     lan.listen(&l, &["dns", FORWARDER, "120", "example.test=10.77.0.9"]);
     let tcp: Vec<String> = [80, 8080, 53]
         .iter()
@@ -555,7 +558,7 @@ fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
     }
     let mut lan = Lan::up();
     let l = lan.lan.clone();
-    lan.listen(&l, &["serve", INTERNET, "INTERNET", "120"]);
+    lan.listen(&l, &["serve", INTERNET, "INTERNET", LISTEN_SECS]);
     link_local_services(&mut lan);
     let w = jail_world("jailfwdrouted", "");
     let np = format!("python3 {}/bin/netprobe.py", w.root.display());
@@ -617,7 +620,7 @@ fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
     start_services(&mut lan);
     let l = lan.lan.clone();
     for ns in ["10.77.0.1", "10.77.0.9", "169.254.169.254", "203.0.113.10"] {
-        lan.listen(&l, &["dns", ns, "120"]);
+        lan.listen(&l, &["dns", ns, LISTEN_SECS]);
     }
     lan.wait_listening(
         &l,

@@ -233,7 +233,7 @@ fn a_port_taken_on_the_host_stops_the_launch_before_anything_starts() {
     let mut lan = Lan::up();
     let h = lan.host.clone();
     let taken = format!("127.0.0.1:{PUBLISHED}");
-    lan.listen(&h, &["serve", &taken, "HOSTSERVICE", "120"]);
+    lan.listen(&h, &["serve", &taken, "HOSTSERVICE", LISTEN_SECS]);
     lan.wait_listening(&h, &[&taken], &[]);
     for (name, base) in [("takenopen", OPEN), ("takenallow", ALLOWLIST)] {
         let w = jail_world(name, &format!("{base}publish-port = 8888, {PUBLISHED}\n"));
@@ -291,8 +291,11 @@ fn a_published_port_opens_no_way_out_of_the_sandbox() {
     }
     let mut lan = Lan::up();
     let h = lan.host.clone();
-    lan.listen(&h, &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", "120"]);
-    lan.listen(&h, &["serve", "10.77.0.2:9092", "HOSTLAN", "120"]);
+    lan.listen(
+        &h,
+        &["serve", "127.0.0.1:9090", "HOSTLOOPBACK", LISTEN_SECS],
+    );
+    lan.listen(&h, &["serve", "10.77.0.2:9092", "HOSTLAN", LISTEN_SECS]);
     lan.wait_listening(&h, &["127.0.0.1:9090", "10.77.0.2:9092"], &[]);
     let targets = [
         format!("127.0.0.1:{PUBLISHED}"),

@@ -101,7 +101,12 @@ fn lan_with_loopback_service() -> Lan {
     let h = lan.host.clone();
     lan.listen(
         &h,
-        &["serve", LOOPBACK_SERVICE, "HOST-LOOPBACK-SECRET", "120"],
+        &[
+            "serve",
+            LOOPBACK_SERVICE,
+            "HOST-LOOPBACK-SECRET",
+            LISTEN_SECS,
+        ],
     );
     lan.wait_listening(&h, &[LOOPBACK_SERVICE], &[]);
     lan

@@ -21,6 +21,14 @@ pub(crate) fn testnet(file: &str) -> PathBuf {
     p
 }
 
+/// How long a listener of [`Lan::listen`] serves (netprobe's last
+/// argument; its own bound, `MAX_LIFETIME`): longer than any test runs, so
+/// that a negative check never passes because the listener behind the wall
+/// had already gone (a 120-second listener could, under CI's load: "0 host
+/// loopback listener(s) tried" in tests/verify.rs). [`Lan`]'s drop ends
+/// every listener with its test.
+pub(crate) const LISTEN_SECS: &str = "600";
+
 /// A private site network; torn down on drop, listeners included.
 pub(crate) struct Lan {
     pub(crate) prefix: String,
