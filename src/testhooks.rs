@@ -37,6 +37,11 @@ pub(crate) enum Mutation {
     /// (a mask on a path that does not exist is added to them).
     #[cfg(feature = "test-mutations")]
     PreMaskFails,
+    /// A root-view mask on a path under `/var/lib` that does not exist, in
+    /// every attempt's plan: what a directory deleted between the walk and
+    /// bubblewrap's mount looks like, on every replan (issue #43).
+    #[cfg(feature = "test-mutations")]
+    RootMaskVanishes,
     /// Weakening `CLAUDE_SANDBOX_*` variables accepted without the file's opt-in.
     AcceptEnvOverrides,
     /// A route the route step refuses.
@@ -139,6 +144,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::PastaAttachFails => "pasta-attach-fails",
         Mutation::TapFails => "tap-fails",
         Mutation::PreMaskFails => "pre-mask-fails",
+        Mutation::RootMaskVanishes => "root-mask-vanishes",
         Mutation::RouteStepFails => "route-step-fails",
         Mutation::Unprotect => "unprotect",
         Mutation::Unguarded => "unguarded",
@@ -171,6 +177,11 @@ pub(crate) fn apply(
     env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
 ) {
     apply_leaks(sb, home, env);
+    if active(Mutation::RootMaskVanishes) {
+        sb.mounts.push(crate::sandbox::Mount::Empty {
+            dst: "/var/lib/csb-vanished-root-mask".into(),
+        });
+    }
     apply_weaker_seccomp(sb);
     apply_unprotect(sb, home);
     let dropped = dropped_mounts(home);

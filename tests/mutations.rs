@@ -21,6 +21,8 @@ const NAMES: &[&str] = &[
     "pasta-attach-fails",
     "tap-fails",
     "pre-mask-fails",
+    "root-mask-vanishes",
+    "csb-vanished-root-mask",
     "route-step-fails",
     "drop-mount=",
     "unprotect",

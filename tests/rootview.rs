@@ -365,3 +365,43 @@ fn premask_session(w: &World, env: &str) -> String {
     );
     out
 }
+
+/// A root-only path the root view masks that vanishes before every attempt
+/// (what heavy churn under `/var` or `/opt` looks like to the launch): the
+/// launch still fails closed, with exit 125 and one line naming the path,
+/// the directory that churns and what to do (issue #43 item 5). The
+/// control: the same world launches without the fault.
+#[test]
+fn a_mask_vanishing_on_every_attempt_names_the_churning_directory() {
+    if !require("rootview_churn") {
+        return;
+    }
+    let w = World::new("rvchurn");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    let ok = w.run(Who::Root, &[], &["claude", "shell", "echo LAUNCHED"]);
+    assert!(
+        ok.status.success() && stdout(&ok).contains("LAUNCHED"),
+        "control: {}",
+        stderr(&ok)
+    );
+    let o = w.run(
+        Who::Root,
+        &[("CLAUDE_SANDBOX_TEST_MUTATION", "root-mask-vanishes")],
+        &["claude", "shell", "echo LAUNCHED"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(!stdout(&o).contains("LAUNCHED"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("vanished"))
+        .unwrap_or_else(|| panic!("no line says what vanished: {err}"));
+    assert!(
+        line.contains("/var/lib/csb-vanished-root-mask vanished")
+            && line.contains("4 attempts")
+            && line.contains("entries in /var/lib ")
+            && line.contains("once that work has finished"),
+        "{line}"
+    );
+}

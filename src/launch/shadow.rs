@@ -229,8 +229,14 @@ fn attempts(
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails
             // the build. Plan again from a fresh walk, a few times.
-            Outcome::SetupFailed(_) if replans < 3 && a_root_mask_vanished(&sb) => {
+            Outcome::SetupFailed(msg) if replans < 3 && vanished_root_mask(&sb, &msg).is_some() => {
                 replans += 1;
+            }
+            // Still vanishing after three fresh walks: something keeps
+            // creating and deleting there. Fail closed, and say where.
+            Outcome::SetupFailed(msg) if vanished_root_mask(&sb, &msg).is_some() => {
+                let gone = vanished_root_mask(&sb, &msg).unwrap_or_else(|| Path::new("/"));
+                return Err(setup(churning(gone, replans + 1)));
             }
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
@@ -380,13 +386,51 @@ pub(crate) fn base_url_elsewhere(cfg: &Config, home: &Path) -> bool {
 /// Whether a mask of the root view ([`crate::launch::rootview`]) covers a path
 /// that no longer exists: bubblewrap cannot mount over it on the read-only
 /// root.
-fn a_root_mask_vanished(sb: &Sandbox) -> bool {
-    sb.mounts.iter().any(|m| match m {
-        crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst } => {
-            super::rootview::covers(dst) && dst.symlink_metadata().is_err()
+fn vanished_root_mask<'a>(sb: &'a Sandbox, msg: &str) -> Option<&'a Path> {
+    sb.mounts.iter().find_map(|m| match m {
+        crate::sandbox::Mount::Tmpfs { dst } | crate::sandbox::Mount::Empty { dst }
+            if super::rootview::covers(dst)
+                && dst.symlink_metadata().is_err()
+                && names(msg, dst) =>
+        {
+            Some(dst.as_path())
         }
-        _ => false,
+        _ => None,
     })
+}
+
+/// Whether bubblewrap's failure `msg` names `dst` or a directory above it
+/// (a mask is not made when its directory went away). A mask planned on a
+/// path that does not exist on the host by design (one bubblewrap makes in
+/// a tmpfs, such as `~/.local/share/applications` under a home in `/var`)
+/// is not what failed unless the message says so: taking it for churn cost
+/// three replans and hid the real failure behind them.
+fn names(msg: &str, dst: &Path) -> bool {
+    let walked = |a: &Path| super::rootview::ROOTS.iter().any(|r| a == Path::new(r));
+    dst.ancestors()
+        .take_while(|a| a.parent().is_some() && !walked(a))
+        .any(|a| {
+            let a = a.to_string_lossy();
+            // The whole path (not one below it): followed by the end or punctuation.
+            msg.match_indices(&*a).any(|(i, _)| {
+                msg[i + a.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| matches!(c, ':' | ' ' | '\'' | '"' | ',' | '\n'))
+            })
+        })
+}
+
+/// The one line a root launch ends with when a path its root view masks
+/// vanished before every one of its `attempts`: which path, which
+/// directory churns, and what to do (issue #43).
+fn churning(gone: &Path, attempts: usize) -> String {
+    let dir = gone.parent().unwrap_or(gone);
+    format!(
+        "the sandbox could not be built: {} vanished between the root view's walk and the mount on {attempts} attempts: something keeps creating and deleting entries in {} (a build, a package manager, a cleaner?), and a root session masks what only root may read there rather than guess; run claude again once that work has finished there, or start the session as a non-root user, whose view needs no walk",
+        gone.display(),
+        dir.display()
+    )
 }
 
 /// Reap every child left (orphans adopted as subreaper), for at most 2 s:
@@ -451,9 +495,38 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         sb.mounts
             .push(crate::sandbox::Mount::Empty { dst: file.clone() });
-        assert!(!a_root_mask_vanished(&sb), "it exists");
+        let msg = format!(
+            "Can't create file at /newroot{}: No such file",
+            file.display()
+        );
+        assert_eq!(vanished_root_mask(&sb, &msg), None, "it exists");
         std::fs::remove_file(&file).unwrap();
-        assert!(a_root_mask_vanished(&sb), "{} is gone", file.display());
+        assert_eq!(
+            vanished_root_mask(&sb, &msg),
+            Some(file.as_path()),
+            "it is gone"
+        );
+        // Its directory gone, named by bubblewrap instead of the mask.
         let _ = std::fs::remove_dir_all(&dir);
+        let msg = format!("Can't mkdir {}: No such file", dir.display());
+        assert_eq!(vanished_root_mask(&sb, &msg), Some(file.as_path()));
+        // Another failure (a refused /proc) is not taken for churn.
+        let msg = "Can't mount proc on /newroot/proc: Operation not permitted";
+        assert_eq!(vanished_root_mask(&sb, msg), None, "{msg}");
+        // Nor one naming a sibling that merely starts the same, or the tree.
+        let msg = format!("Can't mkdir {}-other: No such file", dir.display());
+        assert_eq!(vanished_root_mask(&sb, &msg), None, "{msg}");
+        assert_eq!(vanished_root_mask(&sb, "Can't bind /var: busy"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_churning_directory_is_named_with_what_to_do() {
+        let m = churning(Path::new("/var/cache/build/obj-17"), 4);
+        assert!(m.contains("/var/cache/build/obj-17 vanished"), "{m}");
+        assert!(m.contains("entries in /var/cache/build "), "{m}");
+        assert!(m.contains("4 attempts"), "{m}");
+        assert!(m.contains("once that work has finished"), "{m}");
+        assert!(!m.contains('\n'), "one line: {m}");
     }
 }
