@@ -64,7 +64,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .cloned()
         .collect();
     let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
-    let (root_masks, hidden_whole) = root_view(uid, &resolved, cfg, jailed);
+    let (root_masks, hidden_whole) = root_view(uid, &resolved, &home, cfg, jailed);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -267,10 +267,10 @@ pub(super) fn prefetch_root_view(cfg: &Config) {
     let Ok(cwd) = std::env::current_dir() else {
         return;
     };
-    let keep = resolve(&plan::rw_requests(cfg, &cwd))
-        .into_values()
-        .flatten()
-        .collect::<Vec<_>>();
+    let Ok(id) = crate::sys::user::identity() else {
+        return;
+    };
+    let keep = root_view_keep(&resolve(&plan::rw_requests(cfg, &cwd)), &id.home);
     let key = (keep.clone(), cfg.root_view_max_entries, !plan::jailed(cfg));
     let (max, host_net) = (key.1, key.2);
     let walk = std::thread::Builder::new()
@@ -296,20 +296,34 @@ fn root_view_for(key: RootViewKey) -> super::rootview::View {
     super::rootview::view(&keep, max, host_net)
 }
 
+/// What the root view never walks into: the read-write roots, and the
+/// session's own `$HOME`, which the plan rebuilds whole (a tmpfs with only
+/// the allowlisted entries bound back). A home under a walked tree (a
+/// service account's in `/var/lib`, the tests' in `/var/tmp`) would
+/// otherwise get masks of its own: `~/.local`, which the launch makes 0700,
+/// over the private `~/.local/share`, and the 0600 `~/.claude` credentials
+/// Claude Code needs, neither of which a home in `/root` ever gets.
+fn root_view_keep(resolved: &BTreeMap<PathBuf, Option<PathBuf>>, home: &Path) -> Vec<PathBuf> {
+    let mut keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
+    keep.push(home.to_path_buf());
+    keep
+}
+
 /// Launched by root: what an unprivileged user could not read (masked), and
-/// the directories hidden whole, sparing the read-write roots (issue #13;
-/// failing closed, issue #24). Paths every launch masks already
-/// ([`plan::SYSTEM_NULLED`]) are not masked twice.
+/// the directories hidden whole, sparing the read-write roots and `$HOME`
+/// ([`root_view_keep`]; issue #13; failing closed, issue #24). Paths every
+/// launch masks already ([`plan::SYSTEM_NULLED`]) are not masked twice.
 fn root_view(
     uid: u32,
     resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
+    home: &Path,
     cfg: &Config,
     jailed: bool,
 ) -> (Vec<crate::plan::Unreadable>, Vec<PathBuf>) {
     if uid != 0 {
         return (Vec::new(), Vec::new());
     }
-    let keep: Vec<PathBuf> = resolved.values().flatten().cloned().collect();
+    let keep = root_view_keep(resolved, home);
     let hidden = super::rootview::HIDDEN_WHOLE
         .iter()
         .map(PathBuf::from)
@@ -440,6 +454,18 @@ pub(super) fn git_identity(home: &Path) -> NameEmail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_view_never_walks_into_home() {
+        let mut resolved = BTreeMap::new();
+        resolved.insert(PathBuf::from("ws"), Some(PathBuf::from("/var/lib/ws")));
+        resolved.insert(PathBuf::from("gone"), None);
+        let keep = root_view_keep(&resolved, Path::new("/var/lib/svc"));
+        assert_eq!(
+            keep,
+            [PathBuf::from("/var/lib/ws"), PathBuf::from("/var/lib/svc")]
+        );
+    }
 
     #[test]
     fn protected_paths_outside_the_workspace_are_named_never_bound() {
