@@ -72,9 +72,53 @@ fi
 "$real" --version
 export CSB_REAL_CLAUDE="$real"
 
+# Every step runs, whatever failed before it, and the run ends with one
+# summary naming each failure: a lint error, a failing test (with its
+# target) or a target that ended without its results (a crash, a signal).
+failed=()
 step "Lints"
-cargo fmt --check
-cargo clippy --all-targets -- -D warnings -W unreachable_pub
+cargo fmt --check || failed+=("lint: cargo fmt --check (run \`cargo fmt\`)")
+cargo clippy --all-targets -- -D warnings -W unreachable_pub || failed+=("lint: cargo clippy (see above)")
 
 step "Tests"
-cargo test --all-targets
+# --no-fail-fast: a failing target never keeps the later ones from running.
+# Extra arguments go to cargo test, e.g. `bash scripts/test.sh --test planted`.
+log="$(mktemp "${TMPDIR:-/tmp}/csb-test-log.XXXXXX")"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --all-targets --no-fail-fast "$@" 2>&1 | tee "$log"
+test_rc=${PIPESTATUS[0]}
+set -e
+# One line per failed test ("target: test"), per target that failed with
+# no failed test of its own, then the totals of every target.
+mapfile -t test_failures < <(awk '
+    /^ *Running / { t = $2; if ($1 == "Running" && t == "unittests") t = $3; next }
+    /^test .* \.\.\. FAILED$/ { print t ": " $2; seen[t] = 1; next }
+    /^error: test failed, to rerun pass `/ { sub(/.*pass `/, ""); sub(/`$/, ""); ended[$0] = t }
+    /^test result: / {
+        for (i = 1; i <= NF; i++) {
+            if ($(i) ~ /^passed;?$/) passed += $(i - 1)
+            if ($(i) ~ /^failed;?$/) nfailed += $(i - 1)
+        }
+    }
+    END {
+        for (a in ended) if (!(ended[a] in seen)) print ended[a] ": the target failed without a failing test (crashed or killed: see its output; rerun with " a ")"
+        printf "TOTALS %d %d\n", passed, nfailed
+    }' "$log")
+totals="${test_failures[-1]}"
+unset 'test_failures[-1]'
+failed+=("${test_failures[@]}")
+if [ "$test_rc" -ne 0 ] && [ "${#test_failures[@]}" -eq 0 ]; then
+    failed+=("cargo test exited $test_rc without a failing test (see above)")
+fi
+
+step "Summary"
+read -r _ passed nfailed <<<"$totals"
+if [ "${#failed[@]}" -eq 0 ]; then
+    echo "every lint and test target passed"
+else
+    echo "${#failed[@]} failure(s):"
+    printf '  FAILED %s\n' "${failed[@]}"
+fi
+echo "$passed passed, $nfailed failed"
+[ "${#failed[@]}" -eq 0 ]
