@@ -70,7 +70,7 @@ cd /
 # The floor under those numbers (bench/notif-floor.c): a round trip through
 # a supervisor that does no work, answered with NOTIF_SEND and with
 # NOTIF_ADDFD, and ADDFD with a SCHED_IDLE spinner (what the guard had until
-# issue #23's 2026-11-26 11:00–12:15 entry in docs/benchmarks.md); three runs each.
+# issue #23's 2026-11-26 11:00–12:15 entry in docs/benchmarks-history.md); three runs each.
 # WORK/notif-floor gets lines "MODE MEDIAN-NS P99-NS".
 cc -O2 -o "$work/notif-floor.bin" "$(dirname "$0")/notif-floor.c" -lpthread
 for run in 1 2 3; do

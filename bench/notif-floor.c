@@ -11,7 +11,7 @@
  *                        open(O_CREAT) costs, before any checking
  *     notif-floor warm   addfd, and a SCHED_IDLE thread spinning in the
  *                        supervisor meanwhile (what the guard had until
- *                        docs/benchmarks.md's 2026-11-26 11:00-12:15 entry:
+ *                        docs/benchmarks-history.md's 2026-11-26 11:00-12:15 entry:
  *                        the wake-up of a CPU that is not halted)
  *
  * Prints "MODE MEDIAN-NS P99-NS". */

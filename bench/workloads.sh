@@ -151,7 +151,7 @@ EOF
 # the parents of many such entries whole (src/launch/rootview): vendored
 # `fnv` ships 0600 files, and the other workspace's copy of them can take
 # the directories beside them along (the likeliest cause of a round's
-# `cargo: not found`, 2026-11-26 08:28; docs/benchmarks.md). The inputs
+# `cargo: not found`, 2026-11-26 08:28; docs/benchmarks-history.md). The inputs
 # are readable to all, as a checkout is.
 chmod -R a+rX "$in"
 cp -a "$in" "$wl/disk/ws/in"

@@ -155,7 +155,7 @@ fn start_serving(sup: Supervisor, listener: OwnedFd) -> &'static Supervisor {
 /// run on two CPUs or more, else one. What may wait long (a FIFO's open)
 /// is handed to a thread of its own besides.
 ///
-/// Measured on this project's 2-CPU machine kind only (docs/benchmarks.md,
+/// Measured on this project's 2-CPU machine kind only (docs/benchmarks-history.md,
 /// 2026-11-26 12:15), through the shadow, interleaved runs: one receiving
 /// thread made four processes creating at once queue behind it (~200 µs a
 /// creation) and a `tar -xf` of 20,000 files take 1.40 s; two, 1.08–1.18 s

@@ -348,7 +348,7 @@ mod tests {
 
     /// The launch cost of the tripwire for an unchanged session, on this
     /// repository (run: `cargo test --release --lib -- --ignored
-    /// --nocapture tripwire_cost`; reported in docs/benchmarks.md).
+    /// --nocapture tripwire_cost`; reported in docs/benchmarks-history.md).
     #[test]
     #[ignore]
     fn tripwire_cost() {
