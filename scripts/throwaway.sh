@@ -67,4 +67,6 @@ cd "$here"
 printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 chmod 0755 /usr/sbin/policy-rc.d
 echo "==> in a throwaway mount namespace: writes to $(trees | tr '\n' ' ')are discarded at its end"
+# The command may start a throwaway namespace of its own (tests/ci.rs does).
+unset CSB_THROWAWAY_SCRATCH
 exec "$@"
