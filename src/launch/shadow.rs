@@ -228,15 +228,13 @@ fn attempts(
             }
             // A root launch masks what its walk found; one of those removed
             // since (a rotated log, another program's temporary file) fails
-            // the build. Plan again from a fresh walk, a few times.
-            Outcome::SetupFailed(msg) if replans < 3 && vanished_root_mask(&sb, &msg).is_some() => {
-                replans += 1;
-            }
-            // Still vanishing after three fresh walks: something keeps
-            // creating and deleting there. Fail closed, and say where.
+            // the build. Plan again from a fresh walk, a few times; still
+            // vanishing, something keeps churning there: fail, saying where.
             Outcome::SetupFailed(msg) if vanished_root_mask(&sb, &msg).is_some() => {
-                let gone = vanished_root_mask(&sb, &msg).unwrap_or_else(|| Path::new("/"));
-                return Err(setup(churning(gone, replans + 1)));
+                if let (3, Some(gone)) = (replans, vanished_root_mask(&sb, &msg)) {
+                    return Err(setup(churning(gone, replans + 1)));
+                }
+                replans += 1;
             }
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
