@@ -219,6 +219,70 @@ grep ' - tmpfs ' /proc/self/mountinfo | awk '$6 ~ /^rw/ && $4 == "/" { print "MO
     );
 }
 
+/// Issue #45 ("found on the way"): where the sandbox mounts a tmpfs at
+/// `/var/tmp` — a root launch whose view does not examine `/var` whole
+/// masks it — it holds `tmpfs-size`, like `/tmp`, not a mask's 1M: a tool
+/// writing 4 MiB there succeeds, and 24 MiB stops at the size with ENOSPC.
+/// A user's `/var/tmp` is the host's, read-only like the rest of `/`,
+/// whatever the root view does: its entries are there, nothing is written.
+/// The hostile session tries a mask's worth elsewhere under the masked
+/// `/var`: that stays a 1M mask.
+#[test]
+fn var_tmp_holds_what_tmp_holds_where_the_sandbox_mounts_it() {
+    if !require("limits_var_tmp") {
+        return;
+    }
+    // A bound of 1 entry: /var, walked and not examined whole, is masked.
+    let w = world(
+        "vartmp",
+        "egress-jail = 0\ntmpfs-size = 8M\nroot-view-max-entries = 1\n",
+    );
+    let script = r#"
+fill() { dd if=/dev/zero of="$1" bs=1M count="$3" 2>&1 | grep -o 'No space left on device\|Read-only file system' | head -1; echo "$2=$(stat -c %s "$1" 2>/dev/null || echo 0)"; rm -f "$1"; }
+fill /var/tmp/csb-four FOUR 4
+fill /var/tmp/csb-fill FILL 24
+fill /var/csb-fill VAR 4
+echo "WORLD=$(ls /var/tmp | grep -c '^csb-test-vartmp-')"
+grep ' /var/tmp ' /proc/self/mountinfo | tail -1
+"#;
+    let o = shell(&w, Who::Root, script);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "root: {out}{}", stderr(&o));
+    assert_eq!(
+        value(&out, "FOUR"),
+        Some(4 << 20),
+        "root: 4 MiB in /var/tmp: {out}"
+    );
+    let n = value(&out, "FILL").unwrap();
+    assert!(
+        (7 << 20..=8 << 20).contains(&n),
+        "root: /var/tmp held {n} bytes, want about tmpfs-size = 8M: {out}"
+    );
+    // The rest of the masked /var is a mask still.
+    let var = value(&out, "VAR").unwrap();
+    assert!(var <= 1 << 20, "root: the /var mask held {var}: {out}");
+    assert_eq!(
+        out.matches("No space left on device").count(),
+        2,
+        "root: {out}"
+    );
+    assert!(out.contains("size=8192k"), "root: /var/tmp unsized: {out}");
+    let o = shell(&w, Who::User, script);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "user: {out}{}", stderr(&o));
+    assert_eq!(value(&out, "FOUR"), Some(0), "user: {out}");
+    assert_eq!(
+        out.matches("Read-only file system").count(),
+        3,
+        "user: {out}"
+    );
+    assert_eq!(
+        value(&out, "WORLD"),
+        Some(1),
+        "user: the host's /var/tmp: {out}"
+    );
+}
+
 /// The most processes the test's own cgroup around a bombing session holds:
 /// far below this machine's limits, far above the session's.
 const OUTER_BOUND: u32 = 1500;

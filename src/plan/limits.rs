@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::facts::{Facts, PidsMechanism};
-use super::mounts::HOME_SCRATCH;
+use super::mounts::{HOME_SCRATCH, VAR_TMP};
 use crate::config::{Amount, Config};
 use crate::sandbox::{Limits, Pids};
 
@@ -20,7 +20,11 @@ pub(crate) const MIN_TMPFS_SIZE: u64 = 16 << 20;
 
 /// The limits of one launch.
 pub(super) fn limits(cfg: &Config, facts: &Facts) -> Limits {
-    let mut scratch = vec![PathBuf::from("/tmp"), facts.home.clone()];
+    let mut scratch = vec![
+        PathBuf::from("/tmp"),
+        PathBuf::from(VAR_TMP),
+        facts.home.clone(),
+    ];
     scratch.extend(HOME_SCRATCH.iter().map(|rel| facts.home.join(rel)));
     Limits {
         pids: pids(cfg, facts),
@@ -73,13 +77,20 @@ mod tests {
         let l = limits(&Config::default(), &f);
         // 6% of 8 GiB, in whole MiB.
         assert_eq!(l.tmpfs_size, 491 << 20);
-        for p in ["/tmp", "/home/dev", "/home/dev/.local/share/claude"] {
+        for p in [
+            "/tmp",
+            "/var/tmp",
+            "/home/dev",
+            "/home/dev/.local/share/claude",
+        ] {
             assert_eq!(l.tmpfs_size_of(Path::new(p)), l.tmpfs_size, "{p}");
         }
         for p in [
             "/run",
             "/home/dev/.local/share/applications",
             "/etc/ssl/private",
+            "/var/tmp/x",
+            "/var",
         ] {
             assert_eq!(l.tmpfs_size_of(Path::new(p)), MASK_TMPFS_SIZE, "{p}");
         }

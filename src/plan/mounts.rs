@@ -43,6 +43,13 @@ pub(crate) const HOME_CLAUDE_MASKED: &[&str] = &[".claude/local"];
 /// tmpfs sized like `/tmp` (`tmpfs-size`), not like a mask.
 pub(crate) const HOME_SCRATCH: &[&str] = &[".local/share/claude"];
 
+/// Where tools put temporary files that outlive a reboot. Inside it is
+/// the host's, read-only like the rest of `/`, except where a root
+/// launch's view masks it (whole, or with `/var`): there it is a tmpfs
+/// sized like `/tmp` (`tmpfs-size`), not like a mask (issue #45), so a
+/// tool writing more than a mask holds there does not fail with ENOSPC.
+pub(crate) const VAR_TMP: &str = "/var/tmp";
+
 /// uv's binaries: bound back read-only, so nothing inside can trojan a
 /// program the user later runs outside the sandbox.
 pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
@@ -216,6 +223,17 @@ pub(super) fn system_mounts(facts: &Facts) -> Vec<Mount> {
             dst: u.path.clone(),
         },
     }));
+    // A mask over a parent of /var/tmp (/var, walked and not examined
+    // whole) would leave it inside a 1M mask: it gets a tmpfs of its own.
+    let var_tmp = Path::new(VAR_TMP);
+    let covered = (facts.root_masks.iter().filter(|u| u.dir).map(|u| &u.path))
+        .chain(&facts.hidden_whole)
+        .any(|d| var_tmp.starts_with(d) && d != var_tmp);
+    if covered {
+        m.push(Mount::Tmpfs {
+            dst: var_tmp.into(),
+        });
+    }
     m.extend(
         SYSTEM_NULLED
             .iter()
@@ -311,4 +329,48 @@ pub(super) fn other_homes(facts: &Facts) -> Vec<PathBuf> {
         .filter(|ph| !ph.starts_with(&facts.home) && ph.as_path() != Path::new("/"))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::{as_root, facts};
+    use crate::plan::Unreadable;
+
+    /// The tmpfs mounts of the system view at `/var/tmp`.
+    fn var_tmp_tmpfs(f: &Facts) -> usize {
+        system_mounts(f)
+            .iter()
+            .filter(|m| matches!(m, Mount::Tmpfs { dst } if dst == Path::new(VAR_TMP)))
+            .count()
+    }
+
+    #[test]
+    fn var_tmp_gets_a_tmpfs_of_its_own_only_under_a_mask_of_var() {
+        let mut f = facts();
+        assert_eq!(var_tmp_tmpfs(&f), 0, "a user's /var/tmp is the host's");
+        as_root(&mut f);
+        assert_eq!(var_tmp_tmpfs(&f), 0, "nothing masks it");
+        let mask = |p: &str| Unreadable {
+            path: p.into(),
+            dir: true,
+        };
+        // /var not examined whole: /var/tmp is a tmpfs after the mask.
+        f.root_masks.push(mask("/var"));
+        assert_eq!(var_tmp_tmpfs(&f), 1);
+        let m = system_mounts(&f);
+        let at = |p: &str| {
+            m.iter()
+                .position(|x| matches!(x, Mount::Tmpfs { dst } if dst == Path::new(p)))
+        };
+        assert!(at("/var") < at(VAR_TMP), "{m:?}");
+        // /var/tmp masked itself: that mask is the one tmpfs there.
+        f.root_masks.pop();
+        f.root_masks.push(mask(VAR_TMP));
+        assert_eq!(var_tmp_tmpfs(&f), 1);
+        // A mask below it changes nothing.
+        f.root_masks.pop();
+        f.root_masks.push(mask("/var/tmp/other"));
+        assert_eq!(var_tmp_tmpfs(&f), 0);
+    }
 }
