@@ -278,6 +278,99 @@ fn a_port_taken_on_the_host_stops_the_launch_before_anything_starts() {
     }
 }
 
+/// A listener on `[::]:PORT` for IPv6 alone (`IPV6_V6ONLY`, which
+/// netprobe's dual-stack `[::]` is not) in namespace `ns`, for `LISTEN_SECS`.
+fn v6only_wildcard(ns: &str, port: u16) -> Child {
+    Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c"])
+        .arg(format!(
+            "import socket, time\n\
+             s = socket.socket(socket.AF_INET6)\n\
+             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)\n\
+             s.bind(('::', {port}))\n\
+             s.listen(4)\n\
+             time.sleep({LISTEN_SECS})"
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Issue #45: a host service on `[::1]` only (and its other spelling, the
+/// IPv6 wildcard alone) holds the port too: host clients of
+/// `localhost:PORT` may reach it or the session's server, whichever their
+/// resolver tries first. Every mode and user stops before anything starts,
+/// naming the port and the address. The positive control: the service
+/// gone, the same configuration publishes and the page answers.
+#[test]
+fn a_host_service_on_ipv6_loopback_holds_the_port_too() {
+    if !require("ports_taken_v6") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let h = lan.host.clone();
+    let v6 = format!("[::1]:{PUBLISHED}");
+    let modes = [("v6open", OPEN), ("v6allow", ALLOWLIST)];
+    let worlds: Vec<(&str, World)> = modes
+        .iter()
+        .map(|(name, base)| {
+            let conf = format!("{base}publish-port = {PUBLISHED}\n");
+            (*name, jail_world(name, &conf))
+        })
+        .collect();
+    for holder in ["loopback", "wildcard"] {
+        match holder {
+            "loopback" => lan.listen(&h, &["serve", &v6, "HOSTSERVICE", LISTEN_SECS]),
+            _ => lan.listeners.push(v6only_wildcard(&h, PUBLISHED)),
+        }
+        let shown = format!("[::]:{PUBLISHED}");
+        lan.wait_listening(&h, &[if holder == "loopback" { &v6 } else { &shown }], &[]);
+        for (name, w) in &worlds {
+            for who in BOTH {
+                let t = Tracked::new("takenv6");
+                let ran = w.workspace(who).join("ran");
+                let cmd = w.command(who, &[], &["claude", "shell", "touch ran"]);
+                let o = t
+                    .wrap(&in_netns(&h, &cmd))
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                let err = stderr(&o);
+                let at = format!("{name} {who:?} {holder}");
+                assert_eq!(o.status.code(), Some(125), "{at}: {err}");
+                assert_eq!(err.lines().count(), 1, "{at}: {err}");
+                assert!(
+                    err.contains(&format!(
+                        "publish-port = {PUBLISHED} in /etc/claude-sandbox.conf: something on this machine already listens on {v6}"
+                    )),
+                    "{at}: {err}"
+                );
+                assert!(!ran.exists(), "{at}: the session ran");
+                let left = t.leftovers_after(Duration::from_secs(3));
+                assert!(left.is_empty(), "{at}: left running: {left:?}");
+            }
+        }
+        // The host's service is untouched, and goes.
+        let mut service = lan.listeners.pop().unwrap();
+        let _ = service.kill();
+        let _ = service.wait();
+    }
+    // The positive control: nothing holds the port, it publishes.
+    for (name, w) in &worlds {
+        for who in BOTH {
+            let t = Tracked::new("freev6");
+            let token = format!("csb-page-{name}-{who:?}-{}", std::process::id());
+            let s = Session::start(w, &lan, &t, who, &token);
+            let page = fetch(&lan.host, "127.0.0.1", PUBLISHED);
+            s.finish();
+            assert_eq!(page.as_deref(), Ok(token.as_str()), "{name} {who:?}");
+            assert_all_gone(&lan, &t, who);
+        }
+    }
+}
+
 /// The hostile session: with a port published, it tries to reach the host
 /// through it (the host's side of the port is the forwarder, which would
 /// accept), the host's own services on loopback and through the gateway,

@@ -4,7 +4,7 @@
 //!
 //! - Open jail: pasta forwards each port (`-t 127.0.0.1/PORT`, `jail.rs`);
 //!   the shadow only checks, before anything starts, that each port is free
-//!   on the host's 127.0.0.1 ([`Published::open`]).
+//!   on the host's 127.0.0.1 and `[::1]` ([`Published::open`]).
 //! - Allowlist mode (no pasta, a route-less namespace): the shadow itself
 //!   listens on the host's `127.0.0.1:PORT`, bound before anything starts
 //!   and kept for the launch. A socket reaches into the sandbox's namespace
@@ -18,7 +18,8 @@
 //!   with bubblewrap (parent-death signal) or when the shadow's end closes.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::TcpStream;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,12 +55,14 @@ struct Relay {
 
 impl Published {
     /// Check, before anything starts, that every published port of `net` is
-    /// free on the host's 127.0.0.1: else the launch stops (exit 125)
+    /// free on the host's 127.0.0.1 and `[::1]`: else the launch stops (exit 125)
     /// naming the port and the setting. In allowlist mode the listeners
     /// stay bound for the launch; with the open jail pasta binds them.
     pub(crate) fn open(net: &Network) -> anyhow::Result<Published> {
         let mut listeners = Vec::new();
         for &port in net.published() {
+            // Before our own bind: ours on 127.0.0.1 would hold 0.0.0.0.
+            held_elsewhere(port)?;
             listeners.push((port, listen(port)?));
         }
         let relay = match net {
@@ -135,6 +138,104 @@ fn listen(port: u16) -> anyhow::Result<TcpListener> {
             paths::CONFIG_FILE
         ))
     })
+}
+
+/// The other local address a host client of `localhost:PORT` may end up
+/// at (issue #45): `localhost` is `::1` as well as 127.0.0.1 on most
+/// machines. Bound alone (`IPV6_V6ONLY`), it is refused when a service
+/// listens on `[::1]` or on the IPv6 wildcard (either kind); the bind of
+/// 127.0.0.1 that follows is refused for the IPv4 wildcard, a dual-stack
+/// `[::]` and `[::ffff:127.0.0.1]`. A service on any other address is not
+/// what `localhost` reaches, and holds nothing here.
+const ALSO_LOCAL: [IpAddr; 1] = [IpAddr::V6(Ipv6Addr::LOCALHOST)];
+
+/// Refuse `port` when a host service listens on it at [`ALSO_LOCAL`]:
+/// else host clients of `localhost:PORT` would reach it or the session's
+/// server, whichever their resolver tries first. The address is bound
+/// (never listened on) and let go; an address family this machine does
+/// not have holds nothing.
+fn held_elsewhere(port: u16) -> anyhow::Result<()> {
+    for ip in ALSO_LOCAL {
+        let e = match try_bind(SocketAddr::new(ip, port)) {
+            Ok(()) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => e,
+            // EADDRNOTAVAIL, EAFNOSUPPORT: no IPv6 here; EACCES: below
+            // 1024, which the bind of 127.0.0.1 names.
+            Err(_) => continue,
+        };
+        let at = SocketAddr::new(ip, port);
+        return Err(setup(format!(
+            "publish-port = {port} in {}: something on this machine already listens on {at} ({e}), where host clients of localhost:{port} would reach it instead of the session's server; stop it, or take {port} out of publish-port. Nothing was started",
+            paths::CONFIG_FILE
+        )));
+    }
+    Ok(())
+}
+
+/// Bind a TCP socket to `at` (with `SO_REUSEADDR`, as a listener would,
+/// so a closing connection's port does not count; IPv6 alone), then close it.
+fn try_bind(at: SocketAddr) -> std::io::Result<()> {
+    bound(at, true).map(drop)
+}
+
+/// A TCP socket bound to `at` with `SO_REUSEADDR`, not listening; an IPv6
+/// one with `IPV6_V6ONLY` set to `v6only`.
+fn bound(at: SocketAddr, v6only: bool) -> std::io::Result<OwnedFd> {
+    use nix::libc;
+    let family = if at.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let opt = |level, name, on: bool| {
+        let v: libc::c_int = on.into();
+        let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let p = &v as *const libc::c_int as *const libc::c_void;
+        match unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, p, size) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    opt(libc::SOL_SOCKET, libc::SO_REUSEADDR, true)?;
+    let r = match at {
+        SocketAddr::V4(a) => {
+            let sa = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            let size = std::mem::size_of_val(&sa) as libc::socklen_t;
+            let p = &sa as *const libc::sockaddr_in as *const libc::sockaddr;
+            unsafe { libc::bind(fd.as_raw_fd(), p, size) }
+        }
+        SocketAddr::V6(a) => {
+            opt(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6only)?;
+            let sa = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: 0,
+            };
+            let size = std::mem::size_of_val(&sa) as libc::socklen_t;
+            let p = &sa as *const libc::sockaddr_in6 as *const libc::sockaddr;
+            unsafe { libc::bind(fd.as_raw_fd(), p, size) }
+        }
+    };
+    match r {
+        0 => Ok(fd),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -329,5 +430,73 @@ mod tests {
         assert_eq!(msg.lines().count(), 1, "{msg}");
         drop(taken);
         assert!(listen(port).is_ok(), "free again");
+    }
+
+    /// A port free at every local address (none held while it is picked).
+    fn free_port() -> u16 {
+        loop {
+            let l = TcpListener::bind("[::]:0").unwrap();
+            let port = l.local_addr().unwrap().port();
+            drop(l);
+            if held_elsewhere(port).is_ok() {
+                return port;
+            }
+        }
+    }
+
+    /// A listener on `ip:port`, IPv6 alone unless `dual`.
+    fn hold(ip: IpAddr, port: u16, dual: bool) -> OwnedFd {
+        let fd = bound(SocketAddr::new(ip, port), !dual).unwrap();
+        assert_eq!(unsafe { nix::libc::listen(fd.as_raw_fd(), 4) }, 0);
+        fd
+    }
+
+    #[test]
+    fn a_port_held_at_any_other_local_address_stops_the_launch_naming_it() {
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        // The host service on [::1] only (issue #45), on the IPv6 wildcard
+        // alone or dual-stack, on the IPv4 wildcard; and the hostile
+        // spelling of 127.0.0.1 as an IPv4-mapped IPv6 address.
+        for (at, dual, named) in [
+            (ip("::1"), false, "[::1]"),
+            (ip("::"), false, "[::1]"),
+            (ip("::"), true, "[::1]"),
+            (ip("0.0.0.0"), false, "127.0.0.1"),
+            (ip("::ffff:127.0.0.1"), true, "127.0.0.1"),
+        ] {
+            let port = free_port();
+            let held = hold(at, port, dual);
+            let e = held_elsewhere(port)
+                .and_then(|_| listen(port).map(drop))
+                .expect_err(&format!("{at} holds {port}"));
+            assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_SETUP);
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with(&format!(
+                    "publish-port = {port} in /etc/claude-sandbox.conf: "
+                )) && msg.contains(&format!("{named}:{port}"))
+                    && msg.contains(&format!("take {port} out of publish-port")),
+                "{at}: {msg}"
+            );
+            assert_eq!(msg.lines().count(), 1, "{msg}");
+            drop(held);
+            // The positive control: let go, the same port publishes.
+            held_elsewhere(port).unwrap();
+            assert!(listen(port).is_ok(), "{at}: free again");
+        }
+    }
+
+    #[test]
+    fn another_address_or_a_finished_connection_holds_nothing() {
+        // A service on a local address `localhost` does not name.
+        let port = free_port();
+        let other = hold("127.0.0.2".parse().unwrap(), port, false);
+        held_elsewhere(port).unwrap();
+        drop(other);
+        // A finished connection to [::1]:port leaves TIME_WAIT behind.
+        let l = hold(IpAddr::V6(Ipv6Addr::LOCALHOST), port, false);
+        drop(TcpStream::connect(("::1", port)).unwrap());
+        drop(l);
+        held_elsewhere(port).unwrap();
     }
 }
