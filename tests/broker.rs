@@ -210,6 +210,75 @@ fn inside_only_standins_and_the_broker_swaps_them_for_their_own_hosts() {
     }
 }
 
+/// Issue #45: `api.github.com` as a shared front that routes by host
+/// (netprobe's `/front`: an absolute target, `X-Forwarded-Host` or the
+/// first `Host` picks the backend). The hostile session names its own
+/// backend every way it can; the real token must reach the decided host's
+/// backend only, or not go at all. The positive control, from the host
+/// with the real token: the front does route by `Host`.
+#[test]
+fn a_front_that_routes_by_host_gets_the_decided_host_only() {
+    if !require("broker_front") {
+        return;
+    }
+    let n = net("brkfront");
+    let routed = from_host(
+        &n,
+        "api.github.com",
+        "/front",
+        &format!("Authorization: token {}", n.reals.gh),
+    );
+    assert_eq!(routed, "backend=api.github.com hosts=1 real=yes\n");
+    let mut c = Command::new("curl");
+    c.args(["-sS", "-m", "10", "--cacert"])
+        .arg(n.site.ca())
+        .args(["--resolve", "api.github.com:443:203.0.113.10"])
+        .args(["-H", "Host: backend.test", "-H"])
+        .arg(format!("Authorization: token {}", n.reals.gh))
+        .arg("https://api.github.com/front");
+    let o = in_netns(&n.lan.host, &c).output().unwrap();
+    assert_eq!(
+        stdout(&o),
+        "backend=backend.test hosts=1 real=yes\n",
+        "{}",
+        shown(&o)
+    );
+    let script = "T=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | head -1)\n\
+         front() { n=$1; shift; echo \"$n=$(curl -sS -m 10 \"$@\" -H \"Authorization: token $T\" https://api.github.com/front 2>&1 | head -1)\"; }\n\
+         front plain\n\
+         front host -H 'Host: backend.test'\n\
+         front port -H 'host: backend.test:443'\n\
+         front twice -H 'Host: api.github.com' -H 'Host: backend.test'\n\
+         front forwarded -H 'X-Forwarded-Host: backend.test'\n\
+         front absolute --request-target https://backend.test/front\n\
+         front own --request-target https://api.github.com/front -H 'Host: backend.test'\n";
+    for who in BOTH {
+        let o = session(&n, who, script);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        for name in ["plain", "host", "port", "twice", "forwarded", "own"] {
+            assert_eq!(
+                value(&out, name),
+                "backend=api.github.com hosts=1 real=yes",
+                "{who:?} {name}: {}",
+                shown(&o)
+            );
+        }
+        // Another host in the target: refused, nothing reaches the front.
+        let absolute = value(&out, "absolute");
+        assert!(
+            absolute.starts_with("curl: (52)") || absolute.starts_with("curl: (56)"),
+            "{who:?}: {}",
+            shown(&o)
+        );
+        let log = newest_log(&n, who);
+        assert!(
+            log.contains("a request for `backend.test` on the connection to api.github.com"),
+            "{who:?}:\n{log}"
+        );
+    }
+}
+
 #[test]
 fn broker_off_binds_the_real_token_as_before() {
     if !require("broker_off") {

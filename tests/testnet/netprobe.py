@@ -307,6 +307,8 @@ def web(target, root, seconds, tls=None):
                 self.smart(path)
             elif path == "/user" or path.startswith("/private/"):
                 self.authenticated(path)
+            elif path == "/front" or ("://" in path and path.endswith("/front")):
+                self.front()
             elif path == "/host":
                 body = f"{self.headers.get('Host', '')}\n".encode()
                 self.send_response(200)
@@ -452,6 +454,29 @@ def web(target, root, seconds, tls=None):
             self.end_headers()
             self.wfile.write(body)
             return False
+
+        def front(self):
+            """A shared front that routes by host (issue #45): the backend
+            an absolute target, X-Forwarded-Host or the first Host header
+            names, how many Host headers came, and whether a listed token
+            came with it (never the value)."""
+            from urllib.parse import urlsplit
+
+            hosts = self.headers.get_all("Host") or []
+            absolute = urlsplit(self.path).netloc if "://" in self.path else ""
+            backend = absolute or self.headers.get("X-Forwarded-Host") or (hosts[0] if hosts else "")
+            try:
+                with open(os.path.join(root, os.pardir, "auth-token")) as f:
+                    tokens = {t.strip() for t in f if t.strip()}
+            except OSError:
+                tokens = set()
+            scheme, _, param = self.headers.get("Authorization", "").partition(" ")
+            real = "yes" if param.strip() in tokens else "no"
+            body = f"backend={backend} hosts={len(hosts)} real={real}\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def authenticated(self, path):
             if not self.token_sent():

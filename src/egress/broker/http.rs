@@ -10,6 +10,7 @@
 use crate::egress::policy::broker::{swap_header, Swap, CLAUDE_OAUTH};
 use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
 
+use super::authority::{origin_target, steers};
 use super::oauth::Oauth;
 use super::responses::Sent;
 use crate::egress::http::chunk_size;
@@ -49,17 +50,21 @@ pub(super) struct Requests<'a> {
     /// A head or a line not yet complete.
     buf: Vec<u8>,
     swaps: &'a [Swap<'a>],
+    /// The host every request goes to (`authority.rs`).
+    host: &'a str,
     login: Option<LoginHook<'a>>,
     /// The head of a held token request.
     held: Vec<u8>,
 }
 
 impl<'a> Requests<'a> {
-    pub(super) fn new(swaps: &'a [Swap<'a>]) -> Requests<'a> {
+    /// The requests of a connection to `host`, with `swaps`.
+    pub(super) fn new(swaps: &'a [Swap<'a>], host: &'a str) -> Requests<'a> {
         Requests {
             state: State::Head,
             buf: Vec::new(),
             swaps,
+            host,
             login: None,
             held: Vec::new(),
         }
@@ -166,7 +171,7 @@ impl Requests<'_> {
         swapped: &mut dyn FnMut(&str, &str),
     ) -> Result<State, String> {
         let Some(hook) = &self.login else {
-            return rewrite_head(&head, self.swaps, out, swapped);
+            return rewrite_head(&head, self.host, self.swaps, out, swapped);
         };
         let access = hook.login.access();
         let swaps: Vec<Swap<'_>> = self
@@ -180,16 +185,16 @@ impl Requests<'_> {
             }))
             .collect();
         let Some((path, sent)) = &hook.endpoint else {
-            return rewrite_head(&head, &swaps, out, swapped);
+            return rewrite_head(&head, self.host, &swaps, out, swapped);
         };
         let (method, target) = request_line(&head)?;
-        if is_path(&target, path) {
+        if is_path(&origin_target(&method, &target, self.host)?, path) {
             let n = token_body_len(&head)?;
             self.held = head;
             self.buf.clear();
             return Ok(State::TokenBody(n));
         }
-        let state = rewrite_head(&head, &swaps, out, swapped)?;
+        let state = rewrite_head(&head, self.host, &swaps, out, swapped)?;
         let _ = sent.send(Sent {
             head: method.eq_ignore_ascii_case("HEAD"),
             refresh: false,
@@ -222,12 +227,13 @@ impl Requests<'_> {
         let mut req = httparse::Request::new(&mut headers);
         req.parse(&head).map_err(|e| e.to_string())?;
         let method = req.method.unwrap_or("-");
+        let target = origin_target(method, req.path.unwrap_or("/"), self.host)?;
         out.extend_from_slice(
-            format!("{method} {} HTTP/1.1\r\n", req.path.unwrap_or("/")).as_bytes(),
+            format!("{method} {target} HTTP/1.1\r\nHost: {}\r\n", self.host).as_bytes(),
         );
         for h in req.headers.iter() {
             let drop = ["content-length", "accept-encoding", "expect"];
-            if !drop.iter().any(|d| h.name.eq_ignore_ascii_case(d)) {
+            if !drop.iter().any(|d| h.name.eq_ignore_ascii_case(d)) && !steers(h.name) {
                 out.extend_from_slice(h.name.as_bytes());
                 out.extend_from_slice(b": ");
                 out.extend_from_slice(h.value);
@@ -301,10 +307,11 @@ pub(super) fn take_until(
     Ok((input.len(), false))
 }
 
-/// Write `head` to `out` with its credential headers swapped; the state
-/// its body puts the connection in.
+/// Write `head` to `out` with its credential headers swapped, to `host`
+/// alone (`authority.rs`); the state its body puts the connection in.
 fn rewrite_head(
     head: &[u8],
+    host: &str,
     swaps: &[Swap<'_>],
     out: &mut Vec<u8>,
     swapped: &mut dyn FnMut(&str, &str),
@@ -317,16 +324,16 @@ fn rewrite_head(
         Err(e) => return Err(format!("a malformed request head: {e}")),
     }
     let method = req.method.unwrap_or("-");
+    let target = origin_target(method, req.path.unwrap_or("/"), host)?;
     out.extend_from_slice(
         format!(
-            "{method} {} HTTP/1.{}\r\n",
-            req.path.unwrap_or("/"),
+            "{method} {target} HTTP/1.{}\r\nHost: {host}\r\n",
             req.version.unwrap_or(1)
         )
         .as_bytes(),
     );
     let mut used: Vec<&str> = Vec::new();
-    for h in req.headers.iter() {
+    for h in req.headers.iter().filter(|h| !steers(h.name)) {
         let value = match swap_header(h.name, h.value, swaps) {
             Some((v, creds)) => {
                 used.extend(creds);
@@ -404,7 +411,7 @@ mod tests {
     /// Feed `input` in pieces of `step` bytes; what went upstream and the swaps.
     fn run(input: &[u8], step: usize) -> Result<(String, Vec<String>), String> {
         let s = swaps();
-        let mut r = Requests::new(&s);
+        let mut r = Requests::new(&s, "api.github.com");
         let mut out = Vec::new();
         let mut seen = Vec::new();
         for piece in input.chunks(step) {
@@ -452,6 +459,75 @@ mod tests {
             "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
         ] {
             assert!(run(bad.as_bytes(), 3).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The `Host` lines of what went upstream.
+    fn hosts(out: &str) -> Vec<&str> {
+        out.lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect()
+    }
+
+    #[test]
+    fn upstream_gets_the_decided_host_alone_whatever_the_client_names() {
+        // The hostile session (issue #45): its backend of a shared front
+        // named as Host, in other spellings, twice, with the headers some
+        // fronts route by, or none at all (HTTP/1.0); and an absolute
+        // target naming the decided host.
+        for head in [
+            "GET /user HTTP/1.1\r\nHost: backend.test\r\n",
+            "GET /user HTTP/1.1\r\nHOST: backend.test\r\n",
+            "GET /user HTTP/1.1\r\nhost:backend.test:443\r\n",
+            "GET /user HTTP/1.1\r\nHost: api.github.com\r\nHost: backend.test\r\n",
+            "GET /user HTTP/1.1\r\nHost: backend.test\r\nHost: api.github.com\r\n",
+            "GET /user HTTP/1.1\r\nHost: api.github.com\r\nX-Forwarded-Host: backend.test\r\nForwarded: host=backend.test\r\nX-Host: backend.test\r\nX-Original-Host: backend.test\r\nX-Forwarded-Server: backend.test\r\n",
+            "GET /user HTTP/1.0\r\n",
+            "GET https://api.github.com/user HTTP/1.1\r\nHost: backend.test\r\n",
+        ] {
+            let input = format!("{head}Authorization: token gho_STANDIN\r\n\r\n");
+            let (out, seen) = run(input.as_bytes(), 4).unwrap_or_else(|e| panic!("{head:?}: {e}"));
+            assert_eq!(hosts(&out), ["Host: api.github.com"], "{head:?}: {out}");
+            assert!(!out.contains("backend.test"), "{head:?}: {out}");
+            assert!(out.starts_with("GET /user HTTP/1."), "{head:?}: {out}");
+            assert!(out.contains("token gho_REALREAL"), "{out}");
+            assert_eq!(seen, ["GET github"], "{head:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_for_another_host_is_refused_before_its_credential_is_swapped() {
+        for head in [
+            "GET https://backend.test/user HTTP/1.1\r\nHost: api.github.com\r\n",
+            "GET https://api.github.com@backend.test/user HTTP/1.1\r\n",
+            "GET backend.test:443 HTTP/1.1\r\n",
+            "CONNECT backend.test:443 HTTP/1.1\r\nHost: backend.test:443\r\n",
+            // Header spellings httparse does not take for a header at all.
+            "GET /user HTTP/1.1\r\nHost : backend.test\r\n",
+            "GET /user HTTP/1.1\r\nX: y\r\n Host: backend.test\r\n",
+            // HTTP/2 is never spoken: its preface is no HTTP/1 request.
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n",
+        ] {
+            let input = format!("{head}Authorization: token gho_STANDIN\r\n\r\n");
+            for step in [1, input.len()] {
+                let s = swaps();
+                let mut r = Requests::new(&s, "api.github.com");
+                let mut out = Vec::new();
+                let mut seen = Vec::new();
+                let mut res = Ok(());
+                for piece in input.as_bytes().chunks(step) {
+                    res = r.feed(piece, &mut out, &mut |m, c| seen.push(format!("{m} {c}")));
+                    if res.is_err() {
+                        break;
+                    }
+                }
+                assert!(res.is_err(), "{head:?}: {}", String::from_utf8_lossy(&out));
+                assert!(
+                    !String::from_utf8_lossy(&out).contains("REALREAL"),
+                    "{head:?}"
+                );
+                assert!(seen.is_empty(), "{head:?}");
+            }
         }
     }
 

@@ -28,7 +28,8 @@
 //! connection with a 502, never a fallback).
 //!
 //! `ca.rs`: the session CA and its leaves. `http.rs`: requests framed and
-//! their credential headers swapped. `tunnel.rs`: the two TLS connections
+//! their credential headers swapped. `authority.rs`: the one host each
+//! request goes to, the decided one (issue #45). `tunnel.rs`: the two TLS connections
 //! and the threads between them. `oauth.rs`: Claude Code's login (decision
 //! 0017): its real tokens, the refresh's body and answer rewritten at the
 //! token endpoint only, the newest real tokens written back to the host's
@@ -40,6 +41,7 @@
 //!
 //! Exports (to `egress`): [`Broker`], [`Sources`]; to the proxy, [`serve`].
 
+mod authority;
 mod ca;
 mod http;
 mod oauth;
@@ -407,7 +409,7 @@ impl Broker {
                 }
                 r
             });
-            let mut requests = http::Requests::new(&swaps);
+            let mut requests = http::Requests::new(&swaps, host);
             if let Some(login) = login {
                 requests = requests.with_login(http::LoginHook {
                     login,

@@ -65,7 +65,7 @@ fn exchange(
         real: "gho_REALREAL",
     }];
     let (tx, rx) = channel();
-    let mut req = Requests::new(&github).with_login(LoginHook {
+    let mut req = Requests::new(&github, "platform.claude.com").with_login(LoginHook {
         login: &l.oauth,
         endpoint: Some(("/v1/oauth/token", tx)),
     });
