@@ -28,7 +28,13 @@ and "pktinfo" (an IP_PKTINFO message naming the interface).
                                                a static HTTP/1.0 server (one thread per
                                                connection) of the files under DIR, over TLS with
                                                CERT and KEY (PEM files) when given; GET /host
-                                               answers the Host header it got, GET /trickle
+                                               answers the Host header it got, GET /front
+                                               plays a shared front routing by host: it answers
+                                               "backend=B hosts=N real=yes|no", B the host an
+                                               absolute target, X-Forwarded-Host or the first
+                                               Host names, N the Host headers, real whether
+                                               `Authorization: token T` carried a token listed
+                                               in DIR/../auth-token (never the value); GET /trickle
                                                answers 200 and then one byte every 0.1 s until the
                                                client goes (a download that stays open); GET
                                                /user and every path under /private/ need a token
