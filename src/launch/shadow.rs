@@ -226,15 +226,9 @@ fn attempts(
                 run.premask = false;
                 next = Some(sb);
             }
-            // A root launch masks what its walk found; one of those removed
-            // since (a rotated log, another program's temporary file) fails
-            // the build. Plan again from a fresh walk, a few times; still
-            // vanishing, something keeps churning there: fail, saying where.
+            // A root-view mask gone since the walk: plan again, or fail.
             Outcome::SetupFailed(msg) if vanished_root_mask(&sb, &msg).is_some() => {
-                if let (3, Some(gone)) = (replans, vanished_root_mask(&sb, &msg)) {
-                    return Err(setup(churning(gone, replans + 1)));
-                }
-                replans += 1;
+                replan_or_fail(&sb, &msg, &mut replans)?
             }
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
@@ -417,6 +411,18 @@ fn names(msg: &str, dst: &Path) -> bool {
                     .is_none_or(|c| matches!(c, ':' | ' ' | '\'' | '"' | ',' | '\n'))
             })
         })
+}
+
+/// A root launch masks what its walk found; one of those removed since (a
+/// rotated log, another program's temporary file) fails the build. Plan
+/// again from a fresh walk, three times; still vanishing, something keeps
+/// churning there: fail closed, saying where ([`churning`]).
+fn replan_or_fail(sb: &Sandbox, msg: &str, replans: &mut usize) -> anyhow::Result<()> {
+    if let (3, Some(gone)) = (*replans, vanished_root_mask(sb, msg)) {
+        return Err(setup(churning(gone, *replans + 1)));
+    }
+    *replans += 1;
+    Ok(())
 }
 
 /// The one line a root launch ends with when a path its root view masks
