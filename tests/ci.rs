@@ -117,3 +117,13 @@ fn the_throwaway_namespace_keeps_the_working_directory_and_drops_the_rest() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(made, places.len(), "the control wrote every place");
 }
+
+#[test]
+fn mount_points_are_read_with_their_escapes_undone() {
+    assert_eq!(
+        unescape_mountinfo("/var/tmp/ci\\040run/x\\011y\\134z"),
+        "/var/tmp/ci run/x\ty\\z"
+    );
+    assert_eq!(unescape_mountinfo("/plain/path"), "/plain/path");
+    assert_eq!(unescape_mountinfo("/odd\\9x\\04"), "/odd\\9x\\04");
+}

@@ -277,6 +277,56 @@ fn hide_checkout(root: &Path) -> String {
     )
 }
 
+/// Root shell lines, run first in a world's namespace, that detach every
+/// mount at or under this checkout (deepest first). CI binds the checkout
+/// back over itself in its throwaway namespace (scripts/throwaway.sh): the
+/// world's own mounts (a tmpfs over `/var/tmp`, its root home over `/root`)
+/// would shadow that writable mount without removing it, and a session's
+/// mount table would still list it, outside the workspace, as writable
+/// (verify's `workspace-scoped` check failed on exactly that).
+fn detach_checkout(root: &Path) -> String {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if root.starts_with(manifest) || manifest == Path::new("/") {
+        return String::new();
+    }
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(unescape_mountinfo(p)))
+        .filter(|p| p.starts_with(manifest))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    points.dedup();
+    points
+        .iter()
+        .map(|p| format!("umount -l {}\n", shell_quote(&p.to_string_lossy())))
+        .collect()
+}
+
+/// A mountinfo path field with its octal escapes (`\040` for a space) undone.
+pub(crate) fn unescape_mountinfo(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let byte = b
+            .get(i + 1..i + 4)
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match (b[i], byte) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `ip netns exec` mounts a fresh sysfs, without the machine's cgroup
 /// hierarchies under `/sys/fs/cgroup`: where they are missing, mount them
 /// again as the machine's init sees them, so a launch in a test network
@@ -413,6 +463,7 @@ impl World {
     fn prelude(&self) -> String {
         let r = self.root.display();
         let mut s = String::from("set -e\n");
+        s.push_str(&detach_checkout(&self.root));
         s.push_str(&hide_other_worlds(&self.root));
         s.push_str(&hide_checkout(&self.root));
         // One upper directory per world (its state), but a work directory per
