@@ -1856,10 +1856,17 @@ fn installed_host_git_ignores_a_planted_bare_repository_and_doctor_checks_it() {
     // the file and the exact fix.
     for (git, _) in &gits {
         // (Exit 5 when an earlier git shared the file: nothing left to unset.)
-        w.run_root_raw(&format!(
+        let o = w.run_root_raw(&format!(
             "{} config --system --unset-all safe.bareRepository",
             git.display()
         ));
+        assert!(
+            matches!(o.status.code(), Some(0 | 5)),
+            "unsetting with {}: {:?} {}",
+            git.display(),
+            o.status,
+            stderr(&o)
+        );
         for who in BOTH {
             let l = host_git_line(who);
             assert!(l.starts_with("FAIL"), "{who:?}: {l}");
