@@ -462,7 +462,10 @@ impl World {
     /// The shell prelude: private overlays over /etc, /usr/libexec, /usr/local.
     fn prelude(&self) -> String {
         let r = self.root.display();
-        let mut s = String::from("set -e\n");
+        // From `/`: the test's working directory is the checkout, which the
+        // world detaches and hides (git, for one, fails where it cannot
+        // read its working directory).
+        let mut s = String::from("set -e\ncd /\n");
         s.push_str(&detach_checkout(&self.root));
         s.push_str(&hide_other_worlds(&self.root));
         s.push_str(&hide_checkout(&self.root));
