@@ -55,6 +55,14 @@ pub mod fuzz_targets {
     pub mod promote {
         pub use crate::install::promote::{edit, FEATURE_REF};
     }
+    /// The mount table's path fields with their octal escapes (`\040` for
+    /// a space) undone, as the battery reads them (tests/common detaches
+    /// the checkout's mounts by these paths).
+    pub mod mountinfo {
+        pub fn unescape(field: &str) -> String {
+            crate::verify::unescape_mountinfo(field)
+        }
+    }
     /// The reader of repositories' git config files (gix-config) and its
     /// table of keys that run commands on the host.
     pub mod gitconfig {

@@ -120,6 +120,7 @@ fn the_throwaway_namespace_keeps_the_working_directory_and_drops_the_rest() {
 
 #[test]
 fn mount_points_are_read_with_their_escapes_undone() {
+    use claude_sandbox::fuzz_targets::mountinfo::unescape as unescape_mountinfo;
     assert_eq!(
         unescape_mountinfo("/var/tmp/ci\\040run/x\\011y\\134z"),
         "/var/tmp/ci run/x\ty\\z"

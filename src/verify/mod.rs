@@ -47,6 +47,7 @@ mod coverage;
 #[cfg(test)]
 mod fixtures;
 mod mountinfo;
+pub(crate) use mountinfo::unescape as unescape_mountinfo;
 mod observe;
 mod probe_broker;
 mod probe_files;

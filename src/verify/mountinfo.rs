@@ -15,7 +15,7 @@ pub(super) struct Mount {
 }
 
 /// Undo mountinfo's octal escapes (`\040` for a space, …).
-fn unescape(s: &str) -> String {
+pub(crate) fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -293,7 +293,7 @@ fn detach_checkout(root: &Path) -> String {
     let mut points: Vec<PathBuf> = table
         .lines()
         .filter_map(|l| l.split(' ').nth(4))
-        .map(|p| PathBuf::from(unescape_mountinfo(p)))
+        .map(|p| PathBuf::from(claude_sandbox::fuzz_targets::mountinfo::unescape(p)))
         .filter(|p| p.starts_with(manifest))
         .collect();
     points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
@@ -302,29 +302,6 @@ fn detach_checkout(root: &Path) -> String {
         .iter()
         .map(|p| format!("umount -l {}\n", shell_quote(&p.to_string_lossy())))
         .collect()
-}
-
-/// A mountinfo path field with its octal escapes (`\040` for a space) undone.
-pub(crate) fn unescape_mountinfo(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let byte = b
-            .get(i + 1..i + 4)
-            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
-        match (b[i], byte) {
-            (b'\\', Some(c)) => {
-                out.push(c);
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `ip netns exec` mounts a fresh sysfs, without the machine's cgroup
