@@ -64,7 +64,7 @@ pub mod fuzz_targets {
         }
     }
     /// The reader of repositories' git config files (gix-config) and its
-    /// table of keys that run commands on the host.
+    /// allow-list of what git writes in ordinary work (issue #44).
     pub mod gitconfig {
         /// Every entry as `git config --list --null` shows it: (name, value;
         /// `None` for a bare key), or why the file is refused.
@@ -73,10 +73,10 @@ pub mod fuzz_targets {
             crate::plan::gitconfig::entries(bytes)
         }
 
-        /// The names of the keys that run a command on the host, or why the
-        /// file is refused.
-        pub fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
-            crate::plan::gitconfig::command_keys(bytes)
+        /// The names of the keys outside the allow-list of what git writes
+        /// in ordinary work, or why the file is refused.
+        pub fn unlisted_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
+            crate::plan::gitconfig::unlisted_keys(bytes)
         }
     }
     /// The two parsers of allowlist mode that read what a session sends:

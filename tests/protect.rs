@@ -9,12 +9,16 @@ use common::*;
 
 /// Each attempt prints `WROTE name` when it succeeded. Every target exists
 /// at launch (a missing one, e.g. a root `HEAD`, can be created: the
-/// tripwire reports it at exit; see tests of `review`).
+/// tripwire reports it at exit; see tests of `review`). `.git/config` is
+/// not bound read-only but decided by the git rule (decision 0026):
+/// replaced only through a checked rename. `.gitmodules` is not protected
+/// (git itself distrusts it; tests/gitwork.rs).
 const ATTEMPTS: &str = r##"
 t() { if sh -c "$2" 2>/dev/null; then echo "WROTE $1"; else echo "denied $1"; fi; }
 t git-config-append 'echo "[core] fsmonitor = touch MARK" >> .git/config'
 t git-config-cmd 'git config core.fsmonitor "touch MARK"'
-t git-config-rename 'mv .git/config .git/config.old'
+t git-config-rename 'cp .git/config c.lock && echo "[core] fsmonitor = touch MARK" >> c.lock && mv c.lock .git/config'
+t git-config-proxy 'git config http.proxy http://127.0.0.1:9'
 t git-hook-new 'printf "#!/bin/sh\ntouch MARK\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout'
 t git-hooks-remove 'rm -rf .git/hooks'
 t git-attributes 'echo "* filter=x" > .git/info/attributes'
@@ -23,7 +27,6 @@ t vscode-settings 'echo {} > .vscode/settings.json'
 t vscode-remove 'rm -rf .vscode'
 t envrc 'echo "touch MARK" >> .envrc'
 t envrc-remove 'rm -f .envrc'
-t gitmodules 'echo x >> .gitmodules'
 t nested-config 'git -C sub config core.pager "touch MARK"'
 t forge 'echo x > ~/.config/gh/config.yml'
 echo two >> file && git add file && git commit -qm change && git branch topic && git checkout -q topic \
@@ -51,7 +54,7 @@ fn protected_paths_are_read_only_and_git_still_works() {
             "git init -q -b main . && git config user.name A && git config user.email a@b \
              && echo one > file && git add file && git commit -qm init \
              && mkdir -p .vscode sub && echo {} > .vscode/settings.json && echo 'export A=1' > .envrc \
-             && echo > .gitmodules && git -C sub init -q && echo ok",
+             && git -C sub init -q && echo ok",
         );
         let o = w.run(who, &[], &["claude", "shell", ATTEMPTS]);
         let out = stdout(&o);
@@ -62,6 +65,8 @@ fn protected_paths_are_read_only_and_git_still_works() {
         );
         for name in [
             "git-config-cmd",
+            "git-config-rename",
+            "git-config-proxy",
             "git-hook-new",
             "vscode-task",
             "envrc",
@@ -186,7 +191,7 @@ t devcontainer-mkdir-p 'mkdir -p .devcontainer/x'
 t idea-touch 'touch .idea'
 t mcp-symlink 'ln -s /etc/hostname .mcp.json'
 t head-hardlink 'echo "ref: refs/heads/main" > f1 && ln f1 HEAD'
-t gitmodules-rename 'echo x > f2 && mv f2 .gitmodules'
+t envrc-rename 'echo x > f2 && mv f2 .envrc'
 t vscode-rename-dir 'mkdir -p d/x && echo {} > d/tasks.json && mv d .vscode'
 t hooks-mkdir 'mkdir .git/hooks'
 t info-mkdir 'mkdir -p .git/info && echo "* filter=x" > .git/info/attributes'
@@ -318,9 +323,10 @@ fn assert_creations_refused(w: &World, who: Who, o: &std::process::Output) {
         ".idea",
         ".mcp.json",
         "HEAD",
-        ".gitmodules",
         ".git/hooks",
-        ".git/info",
+        // `.git/info` may be made (git writes `exclude` and
+        // `sparse-checkout` there); `attributes` in it may not.
+        ".git/info/attributes",
         "sub/.envrc",
         "sub/.git/hooks",
         "sub2",
@@ -1129,7 +1135,7 @@ for f in "$KUBE/config" "$AWS/config" "$KUBE/hooks" "$AWS/info"; do
   cat "$f" 2>/dev/null | grep -q SECRET && echo "READ $f"
   grep -qF "$f" /proc/self/mountinfo && echo "MOUNTED $f"
 done
-grep -qF "$PWD/.git/modules/s/config" /proc/self/mountinfo && echo BOUND-control
+grep -qF "$PWD/.git/modules/s/hooks" /proc/self/mountinfo && echo BOUND-control
 (echo '[core] fsmonitor = touch MARK' >> .git/modules/s/config) 2>/dev/null || echo DENIED-control
 "#;
 

@@ -6,15 +6,17 @@
 //! `objects` and `refs`: exactly what git's own `is_git_directory` needs
 //! before it reads a directory's `config` (a `HEAD`, and `objects` and `refs`
 //! here or in the common directory). In a git-like directory:
-//! - `config` is created or replaced only by a rename (git's lock-file
-//!   commit), and only when the new content sets no key that runs a command
-//!   ([`crate::plan::gitconfig::command_keys`]); the supervisor writes a copy
-//!   of the content it checked and renames that into place, so a descriptor
-//!   or hard link the caller kept to the checked file never reaches the new
-//!   `config`. Opening `config` for writing is refused.
+//! - `config` and `config.worktree` are created or replaced only by a
+//!   rename (git's lock-file commit), and only when every entry of the new
+//!   content is on the allow-list of what git writes in ordinary work
+//!   ([`crate::plan::gitconfig::unlisted_entries`], issue #44) or was
+//!   already in the file it replaces (the user's own keys); the supervisor
+//!   writes a copy of the content it checked and renames that into place,
+//!   so a descriptor or hard link the caller kept to the checked file
+//!   never reaches the new file. Opening either for writing is refused.
 //! - `hooks/` takes only `*.sample` names (git never runs those); `hooks` and
-//!   `info` may be made only by `mkdir`; `info/attributes`, `info/grafts`,
-//!   `objects/info/alternates` and `config.worktree` cannot be made;
+//!   `info` may be made only by `mkdir`; `info/attributes`, `info/grafts`
+//!   and `objects/info/alternates` cannot be made;
 //!   `commondir` and `gitdir` only in a linked worktree's administrative
 //!   directory (`worktrees/ID/`), where `git worktree add` writes them.
 //! - a protected file cannot be given a second name (`link`), which could
@@ -40,6 +42,7 @@ use nix::fcntl::AtFlags;
 use nix::libc;
 
 use super::resolve::{cstr, fd_path, join, last_errno, openat, Dir, Errno};
+use crate::plan::gitconfig::RawEntry;
 
 /// How a call gives its name to something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,8 +96,8 @@ pub(super) enum Verdict<'a> {
     Plain(#[allow(dead_code)] Hold<'a>),
     /// Allowed while this is held: perform the call, then drop it.
     Held(#[allow(dead_code)] Hold<'a>),
-    /// `config` renamed into a git directory: performed by
-    /// [`GitRule::rename_config`] while this is held.
+    /// `config` or `config.worktree` renamed into a git directory:
+    /// performed by [`GitRule::rename_config`] while this is held.
     Config(#[allow(dead_code)] Hold<'a>),
     /// Refused (`EPERM`).
     Refused,
@@ -187,14 +190,13 @@ impl GitRule {
         let fd = dir.fd.as_raw_fd();
         let gitlike = gitlike_at(fd, b".");
         let refused = match name {
-            b"config" if gitlike => {
+            b"config" | b"config.worktree" if gitlike => {
                 return if how == How::Rename {
                     Verdict::Config(hold)
                 } else {
                     Verdict::Refused
                 }
             }
-            b"config.worktree" => gitlike,
             b"hooks" | b"info" => gitlike && how != How::Mkdir,
             b"commondir" | b"gitdir" if worktree_admin(fd) => false,
             b"commondir" => true,
@@ -254,19 +256,21 @@ impl GitRule {
             && (absent(b"info") || entries_ok(b"info", &|n| !INFO_NAMES.contains(&n)))
             && (kind(fd, b"objects/info").is_none()
                 || entries_ok(b"objects/info", &|n| !INFO_NAMES.contains(&n)))
-            && absent(b"config.worktree")
             && ((absent(b"commondir") && absent(b"gitdir")) || worktree_admin(fd))
-            && self.recheck_config(fd)
+            && self.recheck_config(fd, b"config")
+            && self.recheck_config(fd, b"config.worktree")
     }
 
-    /// `config` in `fd`: absent, or a regular file whose content is safe,
-    /// then replaced by a copy of what was checked.
-    fn recheck_config(&self, fd: RawFd) -> bool {
-        match kind(fd, b"config") {
+    /// `name` (`config` or `config.worktree`) in `fd`: absent, or a regular
+    /// file whose every entry is listed, then replaced by a copy of what
+    /// was checked.
+    fn recheck_config(&self, fd: RawFd, name: &[u8]) -> bool {
+        match kind(fd, name) {
             None => true,
-            Some(libc::S_IFREG) => match read_config(fd, b"config") {
+            Some(libc::S_IFREG) => match read_config(fd, name) {
                 Some((bytes, mode)) => {
-                    self.config_is_safe(fd, &bytes) && replace_config(fd, &bytes, mode).is_ok()
+                    self.config_is_safe(fd, &bytes, &[])
+                        && replace_config(fd, name, &bytes, mode).is_ok()
                 }
                 None => false,
             },
@@ -274,15 +278,18 @@ impl GitRule {
         }
     }
 
-    /// Whether `bytes`, as git reads them, set no key that runs a command
-    /// (a `core.worktree` inside the workspace, as `git submodule` writes,
-    /// is not one).
-    fn config_is_safe(&self, dir: RawFd, bytes: &[u8]) -> bool {
-        let Ok(keys) = crate::plan::gitconfig::command_keys(bytes) else {
+    /// Whether every entry of `bytes`, as git reads them, is on the
+    /// allow-list of what git writes ([`crate::plan::gitconfig::unlisted_entries`]),
+    /// or was already in the file it replaces (`kept`: its unlisted
+    /// entries, the user's own), or is a `core.worktree` inside the
+    /// workspace (what `git submodule` writes).
+    fn config_is_safe(&self, dir: RawFd, bytes: &[u8], kept: &[RawEntry]) -> bool {
+        let Ok(new) = crate::plan::gitconfig::unlisted_entries(bytes) else {
             return false;
         };
-        keys.iter()
-            .all(|k| k == "core.worktree" && self.worktree_inside(dir, bytes))
+        new.iter().all(|e| {
+            kept.contains(e) || (e.0 == b"core.worktree" && self.worktree_inside(dir, bytes))
+        })
     }
 
     /// Every `core.worktree` in `bytes`, read from the git directory `dir`,
@@ -301,23 +308,32 @@ impl GitRule {
                 .all(|v| inside(ws, &lexical(&here, v.as_bytes())))
     }
 
-    /// `rename(from → dir/config)` in a git directory: the source's content
-    /// checked, a copy of it renamed into place, the source removed.
+    /// `rename(from → dir/name)` (`config` or `config.worktree`) in a git
+    /// directory: the source's content checked against the file it
+    /// replaces, a copy of it renamed into place, the source removed.
     pub(super) fn rename_config(
         &self,
         from_dir: RawFd,
         from: &[u8],
         dir: RawFd,
+        name: &[u8],
         noreplace: bool,
     ) -> Result<i64, Errno> {
-        if noreplace && exists(dir, b"config") {
+        if noreplace && exists(dir, name) {
             return Err(libc::EEXIST);
         }
         let (bytes, mode) = read_config(from_dir, from).ok_or(libc::EPERM)?;
-        if !self.config_is_safe(dir, &bytes) {
+        // What the replaced file already set unlisted stays allowed: the
+        // user's own keys (a `filter.lfs`, a `core.hooksPath` they set)
+        // survive `git config user.email …` inside. One that cannot be read
+        // keeps nothing.
+        let kept = read_config(dir, name)
+            .and_then(|(old, _)| crate::plan::gitconfig::unlisted_entries(&old).ok())
+            .unwrap_or_default();
+        if !self.config_is_safe(dir, &bytes, &kept) {
             return Err(libc::EPERM);
         }
-        replace_config(dir, &bytes, mode)?;
+        replace_config(dir, name, &bytes, mode)?;
         let c = cstr(from)?;
         // SAFETY: valid fd and C string.
         unsafe { libc::unlinkat(from_dir, c.as_ptr(), 0) };
@@ -447,9 +463,10 @@ fn read_config(dir: RawFd, name: &[u8]) -> Option<(Vec<u8>, u32)> {
     (bytes.len() as u64 <= MAX_CONFIG).then_some((bytes, st.st_mode & 0o777))
 }
 
-/// Write `bytes` to a new file in `dir` and rename it onto `config`: the
-/// new `config` is an inode nobody inside holds.
-fn replace_config(dir: RawFd, bytes: &[u8], mode: u32) -> Result<(), Errno> {
+/// Write `bytes` to a new file in `dir` and rename it onto `name`: the
+/// new file is an inode nobody inside holds.
+fn replace_config(dir: RawFd, name: &[u8], bytes: &[u8], mode: u32) -> Result<(), Errno> {
+    let cname = cstr(name)?;
     use std::io::Write;
     // SAFETY: gettid takes no arguments.
     let tmp = format!("config.guard-{}", unsafe { libc::gettid() });
@@ -468,7 +485,7 @@ fn replace_config(dir: RawFd, bytes: &[u8], mode: u32) -> Result<(), Errno> {
         return Err(libc::EIO);
     }
     // SAFETY: valid fds and C strings.
-    let r = unsafe { libc::renameat(dir, ctmp.as_ptr(), dir, c"config".as_ptr()) };
+    let r = unsafe { libc::renameat(dir, ctmp.as_ptr(), dir, cname.as_ptr()) };
     if r < 0 {
         let e = last_errno();
         undo();
@@ -660,24 +677,78 @@ mod tests {
         let fd = gd.fd.as_raw_fd();
         fs::write(g.join("config.lock"), "[core]\n\tFsMonitor = x\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, false),
+            r.rename_config(fd, b"config.lock", fd, b"config", false),
             Err(libc::EPERM)
         );
         assert!(!g.join("config").exists());
         fs::write(g.join("config.lock"), "[remote \"o\"]\n\turl = /x\n").unwrap();
-        assert_eq!(r.rename_config(fd, b"config.lock", fd, false), Ok(0));
+        assert_eq!(
+            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            Ok(0)
+        );
         assert!(!g.join("config.lock").exists());
         assert!(fs::read_to_string(g.join("config"))
             .unwrap()
             .contains("url = /x"));
         // core.worktree inside the workspace is what git submodule writes.
         fs::write(g.join("config.lock"), "[core]\n\tworktree = ../sub\n").unwrap();
-        assert_eq!(r.rename_config(fd, b"config.lock", fd, false), Ok(0));
+        assert_eq!(
+            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            Ok(0)
+        );
         fs::write(g.join("config.lock"), "[core]\n\tworktree = ../../../..\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, false),
+            r.rename_config(fd, b"config.lock", fd, b"config", false),
             Err(libc::EPERM)
         );
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn the_users_own_keys_stay_and_nothing_unlisted_is_added() {
+        let ws = tmp("gitrule-kept");
+        let g = ws.join(".git");
+        fs::create_dir_all(&g).unwrap();
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let own = "[core]\n\thooksPath = .husky/_\n[credential]\n\thelper = store\n";
+        fs::write(g.join("config"), own).unwrap();
+        let r = rule(&ws);
+        let gd = dir(&g);
+        let fd = gd.fd.as_raw_fd();
+        let rename = |text: &str| {
+            fs::write(g.join("config.lock"), text).unwrap();
+            r.rename_config(fd, b"config.lock", fd, b"config", false)
+        };
+        // `git config user.email …` rewrites the file with the user's keys.
+        assert_eq!(rename(&format!("{own}[user]\n\temail = a@b\n")), Ok(0));
+        // What the session adds must be listed: a proxy with TLS off is not.
+        let proxy = format!("{own}[http]\n\tproxy = http://127.0.0.1:9\n\tsslVerify = false\n");
+        assert_eq!(rename(&proxy), Err(libc::EPERM));
+        // A kept key with another value is a new entry.
+        assert_eq!(
+            rename("[core]\n\thooksPath = /tmp/evil\n[credential]\n\thelper = store\n"),
+            Err(libc::EPERM)
+        );
+        // Dropping the user's key is allowed; bringing it back is not.
+        assert_eq!(rename("[user]\n\temail = a@b\n"), Ok(0));
+        assert_eq!(rename(own), Err(libc::EPERM));
+        // `config.worktree` takes the same rule (git sparse-checkout).
+        fs::write(
+            g.join("config.worktree.lock"),
+            "[core]\n\tsparseCheckout = true\n",
+        )
+        .unwrap();
+        let wt = |r: &GitRule| {
+            r.rename_config(fd, b"config.worktree.lock", fd, b"config.worktree", false)
+        };
+        assert_eq!(wt(&r), Ok(0));
+        assert!(g.join("config.worktree").exists());
+        fs::write(g.join("config.worktree.lock"), "[core]\n\tfsmonitor = x\n").unwrap();
+        assert_eq!(wt(&r), Err(libc::EPERM));
+        assert!(matches!(
+            r.judge(&gd, b"config.worktree", How::Rename),
+            Verdict::Config(_)
+        ));
         fs::remove_dir_all(&ws).unwrap();
     }
 

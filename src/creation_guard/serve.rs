@@ -380,6 +380,7 @@ impl Supervisor {
                     from.dir.fd.as_raw_fd(),
                     &from.name,
                     to.dir.fd.as_raw_fd(),
+                    &to.name,
                     noreplace,
                 )
                 .map_err(|e| {

@@ -477,7 +477,7 @@ mod tests {
         std::fs::write(base.join("home/.kube/config"), "secret").unwrap();
         let (base, ws) = (base.canonicalize().unwrap(), ws.canonicalize().unwrap());
         let kube = base.join("home/.kube/config");
-        std::os::unix::fs::symlink(&kube, ws.join(".git/config")).unwrap();
+        std::os::unix::fs::symlink(&kube, ws.join(".git/hooks")).unwrap();
         std::fs::write(ws.join(".envrc"), "x").unwrap();
         let mut found = crate::plan::protect::discover(&ws);
         // What a wrong walk might list: a path outside, and one through `..`.
@@ -494,7 +494,7 @@ mod tests {
         assert_eq!(
             named,
             vec![
-                ws.join(".git/config").as_path(),
+                ws.join(".git/hooks").as_path(),
                 kube.as_path(),
                 ws.join("../home/.kube/config").as_path()
             ]

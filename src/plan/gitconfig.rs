@@ -1,8 +1,9 @@
 //! Git configuration text: the curated configuration of SPEC §4.6, rendered
 //! per launch, and the reader of repositories' config files (gix-config,
-//! read as git reads them) that names the keys through which a config runs
-//! commands on the host: the tripwire (§4.8) and the creation guard's git
-//! rule (issue #22) decide with it.
+//! read as git reads them) that names the keys outside the allow-list of
+//! what git writes in ordinary work (`git_allow.rs`, issue #44): the
+//! tripwire (§4.8) and the creation guard's git rule (issue #22) decide
+//! with it.
 
 /// The template, compiled in (the installer writes it to `/etc/claude-gitconfig`).
 pub(crate) const TEMPLATE: &str = include_str!("../../etc/claude-gitconfig");
@@ -48,215 +49,14 @@ pub(crate) fn render(name: Option<&str>, email: Option<&str>, forge: bool) -> St
     text
 }
 
-/// Which subsection a row of [`COMMAND_KEYS`] needs.
-#[derive(Debug, Clone, Copy)]
-enum Sub {
-    /// `section.key` only.
-    No,
-    /// `section.<sub>.key` only.
-    Yes,
-    /// Either.
-    Any,
-}
-
-/// When a key that matches a row counts.
-#[derive(Debug, Clone, Copy)]
-enum When {
-    /// Whatever its value.
-    Always,
-    /// When its value (after leading whitespace) starts with `!`: a shell
-    /// command.
-    Bang,
-    /// When its value starts with `ext::` (any case): git's `ext` transport
-    /// runs the rest as a command.
-    ExtValue,
-    /// When its subsection holds `::`: a rewrite to `<transport>::…`, run by
-    /// the helper `git-remote-<transport>` (`ext::` runs a command).
-    HelperSub,
-}
-
-/// One row of the table: `section`, the subsection rule, `key` (`*`: any
-/// key of the section), when it counts.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Row {
-    section: &'static str,
-    sub: Sub,
-    key: &'static str,
-    when: When,
-}
-
-const fn row(section: &'static str, sub: Sub, key: &'static str, when: When) -> Row {
-    Row {
-        section,
-        sub,
-        key,
-        when,
-    }
-}
-
-use {Sub::Any, Sub::No, Sub::Yes, When::Always};
-
-/// The git config keys through which host git runs a command, reads more
-/// configuration, runs programs from a directory, or picks the program it
-/// runs (section and key lower-case, as git compares them; docs/threat-model.md
-/// "Git config keys that run commands" is the same table in prose).
-///
-/// - `core`: `fsmonitor` (a hook run by every `git status`), `hooksPath`
-///   (where hooks are run from), `sshCommand`, `gitProxy`, `askPass`,
-///   `pager`, `editor`, `alternateRefsCommand`, and `worktree` (moves the
-///   work tree host git checks out into, so it writes outside);
-///   `sequence.editor`; `interactive.diffFilter`.
-/// - Programs per driver or tool: `filter.<d>.clean/smudge/process`,
-///   `diff.external`, `diff.<d>.command/textconv`, `merge.<d>.driver`,
-///   `difftool.<t>.cmd/path`, `mergetool.<t>.cmd/path`, the tool choosers
-///   `diff.tool/guitool` and `merge.tool/guitool`, `man.<t>.cmd/path`,
-///   `browser.<t>.cmd/path`, the browser choosers `web.browser`,
-///   `help.browser`, `instaweb.*` (its `httpd`, `modulePath`, `browser`),
-///   `guitool.<t>.cmd`, `tar.<fmt>.command`, `trailer.<t>.command/cmd`,
-///   `hook.<name>.command` (config-based hooks), `imap.tunnel`,
-///   `sendemail[.<id>].sendmailCmd/smtpServer/toCmd/ccCmd/headerCmd`,
-///   `svn[-remote.<r>].authorsProg`, git-lfs's
-///   `lfs.customtransfer.<n>.path` and `lfs.extension.<n>.clean/smudge`
-///   (matched as any `lfs.<sub>.path/clean/smudge`).
-/// - Signing and credentials: `gpg.program`, `gpg.<fmt>.program`,
-///   `gpg.ssh.defaultKeyCommand`, `credential[.<url>].helper`.
-/// - Every `alias.*`: one starting with `!` runs a shell, and a plain alias
-///   may carry `-c key=value`, which sets any key of this table for the
-///   command it names.
-/// - Every `pager.<cmd>` (a pager command per git command).
-/// - More configuration: `include.path`, `includeIf.<cond>.path`, and
-///   `extensions.worktreeConfig` (reads `config.worktree`).
-/// - Transports: every `uploadpack.*` (`packObjectsHook` runs a program;
-///   nothing everyday writes the section), `remote.<r>.uploadpack`,
-///   `remote.<r>.receivepack`, `remote.<r>.vcs` (picks `git-remote-<vcs>`),
-///   `remote.<r>.url/pushurl` and `submodule.<n>.url` starting with
-///   `ext::`, every `protocol[.<name>].allow` (the simple fail-closed form
-///   of "would allow `ext`"), `url.<base>.insteadOf/pushInsteadOf` whose
-///   `<base>` holds `::` (a rewrite to a transport helper such as `ext::`),
-///   and `submodule.<n>.update` starting with `!`.
-pub(crate) const COMMAND_KEYS: &[Row] = &[
-    row("core", No, "fsmonitor", Always),
-    row("core", No, "hookspath", Always),
-    row("core", No, "sshcommand", Always),
-    row("core", No, "gitproxy", Always),
-    row("core", No, "askpass", Always),
-    row("core", No, "pager", Always),
-    row("core", No, "editor", Always),
-    row("core", No, "alternaterefscommand", Always),
-    row("core", No, "worktree", Always),
-    row("sequence", No, "editor", Always),
-    row("interactive", No, "difffilter", Always),
-    row("filter", Yes, "clean", Always),
-    row("filter", Yes, "smudge", Always),
-    row("filter", Yes, "process", Always),
-    row("diff", No, "external", Always),
-    row("diff", Yes, "command", Always),
-    row("diff", Yes, "textconv", Always),
-    row("diff", No, "tool", Always),
-    row("diff", No, "guitool", Always),
-    row("merge", Yes, "driver", Always),
-    row("merge", No, "tool", Always),
-    row("merge", No, "guitool", Always),
-    row("difftool", Yes, "cmd", Always),
-    row("difftool", Yes, "path", Always),
-    row("mergetool", Yes, "cmd", Always),
-    row("mergetool", Yes, "path", Always),
-    row("man", Yes, "cmd", Always),
-    row("man", Yes, "path", Always),
-    row("browser", Yes, "cmd", Always),
-    row("browser", Yes, "path", Always),
-    row("web", No, "browser", Always),
-    row("help", No, "browser", Always),
-    row("instaweb", No, "*", Always),
-    row("guitool", Yes, "cmd", Always),
-    row("tar", Yes, "command", Always),
-    row("trailer", Yes, "command", Always),
-    row("trailer", Yes, "cmd", Always),
-    row("hook", Yes, "command", Always),
-    row("imap", No, "tunnel", Always),
-    row("sendemail", Any, "sendmailcmd", Always),
-    row("sendemail", Any, "smtpserver", Always),
-    row("sendemail", Any, "tocmd", Always),
-    row("sendemail", Any, "cccmd", Always),
-    row("sendemail", Any, "headercmd", Always),
-    row("svn", No, "authorsprog", Always),
-    row("svn-remote", Yes, "authorsprog", Always),
-    row("lfs", Yes, "path", Always),
-    row("lfs", Yes, "clean", Always),
-    row("lfs", Yes, "smudge", Always),
-    row("gpg", Any, "program", Always),
-    row("gpg", Yes, "defaultkeycommand", Always),
-    row("credential", Any, "helper", Always),
-    row("alias", Any, "*", Always),
-    row("pager", Any, "*", Always),
-    row("include", Any, "path", Always),
-    row("includeif", Any, "path", Always),
-    row("extensions", No, "worktreeconfig", Always),
-    row("uploadpack", Any, "*", Always),
-    row("remote", Yes, "uploadpack", Always),
-    row("remote", Yes, "receivepack", Always),
-    row("remote", Yes, "vcs", Always),
-    row("remote", Yes, "url", When::ExtValue),
-    row("remote", Yes, "pushurl", When::ExtValue),
-    row("submodule", Yes, "url", When::ExtValue),
-    row("protocol", Any, "allow", Always),
-    row("url", Yes, "insteadof", When::HelperSub),
-    row("url", Yes, "pushinsteadof", When::HelperSub),
-    row("submodule", Yes, "update", When::Bang),
-];
-
-impl Row {
-    /// Whether the entry `name` (as `git config --list` spells it) with
-    /// `value` (`None`: a bare key) is this row's.
-    fn matches(&self, name: &[u8], value: Option<&[u8]>) -> bool {
-        let (section, sub, key) = split_name(name);
-        let sub_ok = match self.sub {
-            Sub::No => sub.is_none(),
-            Sub::Yes => sub.is_some(),
-            Sub::Any => true,
-        };
-        let value = value.unwrap_or_default();
-        let trimmed = value.trim_ascii_start();
-        section == self.section.as_bytes()
-            && sub_ok
-            && (self.key == "*" || key == self.key.as_bytes())
-            && match self.when {
-                When::Always => true,
-                When::Bang => trimmed.starts_with(b"!"),
-                When::ExtValue => trimmed
-                    .get(..5)
-                    .is_some_and(|p| p.eq_ignore_ascii_case(b"ext::")),
-                When::HelperSub => sub.is_some_and(|s| s.windows(2).any(|w| w == b"::")),
-            }
-    }
-}
-
-/// `section[.subsection].key` split as git splits a name: the section up to
-/// the first dot, the key after the last.
-fn split_name(name: &[u8]) -> (&[u8], Option<&[u8]>, &[u8]) {
-    let first = name.iter().position(|&b| b == b'.');
-    let last = name.iter().rposition(|&b| b == b'.');
-    match (first, last) {
-        (Some(f), Some(l)) if f < l => (&name[..f], Some(&name[f + 1..l]), &name[l + 1..]),
-        (Some(f), _) => (&name[..f], None, &name[f + 1..]),
-        _ => (&name[..0], None, name),
-    }
-}
-
-/// Whether host git would run a command (or read more configuration, or
-/// pick a program) through the entry `name = value`.
-pub(crate) fn runs_command(name: &[u8], value: Option<&[u8]>) -> bool {
-    COMMAND_KEYS.iter().any(|r| r.matches(name, value))
-}
-
 /// One entry of a config file as `git config --list --null` shows it: the
 /// name (section and key lower-case, subsection as written) and the value,
 /// `None` for a bare `key` (git reads it as `true`).
 pub(crate) type RawEntry = (Vec<u8>, Option<Vec<u8>>);
 
 /// Every entry of config file `bytes`, in order, read by gix-config as git
-/// reads it (includes are not followed: `include.path` is itself a
-/// command key). `Err(one line)` when git would refuse the file, or when it
+/// reads it (includes are not followed: `include.path` is itself
+/// unlisted). `Err(one line)` when git would refuse the file, or when it
 /// holds something gix-config is known to read differently from git
 /// (tests/fuzz.rs compares the two): callers fail closed then.
 pub(crate) fn entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
@@ -386,32 +186,31 @@ fn refuse_raw_value(raw: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The entries of config file `bytes` through which host git would run a
-/// command (or read more configuration, or pick a program): name as
+/// The entries of config file `bytes` that are not on the allow-list of
+/// what git writes in ordinary work ([`super::git_allow::listed`]): name as
 /// `git config --list` spells it, and value. `Err(one line)` when the file
 /// cannot be read exactly as git reads it (fail closed).
-pub(crate) fn command_entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
+pub(crate) fn unlisted_entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
     Ok(entries(bytes)?
         .into_iter()
-        .filter(|(n, v)| runs_command(n, v.as_deref()))
+        .filter(|(n, v)| !super::git_allow::listed(n, v.as_deref()))
         .collect())
 }
 
-/// The names of the keys in config file `bytes` through which host git
-/// would run a command (or read more configuration, or choose a program),
+/// The names of the unlisted keys of config file `bytes` ([`unlisted_entries`]),
 /// as `git config --list` names them (section and key lower-case,
 /// subsection as written). `Err` when git would not read the file at all
 /// or it cannot be read exactly as git does: callers refuse then (fail
 /// closed). The creation guard's content check and the tripwire both
-/// decide with this table ([`COMMAND_KEYS`]).
-pub(crate) fn command_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
-    Ok(command_entries(bytes)?
+/// decide with the one allow-list.
+pub(crate) fn unlisted_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
+    Ok(unlisted_entries(bytes)?
         .into_iter()
         .map(|(n, _)| String::from_utf8_lossy(&n).into_owned())
         .collect())
 }
 
-/// Every value of key `name` (as [`command_keys`] spells it) in config
+/// Every value of key `name` (as [`unlisted_keys`] spells it) in config
 /// file `bytes`, in order (a bare key reads as `true`); none when the file
 /// cannot be read as git reads it.
 pub(crate) fn values(bytes: &[u8], name: &str) -> Vec<String> {
@@ -527,7 +326,7 @@ mod tests {
             [one("alias.x.Y.k", "1")]
         );
         assert_eq!(
-            command_keys(b"[Alias.X \"Y\"]\n\tk = 1\n").unwrap(),
+            unlisted_keys(b"[Alias.X \"Y\"]\n\tk = 1\n").unwrap(),
             ["alias.x.Y.k"]
         );
         // Values are bytes: git allows any.
@@ -536,7 +335,7 @@ mod tests {
             [(b"core.pager".to_vec(), Some(b"\xff\xfe".to_vec()))]
         );
         assert_eq!(
-            command_keys(b"[core]\n\tpager = \xff\n").unwrap(),
+            unlisted_keys(b"[core]\n\tpager = \xff\n").unwrap(),
             ["core.pager"]
         );
     }
@@ -554,7 +353,7 @@ mod tests {
             b"[core]\nbare # a comment right after a bare key\n",
         ] {
             assert!(
-                command_keys(bad).is_err(),
+                unlisted_keys(bad).is_err(),
                 "{} accepted",
                 bad.escape_ascii()
             );
@@ -567,7 +366,7 @@ mod tests {
         );
         // git skips a UTF-8 byte-order mark; so does gix-config.
         let bom = b"\xef\xbb\xbf[core]\npager=x\n";
-        assert_eq!(command_keys(bom).unwrap(), ["core.pager"]);
+        assert_eq!(unlisted_keys(bom).unwrap(), ["core.pager"]);
     }
 
     /// Inputs where gix-config and git disagree (found by tests/fuzz.rs and
@@ -589,7 +388,7 @@ mod tests {
             (b"[core]\n\tpager = a\0b\n", "read"),
         ] {
             assert!(
-                command_keys(text).is_err(),
+                unlisted_keys(text).is_err(),
                 "{} (git: {git_reads}) accepted",
                 text.escape_ascii()
             );
@@ -605,76 +404,12 @@ mod tests {
                     [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
                     [submodule \"lib\"]\n\turl = ../lib\n\tactive = true\n\
                     [lfs]\n\trepositoryformatversion = 0\n";
-        assert_eq!(command_keys(text).unwrap(), Vec::<String>::new());
+        assert_eq!(unlisted_keys(text).unwrap(), Vec::<String>::new());
         assert_eq!(entries(text).unwrap().len(), 13);
     }
 
-    /// A sample entry for `r`, its name as git lists it, and a near miss
-    /// (same section, a key one letter off, or the value or subsection
-    /// that makes it harmless) that must not be flagged.
-    fn sample(r: &Row) -> (String, String, String) {
-        let sec = format!("{}{}", r.section[..1].to_uppercase(), &r.section[1..]);
-        let key = if r.key == "*" {
-            "anyKey".to_string()
-        } else {
-            r.key.to_uppercase()
-        };
-        let sub = match (r.sub, r.when) {
-            (_, When::HelperSub) => Some("ext::sh -c x"),
-            (Sub::Yes, _) => Some("X.y"),
-            _ => None,
-        };
-        let value = match r.when {
-            When::Bang => "  !sh -c x",
-            When::ExtValue => "EXT::sh -c x",
-            _ => "x",
-        };
-        let header = |sub: Option<&str>| match sub {
-            Some(s) => format!("[{sec} \"{s}\"]"),
-            None => format!("[{sec}]"),
-        };
-        let text = format!("{}\n\t{key} = {value}\n", header(sub));
-        let name = match sub {
-            Some(s) => format!("{}.{s}.{}", r.section, key.to_lowercase()),
-            None => format!("{}.{}", r.section, key.to_lowercase()),
-        };
-        let near = match r.when {
-            When::Bang => format!("{}\n\t{key} = sh -c x\n", header(sub)),
-            When::ExtValue => format!("{}\n\t{key} = https://ext::x\n", header(sub)),
-            When::HelperSub => format!("{}\n\t{key} = x\n", header(Some("https://h/"))),
-            When::Always if r.key == "*" => format!("[{sec}x]\n\t{key} = x\n"),
-            When::Always => format!("{}\n\t{key}x = x\n", header(sub)),
-        };
-        (text, name, near)
-    }
-
     #[test]
-    fn every_row_of_the_table_is_flagged_and_its_near_miss_is_not() {
-        for r in COMMAND_KEYS {
-            let (text, name, near) = sample(r);
-            assert_eq!(
-                command_keys(text.as_bytes()),
-                Ok(vec![name]),
-                "{r:?}: {text}"
-            );
-            assert_eq!(command_keys(near.as_bytes()), Ok(vec![]), "{r:?}: {near}");
-            // The subsection rule: a row without one ignores `section.<sub>.key`,
-            // a row that needs one ignores `section.key`.
-            let other = match r.sub {
-                Sub::No => Some(text.replacen(']', " \"s\"]", 1)),
-                Sub::Yes if !matches!(r.when, When::HelperSub) => {
-                    Some(text.replacen(" \"X.y\"]", "]", 1))
-                }
-                _ => None,
-            };
-            if let Some(other) = other {
-                assert_eq!(command_keys(other.as_bytes()), Ok(vec![]), "{r:?}: {other}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_issue_keys_are_in_the_table() {
+    fn the_command_keys_of_the_old_table_are_unlisted() {
         let listed = [
             "[core]fsmonitor=x\nhooksPath=x\nsshCommand=x\npager=x\neditor=x\naskPass=x\n\
              gitProxy=x\nworktree=x\nalternateRefsCommand=x\n",
@@ -693,7 +428,7 @@ mod tests {
             "[imap]tunnel=x\n[sendemail]sendmailCmd=x\nsmtpServer=/x\n[guitool \"t\"]cmd=x\n",
         ];
         for text in listed {
-            let keys = command_keys(text.as_bytes()).unwrap();
+            let keys = unlisted_keys(text.as_bytes()).unwrap();
             let all = entries(text.as_bytes()).unwrap();
             assert_eq!(keys.len(), all.len(), "{text}: only {keys:?}");
         }

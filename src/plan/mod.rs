@@ -30,6 +30,7 @@ mod env;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fixtures;
+mod git_allow;
 pub(crate) mod gitconfig;
 #[cfg(test)]
 mod golden;

@@ -26,27 +26,30 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Names at the workspace root and at the root of every repository in it.
-const ROOT_NAMES: &[&str] = &[
-    ".gitmodules",
-    ".vscode",
-    ".devcontainer",
-    ".idea",
-    ".envrc",
-    ".mcp.json",
-];
+const ROOT_NAMES: &[&str] = &[".vscode", ".devcontainer", ".idea", ".envrc", ".mcp.json"];
+/// At the workspace root and every repository's root, watched but not bound:
+/// `.gitmodules` is written by `git submodule add` (a lock-file rename) and
+/// by checkouts; git itself refuses a `!command` update or an option-like
+/// URL from it, and `git submodule init` copies it into the repository's
+/// `config`, where the creation guard checks every entry (issue #44). The
+/// tripwire reads it as git config: only unlisted entries are reported.
+const ROOT_RULED: &[&str] = &[".gitmodules"];
 /// At the workspace root only: a `HEAD` makes git treat the directory itself
 /// as a (bare) repository, whose `config` it then obeys. Without it, a planted
 /// `objects/` and `refs/` are inert.
 const WORKSPACE_ONLY: &[&str] = &["HEAD"];
 /// Inside every git directory (`.git`, a `gitdir:` target, `.git/modules/*`,
-/// a worktree's common directory, a bare-style directory). `info` as a
-/// whole, so a missing `info/attributes` (filter and diff drivers) cannot
-/// be created either; git itself writes there only for `sparse-checkout`.
-/// `commondir` names the directory whose config and hooks git obeys;
-/// `config.worktree` is read as config where `extensions.worktreeConfig`
-/// is set.
-pub(crate) const GITDIR_NAMES: &[&str] =
-    &["config", "hooks", "info", "commondir", "config.worktree"];
+/// a worktree's common directory, a bare-style directory), bound read-only:
+/// `hooks` (until held hooks exist, issue #44) and `commondir`, which names
+/// the directory whose config and hooks git obeys.
+pub(crate) const GITDIR_NAMES: &[&str] = &["hooks", "commondir"];
+/// Inside every git directory, watched by the tripwire but left writable:
+/// the creation guard's git rule decides every write to them (decision
+/// 0026). `config` and `config.worktree` are replaced only by git's
+/// lock-file rename, checked against the allow-list; in `info` git writes
+/// `exclude` and `sparse-checkout`, and the rule refuses `attributes` and
+/// `grafts`.
+pub(crate) const GITDIR_RULED: &[&str] = &["config", "config.worktree", "info"];
 
 /// How deep below the workspace the launch's walk looks for nested
 /// repositories (`ws/a/b/c/.git` is found, `ws/a/b/c/d/.git` is not), and
@@ -138,8 +141,13 @@ impl Stopped {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Protected {
     /// Every protected path, existing or not, in a stable order; all inside
-    /// the workspace.
+    /// the workspace: bound read-only where it exists, made uncreatable by
+    /// the creation guard where it does not.
     pub(crate) paths: Vec<PathBuf>,
+    /// Paths the creation guard's git rule decides on at every call
+    /// ([`GITDIR_RULED`], [`ROOT_RULED`]): not bound, watched by the
+    /// tripwire like [`Protected::paths`].
+    pub(crate) ruled: Vec<PathBuf>,
     /// The git directories found (for messages and the tripwire).
     pub(crate) gitdirs: Vec<PathBuf>,
     /// Whether the launch's walk stopped at [`MAX_ENTRIES`].
@@ -281,6 +289,13 @@ impl Walk<'_> {
         }
     }
 
+    /// A path the git rule decides on: watched, not bound.
+    fn add_ruled(&mut self, p: PathBuf) {
+        if self.seen.insert(p.clone()) {
+            self.out.ruled.push(p);
+        }
+    }
+
     /// A pointer that leads outside: listed (once), the pointer itself
     /// protected (it is in the workspace), its target not.
     fn outside(&mut self, pointer: &Path, target: PathBuf) {
@@ -370,6 +385,9 @@ impl Walk<'_> {
             for n in ROOT_NAMES {
                 self.add(dir.join(n));
             }
+            for n in ROOT_RULED {
+                self.add_ruled(dir.join(n));
+            }
         }
         if let Some(g) = repo {
             self.add_gitdir(g);
@@ -395,6 +413,9 @@ impl Walk<'_> {
                 if !(linked && *n == "commondir") {
                     self.add(g.join(n));
                 }
+            }
+            for n in GITDIR_RULED {
+                self.add_ruled(g.join(n));
             }
             self.out.gitdirs.push(g.clone());
             // A linked worktree's git directory shares config and hooks
@@ -528,9 +549,11 @@ mod tests {
         d.canonicalize().unwrap()
     }
 
+    /// Every watched path (bound or ruled), relative to `ws`.
     fn rel(ws: &Path, p: &Protected) -> Vec<String> {
         p.paths
             .iter()
+            .chain(&p.ruled)
             .map(|x| {
                 x.strip_prefix(ws)
                     .map(|r| r.display().to_string())
@@ -594,6 +617,17 @@ mod tests {
             assert!(!r.contains(&not.to_string()), "{not} listed");
         }
         assert!(!p.truncated && p.outside.is_empty() && p.stopped.is_none());
+        // What the git rule decides on is watched, never bound (issue #44).
+        for ruled in [
+            ".git/config",
+            ".git/config.worktree",
+            ".git/info",
+            "libs/a/.gitmodules",
+        ] {
+            assert!(p.ruled.contains(&ws.join(ruled)), "{ruled}");
+            assert!(!p.paths.contains(&ws.join(ruled)), "{ruled} bound");
+        }
+        assert!(p.paths.contains(&ws.join(".git/hooks")), "control");
         // At exit: every depth, hidden and dependency directories too.
         let all = discover_all(&ws, Duration::from_secs(60));
         let r = rel(&ws, &all);
@@ -665,7 +699,8 @@ mod tests {
             for r in ["k/.git", "ln/.git", ".git/commondir"] {
                 assert!(p.paths.contains(&ws.join(r)), "{r}");
             }
-            assert!(p.paths.contains(&ws.join("mods/m/config")), "control");
+            assert!(p.ruled.contains(&ws.join("mods/m/config")), "control");
+            assert!(p.ruled.iter().all(|x| inside(&ws, x)), "{p:#?}");
             assert!(p.paths.contains(&ws.join("sub/.git")), "control");
         }
         let o = &discover(&ws).outside[0];
@@ -729,7 +764,7 @@ mod tests {
         );
         // At exit, past the entries.
         let all = discover_all(&ws, Duration::from_secs(60));
-        assert!(all.paths.contains(&ws.join("zz/.git/config")));
+        assert!(all.ruled.contains(&ws.join("zz/.git/config")));
         assert!(!all.truncated && all.stopped.is_none());
         // Out of time: stopped, and says where.
         for d in ["a", "b", "c/d"] {
@@ -763,7 +798,7 @@ mod tests {
         std::fs::write(ws.join(".git/commondir"), "c0\n").unwrap();
         let p = discover(&ws);
         assert_eq!(p.gitdirs.len(), n + 2);
-        assert!(p.paths.contains(&ws.join(format!(".git/c{n}/config"))));
+        assert!(p.ruled.contains(&ws.join(format!(".git/c{n}/config"))));
         std::fs::remove_dir_all(&ws).unwrap();
     }
 
@@ -778,7 +813,7 @@ mod tests {
         let all = discover_all(&ws, Duration::from_secs(60));
         perm(0o755).unwrap();
         if listable {
-            assert!(all.paths.contains(&ws.join("d/sub/.git/config")));
+            assert!(all.ruled.contains(&ws.join("d/sub/.git/config")));
             assert!(all.walk_notices(&ws).is_empty());
         } else {
             assert_eq!(all.unreadable, vec![ws.join("d")]);

@@ -292,8 +292,9 @@ fn files_details(old: &Tree, new: &Tree, differs: &[&PathBuf]) -> String {
     out
 }
 
-/// The entries of a git config that run code, or why it cannot be read
-/// (the creation guard's table and reader: [`gitconfig::command_entries`]).
+/// The entries of a git config outside the allow-list of what git writes,
+/// or why it cannot be read (the creation guard's list and reader:
+/// [`gitconfig::unlisted_entries`]).
 fn git_config_runs(e: Option<&Entry>) -> Result<Vec<(String, String)>, String> {
     let bytes = match e {
         // Not there, or there before the session but never snapshotted (a
@@ -307,7 +308,7 @@ fn git_config_runs(e: Option<&Entry>) -> Result<Vec<(String, String)>, String> {
         Some(_) => return Err("not a regular file".into()),
     };
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    Ok(gitconfig::command_entries(bytes)?
+    Ok(gitconfig::unlisted_entries(bytes)?
         .into_iter()
         .map(|(k, v)| (lossy(&k), v.map_or_else(|| "true".into(), |v| lossy(&v))))
         .collect())

@@ -234,20 +234,28 @@ pub(super) fn targets(
     workspace: &Path,
     found: protect::Protected,
 ) -> BTreeMap<PathBuf, Kind> {
-    let protect::Protected { paths, gitdirs, .. } = found;
+    let protect::Protected {
+        paths,
+        ruled,
+        gitdirs,
+        ..
+    } = found;
     let mut out = BTreeMap::new();
     for g in &gitdirs {
         // Where git borrows objects from: runs nothing, but a repository
         // the session pointed elsewhere is worth a line.
         out.insert(g.join("objects/info/alternates"), Kind::Other);
     }
-    for p in paths {
+    for p in paths.into_iter().chain(ruled) {
         let in_gitdir = p.parent().is_some_and(|d| gitdirs.iter().any(|g| g == d));
         let kind = match p.file_name().and_then(|n| n.to_str()) {
             Some("config" | "config.worktree") if in_gitdir => Kind::GitConfig,
+            // Read as git config: a `git submodule add` is not reported,
+            // an unlisted entry (`update = !cmd`, an `ext::` URL) is.
+            Some(".gitmodules") => Kind::GitConfig,
             Some("hooks") if in_gitdir => Kind::Hooks,
-            // `info` is protected whole; of what git keeps there (`exclude`,
-            // `sparse-checkout`) only `attributes` makes anything run.
+            // Of what git keeps in `info` (`exclude`, `sparse-checkout`)
+            // only `attributes` makes anything run.
             Some("info") if in_gitdir => {
                 out.insert(p.join("attributes"), Kind::Other);
                 continue;
