@@ -1,6 +1,7 @@
 //! Everyday git work in the user's own repository (issue #44): what an
 //! agent runs all day with git works inside — identity, remotes, `push -u`,
-//! tracking branches, submodules, sparse checkout — as root and as an
+//! tracking branches, submodules, sparse checkout, `git config --global`
+//! (a file of the session's own, never the host's) — as root and as an
 //! unprivileged user, while what would steer host git (a proxy with TLS
 //! verification off, a URL rewrite, an include, extra headers, a command)
 //! set inside, in the workspace's repository, a nested one and one made
@@ -38,6 +39,7 @@ row push-u 'git checkout -q -b feat && echo f > f && git add f && git commit -qm
 row track 'git checkout -q -b feat2 origin/feat && test "$(git rev-parse --abbrev-ref @{u})" = origin/feat'
 row submodule 'git -c protocol.file.allow=always submodule add -q "$PWD/sub.git" sm && git commit -qm sm'
 row sparse 'git sparse-checkout set d1 && test -e d1/f && test ! -e d2/f'
+row global 'git config --global alias.lg "log --oneline" && git lg >/dev/null && git config --show-origin init.defaultBranch | grep -q /etc/claude-gitconfig'
 echo END
 "#;
 
@@ -55,7 +57,7 @@ fn everyday_git_work_in_the_users_own_repository_works_inside() {
         assert!(out.contains("END"), "{who:?}: {out}\n{}", stderr(&o));
         let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
         assert!(failed.is_empty(), "{who:?}: {failed:#?}\n{}", stderr(&o));
-        assert_eq!(out.matches("OK ").count(), 6, "{who:?}: {out}");
+        assert_eq!(out.matches("OK ").count(), 7, "{who:?}: {out}");
         // What host git sees afterwards.
         let host = stdout(&w.run(
             who,
@@ -66,12 +68,13 @@ fn everyday_git_work_in_the_users_own_repository_works_inside() {
                 "git config user.email; git config remote.upstream.url; \
                  git rev-parse --abbrev-ref feat@{u} feat2@{u}; \
                  git config --file .gitmodules submodule.sm.url | sed 's#.*/##'; \
-                 git config core.sparseCheckout",
+                 git config core.sparseCheckout; \
+                 test -e ~/.gitconfig || echo no-host-global",
             ],
         ));
         assert_eq!(
             host,
-            "agent@example.com\nhttps://github.com/o/r.git\norigin/feat\norigin/feat\nsub.git\ntrue\n",
+            "agent@example.com\nhttps://github.com/o/r.git\norigin/feat\norigin/feat\nsub.git\ntrue\nno-host-global\n",
             "{who:?}"
         );
         clean(&w.workspace(who));

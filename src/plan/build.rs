@@ -358,8 +358,8 @@ mod tests {
             "USER is the real user, not the caller's variable"
         );
         assert_eq!(env["HOME"], "/home/dev");
-        assert_eq!(env["GIT_CONFIG_GLOBAL"], "/etc/claude-gitconfig");
-        assert_eq!(env["GIT_CONFIG_SYSTEM"], "/dev/null");
+        assert_eq!(env["GIT_CONFIG_GLOBAL"], "/home/dev/.gitconfig");
+        assert_eq!(env["GIT_CONFIG_SYSTEM"], "/etc/claude-gitconfig");
         assert_eq!(
             env["PATH"],
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/cargo/bin:/home/dev/.local/bin"
@@ -437,7 +437,10 @@ mod tests {
                 &["--ro-bind", "/dev/null", &format!("/home/dev/{f}")]
             ));
         }
-        let all = args_of(&plan).join("\n");
+        // The one `.gitconfig` named is the session's own, on the tmpfs.
+        let all = args_of(&plan)
+            .join("\n")
+            .replace("GIT_CONFIG_GLOBAL\n/home/dev/.gitconfig", "");
         for hidden in [
             ".ssh",
             ".aws",

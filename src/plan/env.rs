@@ -94,8 +94,15 @@ pub(super) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
         ("HOME".into(), home.to_os_string()),
         ("USER".into(), facts.user.clone().into()),
         ("IS_SANDBOX".into(), "1".into()),
-        ("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into()),
-        ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
+        // The curated config is the system level inside; the global level
+        // is a file of the session's own in its private `$HOME` (a tmpfs),
+        // which `git config --global` makes and rewrites, never read
+        // outside (issue #44, decision 0026).
+        (
+            "GIT_CONFIG_GLOBAL".into(),
+            Path::new(home).join(".gitconfig").into_os_string(),
+        ),
+        ("GIT_CONFIG_SYSTEM".into(), paths::GITCONFIG.into()),
     ];
     // Allowlist mode: tools find the proxy (§4.9); nothing may override it.
     if egress(cfg) == Egress::Allowlist {

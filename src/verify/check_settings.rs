@@ -77,7 +77,12 @@ pub(super) fn check_display(o: &Observed) -> Outcome {
 pub(super) fn check_gitconfig(o: &Observed) -> Outcome {
     let g = o.env.get("GIT_CONFIG_GLOBAL").map(String::as_str);
     let s = o.env.get("GIT_CONFIG_SYSTEM").map(String::as_str);
-    if g != Some(paths::GITCONFIG) || s != Some("/dev/null") {
+    // The global level is the session's own file in its private `$HOME`.
+    let private = o
+        .env
+        .get("HOME")
+        .map(|h| format!("{}/.gitconfig", h.trim_end_matches('/')));
+    if g.is_none() || g != private.as_deref() || s != Some(paths::GITCONFIG) {
         return Err(format!(
             "GIT_CONFIG_GLOBAL={} GIT_CONFIG_SYSTEM={}: git may read the user's own config (tokens, hooks)",
             g.unwrap_or("unset"),
@@ -103,7 +108,7 @@ pub(super) fn check_gitconfig(o: &Observed) -> Outcome {
         }
     }
     Ok(format!(
-        "{} read-only, GIT_CONFIG_SYSTEM=/dev/null{}",
+        "{} read-only as the system config, the global one private{}",
         paths::GITCONFIG,
         if forge {
             ", forge helpers"

@@ -110,9 +110,11 @@ pub(super) fn healthy() -> Observed {
         ..Default::default()
     };
     o.mounts.pop();
+    o.env.insert("HOME".into(), "/home/dev".into());
     o.env
-        .insert("GIT_CONFIG_GLOBAL".into(), paths::GITCONFIG.into());
-    o.env.insert("GIT_CONFIG_SYSTEM".into(), "/dev/null".into());
+        .insert("GIT_CONFIG_GLOBAL".into(), "/home/dev/.gitconfig".into());
+    o.env
+        .insert("GIT_CONFIG_SYSTEM".into(), paths::GITCONFIG.into());
     for (n, l) in required_rejects() {
         for ip in subnet_samples(n, l) {
             o.lookups
