@@ -21,10 +21,16 @@ use nix::sys::signal::{SigSet, Signal};
 
 use super::host;
 use super::premask::PreMasks;
-use super::shadow::Net;
 use crate::egress;
 use crate::error::setup;
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
+
+/// The network runtime of a launch: the open jail's pasta, or allowlist
+/// mode's proxy. Prepared once, used by every attempt.
+pub(super) enum Net {
+    Jail(egress::Jail),
+    Proxy(egress::Proxy),
+}
 
 /// How an attempt ended.
 #[derive(Debug)]
