@@ -294,7 +294,7 @@ fn network_command(
         }
         (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
             let (c, mut e) = p.command(bwrap, r, channel)?;
-            // publish-port: the allowlist holder's connector (egress/publish.rs).
+            // publish-port: the allowlist holder's connector (egress/proxy/publish.rs).
             if let Some(end) = published.attempt()? {
                 e.add(FdContent::InwardChannel, end);
             }

@@ -36,7 +36,7 @@
 //! file after a refresh, never a stand-in. `responses.rs`: the responses
 //! framed on a connection to the token endpoint's host, only there.
 //!
-//! May import: `sys`, `error`, `egress::policy`, and `egress::http`'s
+//! May import: `sys`, `error`, `egress::policy`, and `egress::proxy`'s
 //! `chunk_size` (the one chunk-size grammar the proxy frames by too).
 //!
 //! Exports (to `egress`): [`Broker`], [`Sources`]; to the proxy, [`serve`].
@@ -546,7 +546,7 @@ fn upstream_config(
     Ok(Arc::new(cfg))
 }
 
-/// The proxy's hand-over (`connection.rs`): serve an allowed `CONNECT`
+/// The proxy's hand-over (`egress/proxy/connection.rs`): serve an allowed `CONNECT`
 /// that [`Broker::intercepts`] through the broker, filling the request's
 /// log line (bytes, or the error); each swap is a line of its own, written
 /// at once by `write`.

@@ -12,8 +12,8 @@ use std::sync::mpsc::Receiver;
 
 use super::http::take_until;
 use super::oauth::Oauth;
-use crate::egress::http::chunk_size;
 use crate::egress::policy::claude_oauth::MAX_BODY;
+use crate::egress::proxy::chunk_size;
 
 /// What the requests' side tells about each request, in order.
 pub(super) struct Sent {

@@ -109,7 +109,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     join_namespaces(join)?;
     // Before the fork, so the route keeper never holds the listener.
     if let Some(channel) = proxy {
-        super::allowlist_holder::send_listener(channel)?;
+        crate::egress::proxy::send_listener(channel)?;
     }
     let me = nix::unistd::getpid();
     // Single-threaded here (a fresh exec), so the child may run any code.
@@ -161,7 +161,7 @@ fn join_namespaces(join: RawFd) -> Result<(), String> {
 
 /// Unshare a user and a network namespace, mapped to the launching user,
 /// with the parent-death signal set again (entering a user namespace cleared it).
-pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
+pub(in crate::egress) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
     make_namespaces(uid, gid)?;
     die_with_parent()
 }

@@ -1,6 +1,6 @@
 //! Allowlist mode's runtime (SPEC §4.9, decision 0008).
 //!
-//! 1. The **allowlist holder** (`allowlist_holder.rs`), spawned in place of
+//! 1. The **allowlist holder** (`holder.rs`), spawned in place of
 //!    bubblewrap, makes the proxy's listening socket in the sandbox's
 //!    network namespace (loopback only) and sends it to the shadow.
 //! 2. The shadow serves it from threads of its own ([`Proxy`]), in the host's
@@ -67,7 +67,7 @@ pub(super) struct Shared {
     state: Mutex<State>,
     idle: Condvar,
     /// The credential broker, when this session brokers (issue #25).
-    broker: Option<Arc<super::Broker>>,
+    broker: Option<Arc<crate::egress::broker::Broker>>,
 }
 
 /// An open connection's sockets (handles of them), to shut down at the end.
@@ -90,7 +90,7 @@ impl Proxy {
     /// anything starts: a launch that cannot log does not run.
     pub(crate) fn prepare(
         net: &ProxyNet,
-        broker: Option<Arc<super::Broker>>,
+        broker: Option<Arc<crate::egress::broker::Broker>>,
     ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
@@ -171,7 +171,7 @@ impl Proxy {
 
     /// A fresh channel for this attempt's holder (its end returned; ours
     /// kept for [`Proxy::serve`]); the previous attempt's serving stops.
-    pub(super) fn channel(&mut self) -> anyhow::Result<OwnedFd> {
+    pub(in crate::egress) fn channel(&mut self) -> anyhow::Result<OwnedFd> {
         self.stop_accepting();
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
         let (ours, theirs) = socketpair(
@@ -381,7 +381,11 @@ impl Shared {
     /// The credential broker, when it intercepts a tunnel to `host:port`
     /// (issue #25): only a brokered host, on port 443, with a credential
     /// this session holds.
-    pub(super) fn broker_for(&self, host: &str, port: u16) -> Option<&super::Broker> {
+    pub(super) fn broker_for(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Option<&crate::egress::broker::Broker> {
         self.broker.as_deref().filter(|b| b.intercepts(host, port))
     }
 

@@ -328,7 +328,7 @@ fn is_timeout(e: &io::Error) -> bool {
 /// A chunk-size line: 1-15 hex digits, then nothing or `;` extensions
 /// (whitespace allowed before the `;`). Anything else is refused: a sign,
 /// `0x`, a bare number followed by junk.
-pub(super) fn chunk_size(line: &[u8]) -> Result<u64, String> {
+pub(in crate::egress) fn chunk_size(line: &[u8]) -> Result<u64, String> {
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
     let rest = &line[digits..];
     let ext_ok = {
@@ -747,7 +747,7 @@ mod tests {
         sent: &str,
         answer_after: &'static str,
     ) -> (Exchanged, Duration, Option<Request>) {
-        use crate::egress::request::parse_request_at;
+        use super::super::request::parse_request_at;
         let (ours, mut client) = pair();
         let (up, mut server) = pair();
         client.write_all(sent.as_bytes()).unwrap();

@@ -38,11 +38,11 @@
 //! step leaves the gate shut; the executor then reports the one-line
 //! message (exit 125). There is no fallback to an unjailed launch. Route and
 //! DNS planning are pure functions of the host's routing table and
-//! resolv.conf (`policy/routes.rs`).
+//! resolv.conf (`egress/policy/routes.rs`).
 //!
 //! This file is the shadow's side ([`Jail`], [`Early`], [`host_facts`]);
 //! pasta's keeper is `pasta_keeper.rs`, the namespace owner, the holder and
-//! the route keeper `jail_holder.rs`.
+//! the route keeper `holder.rs`.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -148,7 +148,7 @@ pub(crate) struct Jail {
     go: Option<OwnedFd>,
     /// The credential broker's proxy on the jail's loopback, when the
     /// session brokers (decision 0016).
-    proxy: Option<super::Proxy>,
+    proxy: Option<crate::egress::proxy::Proxy>,
 }
 
 /// What the namespace owner and pasta are started with: the parts of the
@@ -213,13 +213,16 @@ impl Early {
         // With `publish-port`, the launch first checks that each port is
         // free on the host's loopback (`Published::open`), where pasta
         // binds them: pasta starts after that check, at spawn time.
-        if crate::plan::egress(cfg) != super::policy::Egress::Open || !cfg.publish_port.is_empty() {
+        if crate::plan::egress(cfg) != crate::egress::policy::Egress::Open
+            || !cfg.publish_port.is_empty()
+        {
             return Early(None);
         }
         let early = || -> Option<(Jail, Owner, Wiring)> {
             let jail = Jail::prepare().ok()?;
             let facts = host_facts(true).ok()?;
-            let plan = super::policy::plan_jail(&facts.routes, &facts.resolv, &cfg.allow_ip);
+            let plan =
+                crate::egress::policy::plan_jail(&facts.routes, &facts.resolv, &cfg.allow_ip);
             let wiring = Wiring {
                 iface: facts.routes.iface.clone(),
                 dns_forward: plan.dns_forward,
@@ -273,7 +276,7 @@ impl std::error::Error for StepFailed {}
 pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
 
 impl Ends {
-    pub(super) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
+    pub(in crate::egress) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
         Ends(v)
     }
 
@@ -405,10 +408,10 @@ impl Jail {
     pub(crate) fn with_broker(
         mut self,
         net: &JailNet,
-        broker: Option<std::sync::Arc<super::Broker>>,
+        broker: Option<std::sync::Arc<crate::egress::broker::Broker>>,
     ) -> anyhow::Result<Jail> {
         self.proxy = match (&net.proxy, broker) {
-            (Some(p), Some(b)) => Some(super::Proxy::prepare(p, Some(b))?),
+            (Some(p), Some(b)) => Some(crate::egress::proxy::Proxy::prepare(p, Some(b))?),
             // Planned from the broker's stand-ins, so never one without the other.
             (Some(_), None) => return Err(setup(
                 "internal error: the open jail's proxy was planned without the credential broker",
