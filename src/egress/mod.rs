@@ -9,6 +9,8 @@
 //!   credential is brokered), its holder, and `publish-port`.
 //! - `broker/`: the credential broker the proxy hands brokered hosts to.
 //! - `report/`: `egress report`, over a session's connection log.
+//! - `holders.rs`: what the jail's holder and the allowlist holder share
+//!   (the fds they receive, a fresh user and network namespace).
 //!
 //! Each part's `mod.rs` says what it promises, may import and exports.
 //!
@@ -24,13 +26,15 @@
 //! `fuzz_targets` [`parse_request`] and [`Tally`].
 
 mod broker;
+mod holders;
 mod jail;
 pub(crate) mod policy;
 mod proxy;
 mod report;
 
 pub(crate) use broker::{Broker, Sources};
+pub(crate) use holders::Ends;
 pub(crate) use jail::ns_main as jail_ns_main;
-pub(crate) use jail::{holder_main, host_facts, keeper_main, Early, Ends, Jail, StepFailed};
+pub(crate) use jail::{holder_main, host_facts, keeper_main, Early, Jail, StepFailed};
 pub(crate) use proxy::{allowlist_holder_main, parse_request, Proxy, Published};
 pub(crate) use report::{report_main, Tally};

@@ -9,12 +9,12 @@
 //! keeper; `pasta_keeper.rs` pasta's keeper; `tun.rs` whether
 //! `/dev/net/tun` is usable, and the exact fix when not.
 //!
-//! May import: `egress::policy` (the route plan), `egress::proxy` and
-//! `egress::broker` (the broker's proxy on the jail's loopback, decision
-//! 0016), `sandbox`, `plan` and `config` (the early wiring), `sys`,
+//! May import: `egress::policy` (the route plan), `egress::holders` (what
+//! both holders share), `egress::proxy` and `egress::broker` (the broker's
+//! proxy on the jail's loopback, decision 0016), `sandbox`, `plan` and `config` (the early wiring), `sys`,
 //! `error`, `testhooks`.
 //!
-//! Exports: [`Jail`], [`Early`], [`Ends`], [`StepFailed`], [`host_facts`];
+//! Exports: [`Jail`], [`Early`], [`StepFailed`], [`host_facts`];
 //! the hidden subcommands [`holder_main`] (`__holder`), [`ns_main`]
 //! (`__jail-ns`), [`keeper_main`] (`__pasta-keeper`).
 
@@ -23,7 +23,6 @@ mod pasta_keeper;
 mod shadow;
 mod tun;
 
-pub(in crate::egress) use holder::enter_namespaces;
 pub(crate) use holder::{holder_main, ns_main};
 pub(crate) use pasta_keeper::keeper_main;
-pub(crate) use shadow::{host_facts, Early, Ends, Jail, StepFailed};
+pub(crate) use shadow::{host_facts, Early, Jail, StepFailed};

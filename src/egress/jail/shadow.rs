@@ -56,6 +56,7 @@ use std::process::{Child, Command, Stdio};
 use nix::fcntl::OFlag;
 
 use super::pasta_keeper::Keeper;
+use crate::egress::holders::Ends;
 use crate::egress::policy::{parse_resolv, parse_routes, parse_routes_any, JailFacts};
 use crate::error::setup;
 use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
@@ -272,26 +273,6 @@ impl std::fmt::Display for StepFailed {
 
 impl std::error::Error for StepFailed {}
 
-/// The ends of the jail's pipes the holder and bubblewrap receive, by role.
-pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
-
-impl Ends {
-    pub(in crate::egress) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
-        Ends(v)
-    }
-
-    /// One more end, for `role`.
-    pub(crate) fn add(&mut self, role: FdContent, fd: OwnedFd) {
-        self.0.push((role, fd));
-    }
-
-    /// The fd for `role` (each is handed over once).
-    pub(crate) fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
-        let i = self.0.iter().position(|(r, _)| r == role)?;
-        Some(self.0.swap_remove(i).1)
-    }
-}
-
 impl Jail {
     /// Check the jail's prerequisites. No side effects.
     pub(crate) fn prepare() -> anyhow::Result<Jail> {
@@ -482,7 +463,7 @@ impl Jail {
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
-        Ok((c, Ends(ends)))
+        Ok((c, Ends::new(ends)))
     }
 
     /// pasta's command line for `w`, less the PID to attach to (the keeper

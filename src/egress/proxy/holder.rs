@@ -46,7 +46,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     if sep != "--" {
         return Err(USAGE.into());
     }
-    crate::egress::jail::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    crate::egress::holders::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
     send_listener(channel)?;
     if let Some((fd, ports)) = inward {
         super::publish::start_connector(&fd.to_string_lossy(), &ports.to_string_lossy())?;

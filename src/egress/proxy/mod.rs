@@ -17,8 +17,9 @@
 //! requests open and close; `publish.rs` `publish-port` (the host-side
 //! check; in allowlist mode the shadow's relay and the holder's connector).
 //!
-//! May import: `egress::policy`, `egress::broker` (brokered hosts are
-//! handed to it), `sandbox`, `sys`, `error`.
+//! May import: `egress::policy`, `egress::holders` (what both holders
+//! share), `egress::broker` (brokered hosts are handed to it), `sandbox`,
+//! `sys`, `error`.
 //!
 //! Exports: [`Proxy`], [`Published`], [`allowlist_holder_main`]
 //! (`__holder-allowlist`), [`parse_request`] (lib.rs's `fuzz_targets`).

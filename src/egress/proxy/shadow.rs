@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::connection::connection;
 use super::logfile::{LogFile, Slot};
+use crate::egress::holders::Ends;
 use crate::egress::policy::{Decision, LogLine, Policy};
 use crate::error::setup;
 use crate::sandbox::{FdContent, ProxyNet, Rendered};
@@ -149,7 +150,7 @@ impl Proxy {
         bwrap: &Path,
         rendered: &Rendered,
         num: RawFd,
-    ) -> anyhow::Result<(Command, crate::egress::jail::Ends)> {
+    ) -> anyhow::Result<(Command, Ends)> {
         let theirs = self.channel()?;
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
@@ -163,10 +164,7 @@ impl Proxy {
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
-        Ok((
-            c,
-            crate::egress::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
-        ))
+        Ok((c, Ends::new(vec![(FdContent::ProxyChannel, theirs)])))
     }
 
     /// A fresh channel for this attempt's holder (its end returned; ours
