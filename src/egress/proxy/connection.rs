@@ -21,7 +21,7 @@ use super::http::{exchange, HeadError, Reader};
 use super::logfile::Slot;
 use super::relay::relay;
 use super::request::{parse_request_at, Request, HEAD_TIMEOUT, IDLE_TIMEOUT};
-use super::shadow::{refusal_body, respond, Shared};
+use super::shared::{refusal_body, respond, Shared};
 use crate::egress::policy::{Decision, LogLine, NameVerdict, Via};
 
 /// How long one connection attempt to an upstream address may take.

@@ -10,6 +10,7 @@
 //! ports, from the host's 127.0.0.1 (decision 0011).
 //!
 //! Files: `shadow.rs` the shadow's side ([`Proxy`], the accept loop);
+//! `shared.rs` what its connections share, and the proxy's own answers;
 //! `holder.rs` the allowlist holder (`__holder-allowlist`);
 //! `connection.rs` one client connection's requests, each decided;
 //! `request.rs` a request head parsed; `http.rs` plain-HTTP framing and
@@ -32,6 +33,7 @@ mod publish;
 mod relay;
 mod request;
 mod shadow;
+mod shared;
 
 pub(crate) use holder::allowlist_holder_main;
 pub(in crate::egress) use holder::send_listener;
