@@ -11,6 +11,8 @@
 //! - `report/`: `egress report`, over a session's connection log.
 //! - `holders.rs`: what the jail's holder and the allowlist holder share
 //!   (the fds they receive, a fresh user and network namespace).
+//! - `wire.rs` (pure): HTTP/1.1's message grammar, read by the proxy and
+//!   the broker alike.
 //!
 //! Each part's `mod.rs` says what it promises, may import and exports.
 //!
@@ -31,6 +33,7 @@ mod jail;
 pub(crate) mod policy;
 mod proxy;
 mod report;
+mod wire;
 
 pub(crate) use broker::{Broker, Sources};
 pub(crate) use holders::Ends;

@@ -13,7 +13,7 @@ use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
 use super::authority::{origin_target, steers};
 use super::oauth::Oauth;
 use super::responses::Sent;
-use crate::egress::proxy::chunk_size;
+use crate::egress::wire::chunk_size;
 
 /// The longest request head read.
 const MAX_HEAD: usize = 64 * 1024;
@@ -451,7 +451,7 @@ mod tests {
             "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
-            // Chunk sizes the proxy refuses too (one grammar, egress/proxy/http.rs):
+            // Chunk sizes the proxy refuses too (one grammar, egress/wire.rs):
             // a sign, leading blanks, a 0x prefix.
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n 5\r\n",

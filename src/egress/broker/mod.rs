@@ -36,7 +36,7 @@
 //! file after a refresh, never a stand-in. `responses.rs`: the responses
 //! framed on a connection to the token endpoint's host, only there.
 //!
-//! May import: `sys`, `error`, `egress::policy`, and `egress::proxy`'s
+//! May import: `sys`, `error`, `egress::policy`, and `egress::wire`'s
 //! `chunk_size` (the one chunk-size grammar the proxy frames by too).
 //!
 //! Exports (to `egress`): [`Broker`], [`Sources`]; to the proxy, [`serve`].

@@ -13,7 +13,7 @@ use std::sync::mpsc::Receiver;
 use super::http::take_until;
 use super::oauth::Oauth;
 use crate::egress::policy::claude_oauth::MAX_BODY;
-use crate::egress::proxy::chunk_size;
+use crate::egress::wire::chunk_size;
 
 /// What the requests' side tells about each request, in order.
 pub(super) struct Sent {

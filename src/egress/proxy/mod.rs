@@ -18,8 +18,8 @@
 //! requests open and close; `publish.rs` `publish-port` (the host-side
 //! check; in allowlist mode the shadow's relay and the holder's connector).
 //!
-//! May import: `egress::policy`, `egress::holders` (what both holders
-//! share), `egress::broker` (brokered hosts are handed to it), `sandbox`,
+//! May import: `egress::policy`, `egress::wire` (HTTP/1.1's grammar),
+//! `egress::holders` (what both holders share), `egress::broker` (brokered hosts are handed to it), `sandbox`,
 //! `sys`, `error`.
 //!
 //! Exports: [`Proxy`], [`Published`], [`allowlist_holder_main`]
@@ -37,7 +37,6 @@ mod shared;
 
 pub(crate) use holder::allowlist_holder_main;
 pub(in crate::egress) use holder::send_listener;
-pub(in crate::egress) use http::chunk_size;
 pub(crate) use publish::Published;
 pub(crate) use request::parse_request;
 pub(crate) use shadow::Proxy;
