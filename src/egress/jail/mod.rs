@@ -4,8 +4,9 @@
 //! nothing internal; nothing inside can change them. Any failed step
 //! refuses the launch; there is no unjailed fallback.
 //!
-//! Files: `shadow.rs` the shadow's side ([`Jail`], [`Early`], the host's
-//! routes); `holder.rs` the namespace owner, the holder and the route
+//! Files: `shadow.rs` the shadow's side ([`Jail`], [`Early`]); `host.rs`
+//! the host's routes and resolv.conf, and the refusal naming what is
+//! missing; `holder.rs` the namespace owner, the holder and the route
 //! keeper; `pasta_keeper.rs` pasta's keeper; `tun.rs` whether
 //! `/dev/net/tun` is usable, and the exact fix when not.
 //!
@@ -19,10 +20,12 @@
 //! (`__jail-ns`), [`keeper_main`] (`__pasta-keeper`).
 
 mod holder;
+mod host;
 mod pasta_keeper;
 mod shadow;
 mod tun;
 
 pub(crate) use holder::{holder_main, ns_main};
+pub(crate) use host::host_facts;
 pub(crate) use pasta_keeper::keeper_main;
-pub(crate) use shadow::{host_facts, Early, Jail, StepFailed};
+pub(crate) use shadow::{Early, Jail, StepFailed};

@@ -40,9 +40,10 @@
 //! DNS planning are pure functions of the host's routing table and
 //! resolv.conf (`egress/policy/routes.rs`).
 //!
-//! This file is the shadow's side ([`Jail`], [`Early`], [`host_facts`]);
-//! pasta's keeper is `pasta_keeper.rs`, the namespace owner, the holder and
-//! the route keeper `holder.rs`.
+//! This file is the shadow's side ([`Jail`], [`Early`]); the host's routes
+//! and the refusal naming what is missing are `host.rs`, pasta's keeper is
+//! `pasta_keeper.rs`, the namespace owner, the holder and the route keeper
+//! `holder.rs`.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -55,9 +56,9 @@ use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
+use super::host::{host_facts, missing};
 use super::pasta_keeper::Keeper;
 use crate::egress::holders::Ends;
-use crate::egress::policy::{parse_resolv, parse_routes, parse_routes_any, JailFacts};
 use crate::error::setup;
 use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 
@@ -99,41 +100,6 @@ fn inward_tcp(ports: &[u16]) -> Vec<OsString> {
         .iter()
         .flat_map(|p| ["-t".into(), format!("127.0.0.1/{p}").into()])
         .collect()
-}
-
-/// The one-line refusal when the jail cannot be built, with the way out.
-pub(super) fn missing(what: &str, fix: &str) -> anyhow::Error {
-    setup(format!(
-        "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf (CLAUDE_SANDBOX_EGRESS_JAIL=0 works only where that file allows env overrides)"
-    ))
-}
-
-/// The host's routes and resolv.conf, for the plan ([`JailFacts`]). The open
-/// jail needs a default route (`need_default`); allowlist mode does not.
-pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
-    let routes = std::fs::read_to_string("/proc/net/route")
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            if need_default {
-                parse_routes(&t)
-            } else {
-                Ok(parse_routes_any(&t))
-            }
-        })
-        .map_err(|e| {
-            missing(
-                &format!("cannot read the host's routes ({e})"),
-                "check the container's network",
-            )
-        })?;
-    // A missing or unreadable resolv.conf plans as "no resolver": the
-    // jail then answers DNS through pasta's forwarder (to nothing).
-    let resolv_text = crate::sys::files::read_text(Path::new("/etc/resolv.conf"));
-    Ok(JailFacts {
-        routes,
-        resolv: parse_resolv(resolv_text.as_deref().unwrap_or_default()),
-        resolv_missing: matches!(resolv_text, Err(crate::sys::files::ReadError::Missing)),
-    })
 }
 
 /// The jail's runtime: the programs it runs and, per attempt, its wiring.
