@@ -15,6 +15,9 @@
 //!   the broker alike.
 //!
 //! Each part's `mod.rs` says what it promises, may import and exports.
+//! Parts import downwards only (tests/layout.rs holds them to it): the
+//! jail uses the proxy, the proxy the broker, the broker the wire grammar;
+//! all of them the policy, both holders `holders.rs`.
 //!
 //! May import: `sys`, `error`, `sandbox`, `plan`, `config`, `testhooks`;
 //! `policy` only `sys`.

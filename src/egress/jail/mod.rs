@@ -12,8 +12,8 @@
 //!
 //! May import: `egress::policy` (the route plan), `egress::holders` (what
 //! both holders share), `egress::proxy` and `egress::broker` (the broker's
-//! proxy on the jail's loopback, decision 0016), `sandbox`, `plan` and `config` (the early wiring), `sys`,
-//! `error`, `testhooks`.
+//! proxy on the jail's loopback, decision 0016), `sandbox`, `plan` and
+//! `config` (the early wiring), `sys`, `error`, `testhooks`.
 //!
 //! Exports: [`Jail`], [`Early`], [`StepFailed`], [`host_facts`];
 //! the hidden subcommands [`holder_main`] (`__holder`), [`ns_main`]

@@ -19,11 +19,13 @@
 //! check; in allowlist mode the shadow's relay and the holder's connector).
 //!
 //! May import: `egress::policy`, `egress::wire` (HTTP/1.1's grammar),
-//! `egress::holders` (what both holders share), `egress::broker` (brokered hosts are handed to it), `sandbox`,
-//! `sys`, `error`.
+//! `egress::holders` (what both holders share), `egress::broker` (brokered
+//! hosts are handed to it), `sandbox`, `sys`, `error`.
 //!
 //! Exports: [`Proxy`], [`Published`], [`allowlist_holder_main`]
-//! (`__holder-allowlist`), [`parse_request`] (lib.rs's `fuzz_targets`).
+//! (`__holder-allowlist`), [`parse_request`] (lib.rs's `fuzz_targets`);
+//! to the jail's holder, [`send_listener`] (the broker's proxy in the open
+//! jail).
 
 mod connection;
 mod holder;
