@@ -1,13 +1,23 @@
 //! The crate's shape stays what docs/architecture.md draws (issues #11, #21).
 //!
 //! `src/` is read as *units*: a top-level folder, a top-level file, or a
-//! nested folder named in [`ROLES`] (the egress policy, pure inside a folder
-//! whose other half runs the jail). Every module path a unit's non-test code
-//! names (`use crate::…` groups, inline `crate::a::b` paths, `super::` and
-//! `self::` resolved against the file's own module) becomes an edge to the
-//! unit that path falls in. Then:
+//! nested folder or file named in [`ROLES`] (egress's parts: the pure
+//! policy and wire grammar, the jail, the proxy, the broker, the report, what
+//! the holders share). Every module path a unit's non-test code names
+//! (`use crate::…` groups, inline `crate::a::b` paths, `super::` and
+//! `self::` resolved against the module they are written in, inline
+//! modules included, and paths from a child module: `use child::x`,
+//! `child::f()`) becomes an edge to the unit that path falls in, and one
+//! from its file to the file the path falls in (a re-exported item's path
+//! falls in the mod.rs that re-exports it). Then:
 //!
 //! - no circle between units;
+//! - no circle between files, anywhere in `src/`: no two files import each
+//!   other, and none through a third (inside a folder a file names the
+//!   sibling an item is in, not its folder's mod.rs, which names the
+//!   files it re-exports);
+//! - a folder split into parts (egress) holds its mod.rs and its parts
+//!   only;
 //! - the launch path (everything `launch` reaches) never reaches `verify`,
 //!   `install` or `cli`;
 //! - a pure unit imports only pure and base units (never one that touches
@@ -51,8 +61,14 @@ const ROLES: &[(&str, Role)] = &[
     ("plan", Pure),
     ("seccomp", Pure),
     ("egress::policy", Pure),
+    ("egress::wire", Pure),
     ("launch", Runtime),
     ("egress", Runtime),
+    ("egress::holders", Runtime),
+    ("egress::broker", Runtime),
+    ("egress::proxy", Runtime),
+    ("egress::jail", Runtime),
+    ("egress::report", Runtime),
     ("creation_guard", Runtime),
     ("tripwire", Runtime),
     ("limits", Runtime),
@@ -293,19 +309,62 @@ fn item_end(lines: &[String], start: usize) -> usize {
     lines.len() - 1
 }
 
-/// Every module path the code names, absolute from the crate root.
-fn named_paths(s: &Source) -> Vec<Vec<String>> {
+/// Every module path the code names, absolute from the crate root:
+/// `crate::`, `super::` and `self::` paths (resolved against the inline
+/// module they are written in, if any) and paths that start at a child
+/// module (`use child::x`, `child::f()`). A visibility (`pub(in crate::a)`)
+/// names nothing. `modules` are the crate's module paths.
+fn named_paths(s: &Source, modules: &BTreeSet<Vec<String>>) -> Vec<Vec<String>> {
+    let inline = inline_modules(&s.code);
+    let at = |pos: usize| -> Vec<String> {
+        let mut m = s.module.clone();
+        m.extend(
+            inline
+                .iter()
+                .filter(|(a, b, _)| *a <= pos && pos <= *b)
+                .map(|x| x.2.clone()),
+        );
+        m
+    };
+    let mut out: Vec<(usize, Vec<String>)> = use_paths(&s.code);
+    for head in ["crate", "super", "self"] {
+        out.extend(inline_paths(&s.code, head));
+    }
+    let children = modules
+        .iter()
+        .filter(|m| m.len() == s.module.len() + 1 && m.starts_with(&s.module))
+        .map(|m| m[s.module.len()].clone());
+    for child in children {
+        out.extend(
+            inline_paths(&s.code, &child)
+                .into_iter()
+                .filter(|(pos, _)| at(*pos) == s.module),
+        );
+    }
+    out.into_iter()
+        .filter_map(|(pos, p)| resolve(&at(pos), &p, modules))
+        .collect()
+}
+
+/// The paths of `use` statements (at the start of a line, braces
+/// expanded), each with the statement's position.
+fn use_paths(code: &str) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
-    let code = &s.code;
-    // `use` statements (at the start of a line), braces expanded.
     let lines: Vec<&str> = code.lines().collect();
+    let mut offset = 0;
     for (i, l) in lines.iter().enumerate() {
+        let pos = offset;
+        offset += l.len() + 1;
         let t = l.trim_start();
-        let t = t
-            .strip_prefix("pub(crate) ")
-            .or_else(|| t.strip_prefix("pub(super) "))
-            .or_else(|| t.strip_prefix("pub "))
-            .unwrap_or(t);
+        let t = match t.strip_prefix("pub(in ") {
+            // `pub(in crate::a) use …`: the visibility names nothing.
+            Some(rest) => rest.split_once(") ").map_or(t, |(_, u)| u),
+            None => t
+                .strip_prefix("pub(crate) ")
+                .or_else(|| t.strip_prefix("pub(super) "))
+                .or_else(|| t.strip_prefix("pub "))
+                .unwrap_or(t),
+        };
         let Some(head) = t.strip_prefix("use ") else {
             continue;
         };
@@ -318,23 +377,73 @@ fn named_paths(s: &Source) -> Vec<Vec<String>> {
         let stmt: String = stmt[..stmt.find(';').unwrap_or(stmt.len())]
             .split_whitespace()
             .collect();
-        out.extend(expand(&stmt));
+        out.extend(expand(&stmt).into_iter().map(|p| (pos, p)));
     }
-    // Inline paths: crate::a::b, super::a, self::a.
-    for head in ["crate::", "super::", "self::"] {
-        for (i, _) in code.match_indices(head) {
-            let prev = code[..i].chars().next_back();
-            if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue;
+    out
+}
+
+/// Inline paths that start with `head::` (not part of a longer path, not a
+/// `pub(in …)` visibility), each with its position.
+fn inline_paths(code: &str, head: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices(&format!("{head}::")) {
+        let prev = code[..i].chars().next_back();
+        if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let before = code[..i].trim_end();
+        if before
+            .strip_suffix("in")
+            .is_some_and(|b| b.trim_end().ends_with('('))
+        {
+            continue;
+        }
+        let path: String = code[i..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        out.push((i, path.split("::").map(str::to_string).collect()));
+    }
+    out
+}
+
+/// The inline modules of `code` (`mod name { … }`): where each opens and
+/// closes, and its name.
+fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("mod") {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[i + 3..];
+        if !rest.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let rest = rest.trim_start();
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let after = rest[name.len()..].trim_start();
+        if name.is_empty() || !after.starts_with('{') {
+            continue;
+        }
+        let open = code.len() - after.len();
+        let mut depth = 0;
+        for (j, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
             }
-            let path: String = code[i..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            out.push(path.split("::").map(str::to_string).collect());
+            if depth == 0 {
+                out.push((open, open + j, name));
+                break;
+            }
         }
     }
-    out.into_iter().filter_map(|p| resolve(s, &p)).collect()
+    out
 }
 
 fn find_word(text: &str, word: &str) -> Option<usize> {
@@ -390,8 +499,13 @@ fn expand(stmt: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// The path from the crate root, or None for one outside the crate.
-fn resolve(s: &Source, p: &[String]) -> Option<Vec<String>> {
+/// The path from the crate root of `p`, written in `module`, or None for
+/// one outside the crate.
+fn resolve(
+    module: &[String],
+    p: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
     let mut base: Vec<String>;
     let mut rest = p;
     match p.first().map(String::as_str) {
@@ -400,15 +514,20 @@ fn resolve(s: &Source, p: &[String]) -> Option<Vec<String>> {
             rest = &p[1..];
         }
         Some("self") => {
-            base = s.module.clone();
+            base = module.to_vec();
             rest = &p[1..];
         }
         Some("super") => {
-            base = s.module.clone();
+            base = module.to_vec();
             while rest.first().is_some_and(|x| x == "super") {
                 base.pop()?;
                 rest = &rest[1..];
             }
+        }
+        // A path from a child module (2018 paths: the child shadows any
+        // crate of that name).
+        Some(first) if modules.contains(&[module, &[first.to_string()]].concat()) => {
+            base = module.to_vec();
         }
         _ => return None,
     }
@@ -435,8 +554,14 @@ fn unit_of(roles: Roles, path: &[String]) -> Option<String> {
 type Graph = BTreeMap<String, BTreeSet<String>>;
 type Roles<'a> = &'a [(&'a str, Role)];
 
+/// Every module that is a file of `sources`.
+fn module_set(sources: &[Source]) -> BTreeSet<Vec<String>> {
+    sources.iter().map(|s| s.module.clone()).collect()
+}
+
 /// Unit → the other units its non-test code names, over the units present.
 fn graph(roles: Roles, sources: &[Source]) -> Graph {
+    let modules = module_set(sources);
     let units: BTreeSet<String> = sources
         .iter()
         .filter_map(|s| unit_of(roles, &s.module))
@@ -446,7 +571,7 @@ fn graph(roles: Roles, sources: &[Source]) -> Graph {
         let Some(from) = unit_of(roles, &s.module) else {
             continue;
         };
-        for p in named_paths(s) {
+        for p in named_paths(s, &modules) {
             if let Some(to) = unit_of(roles, &p) {
                 if to != from && units.contains(&to) {
                     g.get_mut(&from).unwrap().insert(to);
@@ -455,6 +580,55 @@ fn graph(roles: Roles, sources: &[Source]) -> Graph {
         }
     }
     g
+}
+
+/// File → the other files its non-test code names: for each path, the
+/// file whose module is the longest prefix of it (a path to an item a
+/// mod.rs re-exports falls in that mod.rs, which names the file the item
+/// is in). The crate roots (lib.rs, main.rs) are left out: they declare
+/// and re-export, and main.rs is a crate of its own.
+fn file_graph(sources: &[Source]) -> Graph {
+    let modules = module_set(sources);
+    let files: Vec<&Source> = sources.iter().filter(|s| !s.module.is_empty()).collect();
+    let file_of: BTreeMap<Vec<String>, String> = files
+        .iter()
+        .map(|s| (s.module.clone(), s.rel.display().to_string()))
+        .collect();
+    let mut g: Graph = file_of
+        .values()
+        .map(|f| (f.clone(), BTreeSet::new()))
+        .collect();
+    for s in files {
+        let from = &file_of[&s.module];
+        for p in named_paths(s, &modules) {
+            let to = (1..=p.len()).rev().find_map(|k| file_of.get(&p[..k]));
+            if let Some(to) = to.filter(|to| *to != from) {
+                g.get_mut(from).unwrap().insert(to.clone());
+            }
+        }
+    }
+    g
+}
+
+/// A folder split into parts (a nested unit of `roles` is in it) holds its
+/// mod.rs and its parts only: each other file or folder in it is named.
+fn unplaced(roles: Roles, sources: &[Source]) -> Vec<String> {
+    let parted: BTreeSet<&str> = roles
+        .iter()
+        .filter_map(|(n, _)| n.split_once("::").map(|(top, _)| top))
+        .collect();
+    let mut out = BTreeSet::new();
+    for s in sources {
+        let [top, part, ..] = s.module.as_slice() else {
+            continue;
+        };
+        if parted.contains(top.as_str()) && role(roles, &format!("{top}::{part}")).is_none() {
+            out.insert(format!(
+                "src/{top}/{part} is none of {top}'s parts (tests/layout.rs ROLES)"
+            ));
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn role(roles: Roles, unit: &str) -> Option<Role> {
@@ -473,6 +647,10 @@ fn violations(roles: Roles, sources: &[Source]) -> Vec<String> {
     if let Some(c) = find_cycle(&g) {
         v.push(format!("import circle: {}", c.join(" -> ")));
     }
+    if let Some(c) = find_cycle(&file_graph(sources)) {
+        v.push(format!("file circle: {}", c.join(" -> ")));
+    }
+    v.extend(unplaced(roles, sources));
     if g.contains_key("launch") {
         let reach = reachable(&g, "launch");
         for off in OFF_LAUNCH_PATH {
@@ -609,13 +787,18 @@ fn the_tree_keeps_its_shape() {
 #[test]
 fn the_reader_sees_the_edges_that_exist() {
     // Controls: were the reader blind, every rule above would pass.
-    let g = graph(ROLES, &real_tree());
+    let t = real_tree();
+    let g = graph(ROLES, &t);
     for (from, to) in [
         ("launch", "plan"),
         ("plan", "sandbox"),
         ("launch", "creation_guard"),
         ("creation_guard", "seccomp"),
-        ("egress", "egress::policy"),
+        ("egress", "egress::jail"),
+        ("egress::jail", "egress::proxy"),
+        ("egress::jail", "egress::policy"),
+        ("egress::proxy", "egress::broker"),
+        ("egress::broker", "egress::wire"),
         ("plan", "egress::policy"),
         ("verify", "launch"),
         ("cli", "install"),
@@ -623,6 +806,24 @@ fn the_reader_sees_the_edges_that_exist() {
     ] {
         assert!(g[from].contains(to), "{from} -> {to} not seen: {g:?}");
     }
+    // Files: a `use super::` line, a mod.rs naming a child inline
+    // (`oauth::Oauth`), a mod.rs's re-export (`use shadow::…`).
+    let f = file_graph(&t);
+    for (from, to) in [
+        (
+            "src/egress/proxy/connection.rs",
+            "src/egress/proxy/shared.rs",
+        ),
+        ("src/egress/broker/mod.rs", "src/egress/broker/oauth.rs"),
+        ("src/egress/jail/mod.rs", "src/egress/jail/shadow.rs"),
+        ("src/tripwire/compare.rs", "src/tripwire/settings.rs"),
+    ] {
+        assert!(f[from].contains(to), "{from} -> {to} not seen: {f:?}");
+    }
+    // `super::` in an inline module, and a `pub(in crate::tripwire)`
+    // visibility, name nothing outside change.rs.
+    let change = &f["src/tripwire/change.rs"];
+    assert!(!change.contains("src/tripwire/mod.rs"), "{change:?}");
 }
 
 #[test]
@@ -645,10 +846,11 @@ fn only_the_named_files_lie_directly_in_src() {
 // ---- controls on synthetic trees: each rule, broken once ----
 
 fn synthetic(files: &[(&str, &str)]) -> Vec<Source> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "csb-layout-{}-{}",
         std::process::id(),
-        files.len() + files.iter().map(|f| f.1.len()).sum::<usize>()
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));
     let _ = std::fs::remove_dir_all(&dir);
     for (path, text) in files {
@@ -668,8 +870,13 @@ const TINY_ROLES: Roles = &[
     ("verify", Offline),
 ];
 
-/// A tiny crate that keeps every rule, plus `extra` files.
+/// A tiny crate that keeps every rule, plus `extra` files (one of the same
+/// path replaces the tiny crate's).
 fn tiny(extra: &[(&str, &str)]) -> Vec<String> {
+    tiny_with(TINY_ROLES, extra)
+}
+
+fn tiny_with(roles: Roles, extra: &[(&str, &str)]) -> Vec<String> {
     let mut files = vec![
         ("lib.rs", "mod sys; mod plan; mod launch; mod verify;"),
         ("sys/mod.rs", "pub(crate) fn now() {}"),
@@ -681,8 +888,9 @@ fn tiny(extra: &[(&str, &str)]) -> Vec<String> {
         ),
         ("verify/mod.rs", "use crate::launch;"),
     ];
+    files.retain(|(p, _)| !extra.iter().any(|(q, _)| q == p));
     files.extend_from_slice(extra);
-    violations(TINY_ROLES, &synthetic(&files))
+    violations(roles, &synthetic(&files))
 }
 
 #[test]
@@ -694,6 +902,81 @@ fn control_a_tree_that_keeps_the_rules_passes() {
 fn control_a_circle_fails() {
     let v = tiny(&[("plan/more.rs", "fn f() { crate::launch::go() }")]);
     assert!(v.iter().any(|l| l.starts_with("import circle")), "{v:?}");
+}
+
+#[test]
+fn control_a_file_circle_inside_a_folder_fails() {
+    // Two files of one unit naming each other: a `use` line, an inline path.
+    let v = tiny(&[
+        ("plan/a.rs", "use super::b::X;"),
+        ("plan/b.rs", "fn f() { super::a::g() }"),
+    ]);
+    assert!(
+        v.iter().any(|l| l.starts_with("file circle")
+            && l.contains("src/plan/a.rs")
+            && l.contains("src/plan/b.rs")),
+        "{v:?}"
+    );
+    assert!(!v.iter().any(|l| l.starts_with("import circle")), "{v:?}");
+}
+
+#[test]
+fn control_a_file_circle_through_a_mod_rs_fails() {
+    // b takes a's item through the mod.rs that re-exports it, a names b.
+    let v = tiny(&[
+        ("plan/deep/mod.rs", "mod a;\nmod b;\npub(crate) use a::f;"),
+        ("plan/deep/a.rs", "use super::b::g;\npub(crate) fn f() {}"),
+        ("plan/deep/b.rs", "use super::f;\npub(crate) fn g() {}"),
+    ]);
+    assert!(v.iter().any(|l| l.starts_with("file circle")), "{v:?}");
+    // A mod.rs naming its child inline while the child names the mod.rs.
+    let v = tiny(&[
+        ("plan/deep/mod.rs", "mod a;\nfn h() { a::f() }\nfn k() {}"),
+        ("plan/deep/a.rs", "pub(super) fn f() { super::k() }"),
+    ]);
+    assert!(v.iter().any(|l| l.starts_with("file circle")), "{v:?}");
+}
+
+#[test]
+fn control_inline_modules_and_visibilities_name_no_file() {
+    // `super::g` inside `mod inner` is text.rs's own g, and `pub(in
+    // crate::plan)` names nothing: plan/mod.rs -> text.rs, and no circle.
+    let v = tiny(&[
+        (
+            "plan/mod.rs",
+            "use crate::sys;\nmod build;\nmod text;\npub(crate) use text::shown;",
+        ),
+        (
+            "plan/text.rs",
+            "pub(in crate::plan) mod inner {\n    pub(in crate::plan) fn f() { super::g() }\n}\n\
+             fn g() {}\npub(crate) fn shown() {}",
+        ),
+    ]);
+    assert_eq!(v, Vec::<String>::new());
+}
+
+#[test]
+fn control_a_file_beside_the_parts_of_a_parted_folder_fails() {
+    let roles: Roles = &[
+        ("sys", Sys),
+        ("plan", Pure),
+        ("launch", Runtime),
+        ("verify", Offline),
+        ("verify::part", Offline),
+    ];
+    let ok = tiny_with(roles, &[("verify/part/mod.rs", "use crate::plan;")]);
+    assert_eq!(ok, Vec::<String>::new());
+    let v = tiny_with(
+        roles,
+        &[
+            ("verify/part/mod.rs", "use crate::plan;"),
+            ("verify/stray.rs", "use crate::plan;"),
+        ],
+    );
+    assert_eq!(
+        v,
+        ["src/verify/stray is none of verify's parts (tests/layout.rs ROLES)"]
+    );
 }
 
 #[test]
@@ -764,8 +1047,9 @@ fn control_a_long_function_fails_and_test_code_is_exempt() {
 
 #[test]
 fn control_the_real_roles_fire_on_a_deliberate_break() {
-    // The real tree plus three files a careless move could leave: the
-    // launch naming the battery, plan naming the launch, sys naming plan.
+    // The real tree plus files a careless move could leave: the launch
+    // naming the battery, plan naming the launch, sys naming plan, two
+    // files of the proxy naming each other, a file beside egress's parts.
     let mut t = real_tree();
     for (file, code) in [
         ("launch/deliberate.rs", "use crate::verify::main;"),
@@ -774,6 +1058,15 @@ fn control_the_real_roles_fire_on_a_deliberate_break() {
             "fn f() { crate::launch::shim_main(&[]); }",
         ),
         ("sys/deliberate.rs", "use super::super::plan::build;"),
+        (
+            "egress/proxy/deliberate_a.rs",
+            "use super::deliberate_b::X;",
+        ),
+        (
+            "egress/proxy/deliberate_b.rs",
+            "fn f() { super::deliberate_a::y() }",
+        ),
+        ("egress/deliberate.rs", ""),
     ] {
         let module: Vec<String> = file
             .trim_end_matches(".rs")
@@ -793,6 +1086,8 @@ fn control_the_real_roles_fire_on_a_deliberate_break() {
         "the launch path reaches verify",
         "pure unit plan imports launch, which is not pure",
         "sys unit sys imports plan",
+        "file circle: src/egress/proxy/deliberate_a.rs -> src/egress/proxy/deliberate_b.rs",
+        "src/egress/deliberate is none of egress's parts",
     ] {
         assert!(v.iter().any(|l| l.starts_with(want)), "{want}: {v:#?}");
     }

@@ -13,9 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
-
-use super::manifest::{rebase, Ctx};
+use super::manifest::{rebase, Appended, Ctx};
 
 /// The key and the only value that hardens (git compares it case-sensitively:
 /// any other spelling is a fatal error for every git command).
@@ -35,15 +33,6 @@ pub(super) const BLOCK: &str =
 # uninstall` removes these lines.\n\
 [safe]\n\
 \tbareRepository = explicit\n";
-
-/// One system config install appended to: the file (under the install
-/// root), the exact text added, and whether install created the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Appended {
-    pub(super) path: PathBuf,
-    pub(super) text: String,
-    pub(super) created: bool,
-}
 
 /// Each distinct git on the machine with its system config (from git itself).
 pub(super) fn host_gits() -> Vec<(PathBuf, PathBuf)> {

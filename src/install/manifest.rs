@@ -32,7 +32,17 @@ pub(super) struct Manifest {
     /// The system git configs install appended `safe.bareRepository` to
     /// (uninstall takes out that text only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(super) git_hardened: Vec<super::host_git::Appended>,
+    pub(super) git_hardened: Vec<Appended>,
+}
+
+/// One system config the host git hardening (`host_git.rs`) appended to:
+/// the file (under the install root), the exact text added, and whether
+/// install created the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Appended {
+    pub(super) path: PathBuf,
+    pub(super) text: String,
+    pub(super) created: bool,
 }
 
 pub(super) struct Ctx {

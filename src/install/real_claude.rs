@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::manifest::{fail, rebase};
-use super::setup::Args;
 use crate::error::bad_input;
 
 /// The Claude Code version installed from npm unless `--claude-version` says otherwise.
@@ -22,33 +21,32 @@ pub(super) struct RealSource {
     pub(super) origin: Option<PathBuf>,
 }
 
-/// The real binary, from what the user asked, in order: `--real-claude`, the
-/// user's `~/.local/bin/claude`, the one already installed, else npm.
+/// The real binary, from what the user asked, in order: `--real-claude`
+/// (`real_claude`), the user's `~/.local/bin/claude`, the one already
+/// installed, else npm (`--claude-version`: `claude_version`).
 pub(super) fn find_real_claude(
-    args: &Args,
+    real_claude: Option<&Path>,
+    claude_version: Option<&str>,
     root: &Path,
     user: &nix::unistd::User,
     stray: &Path,
     installed_real: &Path,
 ) -> anyhow::Result<RealSource> {
     let mut origin = None;
-    let user_claude = if args.real_claude.is_some() {
+    let user_claude = if real_claude.is_some() {
         None
     } else {
         user_claude(root, stray, user)?
     };
-    let source: PathBuf = if let Some(rc) = &args.real_claude {
-        rc.clone()
+    let source: PathBuf = if let Some(rc) = real_claude {
+        rc.to_path_buf()
     } else if let Some(found) = user_claude {
         origin = Some(user.dir.join(".local/bin/claude"));
         found
     } else if installed_real.exists() {
         installed_real.to_path_buf()
     } else {
-        let version = args
-            .claude_version
-            .as_deref()
-            .unwrap_or(DEFAULT_CLAUDE_VERSION.trim());
+        let version = claude_version.unwrap_or(DEFAULT_CLAUDE_VERSION.trim());
         let (_npm_dir, bin) = fetch_from_npm(version)?;
         bin
     };

@@ -25,10 +25,10 @@ pub(crate) struct Args {
     prefix: Option<PathBuf>,
     /// The real Claude Code binary to relocate (default: the user's ~/.local/bin/claude, else npm).
     #[arg(long, value_name = "PATH")]
-    pub(super) real_claude: Option<PathBuf>,
+    real_claude: Option<PathBuf>,
     /// Claude Code version to fetch from the npm registry.
     #[arg(long, value_name = "VER")]
-    pub(super) claude_version: Option<String>,
+    claude_version: Option<String>,
     /// Do not install OS packages.
     #[arg(long)]
     no_packages: bool,
@@ -82,7 +82,14 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     }
     let installed_real = rebase(&root, Path::new(paths::REAL_CLAUDE));
     let stray = checked.home.join(".local/bin/claude");
-    let real = find_real_claude(args, &root, &checked.user, &stray, &installed_real)?;
+    let real = find_real_claude(
+        args.real_claude.as_deref(),
+        args.claude_version.as_deref(),
+        &root,
+        &checked.user,
+        &stray,
+        &installed_real,
+    )?;
 
     let mut ctx = Ctx {
         root: root.clone(),

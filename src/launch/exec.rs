@@ -21,10 +21,16 @@ use nix::sys::signal::{SigSet, Signal};
 
 use super::host;
 use super::premask::PreMasks;
-use super::shadow::Net;
 use crate::egress;
 use crate::error::setup;
 use crate::sandbox::{FdContent, Network, Rendered, RwBind, Sandbox};
+
+/// The network runtime of a launch: the open jail's pasta, or allowlist
+/// mode's proxy. Prepared once, used by every attempt.
+pub(super) enum Net {
+    Jail(egress::Jail),
+    Proxy(egress::Proxy),
+}
 
 /// How an attempt ended.
 #[derive(Debug)]
@@ -288,7 +294,7 @@ fn network_command(
         }
         (Some(Net::Proxy(p)), Network::Allowlist(_), _, Some(channel)) => {
             let (c, mut e) = p.command(bwrap, r, channel)?;
-            // publish-port: the allowlist holder's connector (egress/publish.rs).
+            // publish-port: the allowlist holder's connector (egress/proxy/publish.rs).
             if let Some(end) = published.attempt()? {
                 e.add(FdContent::InwardChannel, end);
             }

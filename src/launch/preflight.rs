@@ -4,9 +4,18 @@
 
 use std::path::{Path, PathBuf};
 
-use super::shadow::escape_hatch;
 use crate::error::{not_installed, setup};
 use crate::sys::paths;
+
+/// The way out when the sandbox cannot be built, named in every such message:
+/// never a silent fallback, an explicit operator decision instead.
+fn escape_hatch() -> String {
+    format!(
+        "claude will not run unsandboxed by itself; an operator who accepts that can create {} and run {} directly",
+        paths::ALLOW_UNWRAPPED,
+        paths::REAL_CLAUDE
+    )
+}
 
 /// Where bubblewrap is looked for (never through `PATH`).
 const BWRAP_CANDIDATES: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];

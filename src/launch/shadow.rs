@@ -14,7 +14,7 @@ use std::process::Command;
 
 use nix::libc;
 
-use super::exec::{execute, forwarded_signals, Outcome, Run};
+use super::exec::{execute, forwarded_signals, Net, Outcome, Run};
 use super::host;
 use super::preflight::{apparmor_restricts_userns_here, apparmor_userns_fix, preflight};
 use crate::config::{self, Config};
@@ -22,23 +22,6 @@ use crate::error::{not_installed, setup};
 use crate::plan::{self, ProcMode};
 use crate::sandbox::{Network, Sandbox};
 use crate::{egress, sys::inside, sys::paths, tripwire};
-
-/// The network runtime of a launch: the open jail's pasta, or allowlist
-/// mode's proxy. Prepared once, used by every attempt.
-pub(super) enum Net {
-    Jail(egress::Jail),
-    Proxy(egress::Proxy),
-}
-
-/// The way out when the sandbox cannot be built, named in every such message:
-/// never a silent fallback, an explicit operator decision instead.
-pub(super) fn escape_hatch() -> String {
-    format!(
-        "claude will not run unsandboxed by itself; an operator who accepts that can create {} and run {} directly",
-        paths::ALLOW_UNWRAPPED,
-        paths::REAL_CLAUDE
-    )
-}
 
 /// The shadow: `claude ARGS…` (SPEC §2). Returns the exit status.
 pub(crate) fn shadow_main(args: &[OsString]) -> anyhow::Result<i32> {

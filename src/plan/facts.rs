@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::mounts::{
+use super::tables::{
     HOME_CLAUDE_MASKED, HOME_FORGE, HOME_RO, HOME_RW, PRIVATE_STATE, SYSTEM_NULLED,
 };
 use crate::config::Config;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::facts::{Facts, PidsMechanism};
-use super::mounts::{HOME_SCRATCH, VAR_TMP};
+use super::tables::{HOME_SCRATCH, VAR_TMP};
 use crate::config::{Amount, Config};
 use crate::sandbox::{Limits, Pids};
 

@@ -11,6 +11,10 @@ use serde_json::{json, Map, Value};
 
 use super::env::SYSTEM_PATH;
 
+/// The managed `apiKeyHelper` (decision 0005), pinned by the lockdown.
+pub const API_KEY_HELPER_CMD: &str =
+    "/usr/libexec/claude-sandbox/claude-sandbox hook api-key-helper";
+
 /// How the merge takes a [`LockKey`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Claim {
@@ -115,7 +119,7 @@ pub(crate) const LOCKDOWN: &[LockKey] = &[
     },
     command(
         "apiKeyHelper",
-        || json!(super::managed_settings::API_KEY_HELPER_CMD),
+        || json!(API_KEY_HELPER_CMD),
         "an apiKeyHelper of user or project settings",
     ),
     command("awsAuthRefresh", no_command, "an awsAuthRefresh of user or project settings (runs when Bedrock is on)"),

@@ -10,14 +10,12 @@
 use serde_json::{json, Map, Value};
 
 pub(crate) use super::lockdown::command_keys;
+pub use super::lockdown::API_KEY_HELPER_CMD;
 use super::lockdown::{get, pinned, remove, set, Claim, Kind};
 
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
 pub const PROMPT_GATE_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook prompt-gate";
-/// The managed `apiKeyHelper` (decision 0005).
-pub const API_KEY_HELPER_CMD: &str =
-    "/usr/libexec/claude-sandbox/claude-sandbox hook api-key-helper";
 /// The process wrapper (§6): a symlink to our binary, dispatched by name.
 pub(crate) const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
 

@@ -40,6 +40,7 @@ pub(crate) mod managed_settings;
 mod mounts;
 mod network;
 pub(crate) mod protect;
+mod tables;
 
 pub(crate) use build::build;
 pub(crate) use env::claude_args;
@@ -47,8 +48,8 @@ pub(crate) use facts::{
     candidates, private_dir, rw_requests, Facts, PidsMechanism, ProcMode, Unreadable,
 };
 pub(crate) use limits::{tmpfs_size, MASK_TMPFS_SIZE};
-pub(crate) use mounts::{
+pub(crate) use network::{egress, jailed};
+pub(crate) use tables::{
     HOME_CLAUDE_MASKED, HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED,
     PID1_MEM, PRIVATE_STATE, RUN_KEEP, SYSTEM_NULLED, SYSTEM_TMPFS,
 };
-pub(crate) use network::{egress, jailed};

@@ -1,82 +1,19 @@
-//! The filesystem view (SPEC §4.1–4.3): the read-only root with fresh
-//! `/dev`, `/proc` and `/tmp` and the masked system files, `$HOME` by
-//! inversion, and the read-write roots, each refused when it would expose
-//! too much.
+//! The filesystem view (SPEC §4.1–4.3), from the tables of `tables.rs`:
+//! the read-only root with fresh `/dev`, `/proc` and `/tmp` and the masked
+//! system files, `$HOME` by inversion, and the read-write roots, each
+//! refused when it would expose too much.
 
 use std::path::{Path, PathBuf};
 
 use super::facts::{private_dir, rw_requests, Facts, ProcMode};
+use super::tables::{
+    HOME_CLAUDE_MASKED, HOME_FORGE, HOME_NULLED, HOME_PRIVATE, HOME_RO, HOME_RW, HOME_SHARE_MASKED,
+    PID1_MEM, SYSTEM_NULLED, VAR_TMP,
+};
 use crate::config::Config;
 use crate::error::bad_input;
 use crate::sandbox::{Mount, RwBind};
 use crate::sys::paths;
-
-/// Claude Code's own state under `$HOME`, bound back read-write when present (§4.2).
-pub(crate) const HOME_RW: &[&str] = &[".claude", ".claude.json"];
-
-/// Directories every tool both writes and runs code from (completions,
-/// systemd and D-Bus units, editor plugins, tool installs). Inside they are
-/// the sandbox's own persistent directories, [`PRIVATE_STATE`]`/NAME` under
-/// `$HOME` on the host, never the user's (§4.8): nothing written there is
-/// read by a host tool, and nothing of the host's shows inside.
-pub(crate) const HOME_PRIVATE: &[(&str, &str)] = &[(".cache", "cache"), (".local/share", "share")];
-
-/// Where the private directories live on the host, relative to `$HOME`
-/// (hidden from the sandbox like the rest of `$HOME`).
-pub(crate) const PRIVATE_STATE: &str = ".local/state/claude-sandbox";
-
-/// Forge token directories, bound back read-only unless `no-forge`: `gh`
-/// aliases and extensions written there would run on the host.
-pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
-
-/// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
-pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
-
-/// Under a bound-back `~/.claude`, masked by a tmpfs: `~/.claude/local` is
-/// where Claude Code's old npm-local install lived, and its launcher alias
-/// (`alias claude=~/.claude/local/claude`, still in many shell startup
-/// files) runs whatever is there, unsandboxed (issue #24). A session
-/// writes there into the tmpfs, which goes with it. The first launch
-/// leaves the mount point, an empty directory, in the host's `~/.claude`.
-pub(crate) const HOME_CLAUDE_MASKED: &[&str] = &[".claude/local"];
-/// The masked entries of [`HOME_SHARE_MASKED`] Claude Code writes to: a
-/// tmpfs sized like `/tmp` (`tmpfs-size`), not like a mask.
-pub(crate) const HOME_SCRATCH: &[&str] = &[".local/share/claude"];
-
-/// Where tools put temporary files that outlive a reboot. Inside it is
-/// the host's, read-only like the rest of `/`, except where a root
-/// launch's view masks it (whole, or with `/var`): there it is a tmpfs
-/// sized like `/tmp` (`tmpfs-size`), not like a mask (issue #45), so a
-/// tool writing more than a mask holds there does not fail with ENOSPC.
-pub(crate) const VAR_TMP: &str = "/var/tmp";
-
-/// uv's binaries: bound back read-only, so nothing inside can trojan a
-/// program the user later runs outside the sandbox.
-pub(crate) const HOME_RO: &[&str] = &[".local/bin/uv", ".local/bin/uvx"];
-
-/// Files under `$HOME` that always read as empty inside.
-pub(crate) const HOME_NULLED: &[&str] = &[".netrc", ".Xauthority", ".ICEauthority"];
-
-/// System files that always read as empty inside, where they exist.
-pub(crate) const SYSTEM_NULLED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
-
-/// The memory files of the sandbox's PID 1 in a fresh `/proc`, masked
-/// with the empty file (which bubblewrap's `nodev` bind makes unopenable:
-/// EACCES): PID 1 is bubblewrap's init, with the session's uid and outside
-/// the seccomp filter, so its memory written from inside would run code
-/// free of it (the filter refuses `ptrace` and `process_vm_writev` of PID 1).
-pub(crate) const PID1_MEM: &[&str] = &["/proc/1/mem", "/proc/1/task/1/mem"];
-
-/// Directories replaced by an empty tmpfs, where they exist as directories:
-/// every socket, secret and per-user runtime directory under `/run` is gone,
-/// including those a daemon creates after the launch (§4.1, issue #13).
-pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run", "/var/run"];
-
-/// What a session needs from `/run`, bound back read-only where it exists:
-/// systemd-resolved's files and lookup socket (name resolution). The target
-/// of `/etc/resolv.conf`, when it points into `/run`, is bound back too
-/// ([`Facts::run_keep`]).
-pub(crate) const RUN_KEEP: &[&str] = &["/run/systemd/resolve"];
 
 /// Security inputs a read-write bind must never cover.
 const PROTECTED: &[&str] = &[

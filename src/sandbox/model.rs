@@ -43,7 +43,7 @@ pub(crate) struct Sandbox {
     #[serde(rename = "guard")]
     pub(crate) creation_guard: Vec<PathBuf>,
     /// What the session may exhaust (issue #24): processes, tmpfs sizes.
-    pub(crate) limits: super::Limits,
+    pub(crate) limits: super::limits::Limits,
     /// What runs inside, after our shim.
     pub(crate) command: Program,
 }

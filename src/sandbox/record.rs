@@ -55,7 +55,7 @@ pub(crate) struct LaunchRecord {
     pub(crate) publish_port: Vec<u16>,
     /// What the session may exhaust and how it is enforced (issue #24).
     #[serde(default)]
-    pub(crate) limits: super::Limits,
+    pub(crate) limits: super::limits::Limits,
     /// The credential broker's digests of the real values (issue #25):
     /// present when the broker runs for this session. `verify` looks for
     /// the real values inside by them; no value is here.

@@ -54,7 +54,7 @@ pub(crate) enum FdContent {
     /// listening socket over.
     ProxyChannel,
     /// Allowlist mode with `publish-port`: the holder's end of the socket
-    /// its connector takes requests on (`egress/publish.rs`).
+    /// its connector takes requests on (`egress/proxy/publish.rs`).
     InwardChannel,
 }
 

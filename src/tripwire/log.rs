@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::compare::{hex, shown, Change};
+use super::change::{path_text, shown, Change};
 use super::scan::stamp;
 use crate::{plan, sys::paths};
 
@@ -43,7 +43,7 @@ pub(super) fn change_line(c: &Change) -> String {
 }
 
 /// The record's format: 2 keeps, for each path a revert would remove or
-/// replace, the identity of what the session left ([`super::compare::Ident`]).
+/// replace, the identity of what the session left ([`super::change::Ident`]).
 pub(super) const VERSION: u32 = 2;
 
 /// One session's record.
@@ -114,72 +114,9 @@ pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result
     f.sync_all()
 }
 
-/// Serde for paths and bytes: text when UTF-8, hex otherwise.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum Bytes {
-    Text(String),
-    Hex(String),
-}
-
-impl Bytes {
-    fn of(b: &[u8]) -> Bytes {
-        match std::str::from_utf8(b) {
-            Ok(s) => Bytes::Text(s.to_string()),
-            Err(_) => Bytes::Hex(hex(b)),
-        }
-    }
-
-    fn into_bytes(self) -> Result<Vec<u8>, String> {
-        match self {
-            Bytes::Text(s) => Ok(s.into_bytes()),
-            Bytes::Hex(h) if h.len() % 2 == 0 => (0..h.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(h.get(i..i + 2).unwrap_or("x"), 16))
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.to_string()),
-            Bytes::Hex(_) => Err("odd hex length".into()),
-        }
-    }
-}
-
-pub(super) mod bytes_text {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub(in crate::tripwire) fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        super::Bytes::of(b).serialize(s)
-    }
-
-    pub(in crate::tripwire) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Vec<u8>, D::Error> {
-        super::Bytes::deserialize(d)?
-            .into_bytes()
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-pub(super) mod path_text {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::{Path, PathBuf};
-
-    use serde::{Deserializer, Serializer};
-
-    pub(in crate::tripwire) fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-        super::bytes_text::serialize(p.as_os_str().as_bytes(), s)
-    }
-
-    pub(in crate::tripwire) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<PathBuf, D::Error> {
-        let b = super::bytes_text::deserialize(d)?;
-        Ok(PathBuf::from(std::ffi::OsString::from_vec(b)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::compare::{Item, Mark, Old};
+    use super::super::change::{Item, Mark, Old};
     use super::*;
 
     #[test]

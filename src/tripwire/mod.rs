@@ -36,10 +36,11 @@
 //! [`review_main`] (`claude-sandbox review [--revert]`).
 //!
 //! The comparison is pure (`compare` over two snapshots, `settings` for
-//! Claude Code's keys); the file system is read by `scan`, and written only
-//! by `log` and `review` (through `place`, which confines where a revert
-//! may act).
+//! Claude Code's keys, both into a `change`: what is printed, recorded and
+//! put back); the file system is read by `scan`, and written only by `log`
+//! and `review` (through `place`, which confines where a revert may act).
 
+mod change;
 mod compare;
 #[cfg(test)]
 mod fixtures;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::compare::{fingerprint, shown, Change, Ident, Item, Old, UNREAD};
+use super::change::{fingerprint, shown, Change, Ident, Item, Old, UNREAD};
 use super::log::{change_line, log_dir, session_bytes, write_atomic, Session};
 use super::place::Place;
 use super::scan::Entry;
@@ -351,7 +351,7 @@ mod tests {
             workspace: ws.to_path_buf(),
             changes: vec![Change {
                 path: ws.join(".git/config"),
-                mark: super::super::compare::Mark::Added,
+                mark: super::super::change::Mark::Added,
                 what: "(new)".into(),
                 items,
             }],

@@ -278,7 +278,8 @@ pub(super) fn targets(
 mod tests {
     use std::time::Duration;
 
-    use super::super::compare::{compare, Old};
+    use super::super::change::Old;
+    use super::super::compare::compare;
     use super::super::fixtures::meta;
     use super::*;
 

@@ -12,7 +12,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::compare::{file_items, sha256, shown, Ident, Item, Old};
+use super::change::{file_items, sha256, shown, Ident, Item, Old};
 use super::scan::{Entry, Kind, Tree, SETTINGS_MAX};
 use crate::plan::managed_settings::command_keys;
 
@@ -241,7 +241,8 @@ pub(super) fn keys_fingerprint(p: &Projection, keys: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::compare::{compare, Mark};
+    use super::super::change::Mark;
+    use super::super::compare::compare;
     use super::super::fixtures::{file, root};
     use super::*;
 

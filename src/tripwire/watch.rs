@@ -8,7 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::compare::{compare, shown, Change, Mark, Old};
+use super::change::{shown, Change, Mark, Old};
+use super::compare::compare;
 use super::log::{block, log_dir, record, Session, VERSION};
 use super::scan::{scan, stamp, targets, untouched_before, Kind, Tree};
 use crate::plan::protect;
@@ -315,7 +316,7 @@ mod tests {
             .find(|c| c.path == old_cfg)
             .expect("the existing repository's config");
         assert_eq!(old_change.mark, Mark::Changed);
-        assert_eq!(old_change.items[0].old, super::super::compare::Old::Unknown);
+        assert_eq!(old_change.items[0].old, super::super::change::Old::Unknown);
         assert_eq!(old_change.what, "core.fsmonitor = touch MARK");
         let changes: Vec<Change> = changes.into_iter().filter(|c| c.path != old_cfg).collect();
         assert_eq!(notes, Vec::<String>::new());

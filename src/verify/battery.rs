@@ -25,8 +25,7 @@ use super::check_settings::{
     check_config, check_display, check_env_overrides, check_gitconfig, check_managed_settings,
     check_pin, check_tokens,
 };
-use super::observe::Observed;
-use crate::sandbox::LaunchRecord;
+use super::observe::{Observed, Outcome};
 
 /// Command-line arguments of `claude-sandbox verify`.
 #[derive(Debug, clap::Args)]
@@ -54,9 +53,6 @@ pub(super) struct Check {
     /// The defence this check proves.
     pub(super) defence: &'static str,
 }
-
-/// A check's outcome: PASS with a note, or FAIL saying what regressed.
-pub(super) type Outcome = Result<String, String>;
 
 pub(super) struct Def {
     pub(super) name: &'static str,
@@ -130,12 +126,6 @@ pub(super) fn evaluate(o: &Observed) -> Vec<Check> {
             }
         })
         .collect()
-}
-
-pub(super) fn record(o: &Observed) -> Result<&LaunchRecord, String> {
-    o.record
-        .as_ref()
-        .map_err(|e| format!("no launch record ({e})"))
 }
 
 /// The table a person reads.

@@ -2,8 +2,7 @@
 //! credential is readable inside, judged from [`super::probe_broker`]'s
 //! scan. A scan that did not finish is a FAIL, never a PASS.
 
-use super::battery::{record, Outcome};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use crate::config::show_bytes;
 
 pub(super) fn check_broker_no_real_values(o: &Observed) -> Outcome {

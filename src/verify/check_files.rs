@@ -6,9 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::battery::{record, Outcome};
 use super::mountinfo::top_mount;
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use super::probe_files::writable;
 use crate::plan;
 

@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::battery::{record, Outcome};
 use super::mountinfo::{top_mount, Mount};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use crate::sandbox::LaunchRecord;
 use crate::{plan, sys::paths};
 

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::battery::{record, Outcome};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use crate::config::show_bytes;
 use crate::sandbox::Pids;
 

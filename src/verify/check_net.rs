@@ -6,8 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::battery::{record, Outcome};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use super::probe_forwarder::{ForwarderLookup, FORWARDER_PORTS};
 use super::probe_net::{
     required_rejects, subnet_samples, ALLOWLIST_PROBE, METADATA, PUBLIC_SAMPLE, V6_SAMPLE,

@@ -3,8 +3,7 @@
 //! PID 1, and the seccomp filter's refusals (TIOCSTI, keyctl, nested user
 //! namespaces, the sampled calls; docs/decisions/0007-seccomp-profile.md).
 
-use super::battery::{record, Outcome};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use super::probe_process::SyscallSample;
 use crate::sys::inside;
 

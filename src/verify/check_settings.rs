@@ -4,8 +4,7 @@
 //! unless /etc allows it, the pinned real binary, and the managed settings
 //! bound without the lockdown (docs/decisions/0005).
 
-use super::battery::{record, Outcome};
-use super::observe::Observed;
+use super::observe::{record, Observed, Outcome};
 use super::probe_files::ConfigFileAccess;
 use crate::sys::paths;
 

@@ -2,7 +2,8 @@
 //! before any check runs: kernel facts (`/proc/self/*`, namespaces, route
 //! lookups that send no packet), the mount table, the environment, files,
 //! and the *launch record* the shadow bound in. The checks are pure
-//! functions of it, so each is tested on a hand-made [`Observed`].
+//! functions of it to an [`Outcome`], so each is tested on a hand-made
+//! [`Observed`].
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -109,6 +110,16 @@ pub(super) struct Observed {
     /// The scan for the brokered credentials' real values, when the
     /// record names any (issue #25).
     pub(super) broker_scan: Option<Result<Scan, String>>,
+}
+
+/// A check's outcome: PASS with a note, or FAIL saying what regressed.
+pub(super) type Outcome = Result<String, String>;
+
+/// The launch record a check reads, or its FAIL when there is none.
+pub(super) fn record(o: &Observed) -> Result<&LaunchRecord, String> {
+    o.record
+        .as_ref()
+        .map_err(|e| format!("no launch record ({e})"))
 }
 
 impl Default for Observed {

@@ -12,13 +12,21 @@ use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
 
 use super::authority::{origin_target, steers};
 use super::oauth::Oauth;
-use super::responses::Sent;
-use crate::egress::http::chunk_size;
+use crate::egress::wire::chunk_size;
 
 /// The longest request head read.
 const MAX_HEAD: usize = 64 * 1024;
 /// The longest chunk-size or trailer line.
 const MAX_LINE: usize = 4096;
+
+/// What the requests' side tells the responses' side (`responses.rs`)
+/// about each request, in order.
+pub(super) struct Sent {
+    /// A `HEAD`: its response has no body.
+    pub(super) head: bool,
+    /// A refresh with this session's stand-in: its answer is rewritten.
+    pub(super) refresh: bool,
+}
 
 #[derive(Debug, PartialEq, Eq)]
 enum State {
@@ -451,7 +459,7 @@ mod tests {
             "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
-            // Chunk sizes the proxy refuses too (one grammar, http.rs):
+            // Chunk sizes the proxy refuses too (one grammar, egress/wire.rs):
             // a sign, leading blanks, a 0x prefix.
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\n",
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n 5\r\n",

@@ -35,8 +35,9 @@
 //! token endpoint only, the newest real tokens written back to the host's
 //! file after a refresh, never a stand-in. `responses.rs`: the responses
 //! framed on a connection to the token endpoint's host, only there.
+//! `standin.rs`: a stand-in drawn from the system's random generator.
 //!
-//! May import: `sys`, `error`, `egress::policy`, and `egress::http`'s
+//! May import: `sys`, `error`, `egress::policy`, and `egress::wire`'s
 //! `chunk_size` (the one chunk-size grammar the proxy frames by too).
 //!
 //! Exports (to `egress`): [`Broker`], [`Sources`]; to the proxy, [`serve`].
@@ -48,6 +49,7 @@ mod oauth;
 #[cfg(test)]
 mod oauth_tests;
 mod responses;
+mod standin;
 #[cfg(test)]
 mod tests;
 mod tunnel;
@@ -61,13 +63,14 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConnection};
 
 use crate::egress::policy::broker::{
-    digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, replace_all, standin,
+    digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, replace_all,
     without_comments, Digests, Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH,
     GITHUB, GITLAB, SYSTEM_BUNDLE,
 };
 use crate::egress::policy::claude_oauth::token_path;
 use crate::error::setup;
 use ca::SessionCa;
+use standin::draw;
 use tunnel::{pump, Side};
 
 /// Where this launch's credentials are, as the launch found them.
@@ -432,25 +435,6 @@ impl Broker {
     }
 }
 
-/// A stand-in for `real`, from the system's random generator (a draw
-/// equal to the real value, for a very short one, is drawn again).
-fn draw(provider: &rustls::crypto::CryptoProvider, real: &str) -> Result<String, String> {
-    for _ in 0..16 {
-        let mut rnd = vec![0u8; real.len()];
-        provider
-            .secure_random
-            .fill(&mut rnd)
-            .map_err(|_| "no random numbers".to_string())?;
-        if let Some(s) = standin(real, &rnd) {
-            return Ok(s);
-        }
-    }
-    Err(format!(
-        "no stand-in differs from a credential of {} characters",
-        real.len()
-    ))
-}
-
 /// What `verify` is told of `creds` (every credential this broker holds,
 /// whatever its kind): a salt drawn for this session and each real
 /// value's salted digest, never the value (decision 0015, "Visible").
@@ -546,7 +530,7 @@ fn upstream_config(
     Ok(Arc::new(cfg))
 }
 
-/// The proxy's hand-over (`connection.rs`): serve an allowed `CONNECT`
+/// The proxy's hand-over (`egress/proxy/connection.rs`): serve an allowed `CONNECT`
 /// that [`Broker::intercepts`] through the broker, filling the request's
 /// log line (bytes, or the error); each swap is a line of its own, written
 /// at once by `write`.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use rustls::crypto::CryptoProvider;
 
+use super::standin::draw;
 use crate::egress::policy::claude_oauth::{
     answer_with, issued, refresh_request, tokens, with_tokens, Fresh, Tokens,
 };
@@ -55,8 +56,8 @@ impl Oauth {
             return Ok(None);
         };
         let s = Tokens {
-            access: super::draw(&provider, &real.access)?,
-            refresh: super::draw(&provider, &real.refresh)?,
+            access: draw(&provider, &real.access)?,
+            refresh: draw(&provider, &real.refresh)?,
         };
         let inside = with_tokens(text, &s, None).ok_or("it cannot be rewritten")?;
         let o = Oauth {
@@ -102,9 +103,9 @@ impl Oauth {
     /// tokens kept, new stand-ins in their place.
     pub(super) fn answer(&self, body: &[u8]) -> Result<Vec<u8>, String> {
         let i = issued(body)?;
-        let access = super::draw(&self.provider, &i.access)?;
+        let access = draw(&self.provider, &i.access)?;
         let refresh = match &i.refresh {
-            Some(r) => Some(super::draw(&self.provider, r)?),
+            Some(r) => Some(draw(&self.provider, r)?),
             None => None,
         };
         let out = answer_with(body, &access, refresh.as_deref())?;

@@ -1,6 +1,6 @@
 //! The responses on an intercepted connection to the host of Claude
 //! Code's token endpoint (decision 0017), as the server sends them
-//! (HTTP/1.1): each one paired with its request ([`Sent`], in order),
+//! (HTTP/1.1): each one paired with its request (`http.rs`'s [`Sent`], in order),
 //! framed and carried as it is — except the answer (status 200) to a
 //! refresh this session sent, which is held whole, its new tokens swapped
 //! for stand-ins ([`Oauth::answer`]) and sent on with its new length. An
@@ -10,18 +10,10 @@
 
 use std::sync::mpsc::Receiver;
 
-use super::http::take_until;
+use super::http::{take_until, Sent};
 use super::oauth::Oauth;
-use crate::egress::http::chunk_size;
 use crate::egress::policy::claude_oauth::MAX_BODY;
-
-/// What the requests' side tells about each request, in order.
-pub(super) struct Sent {
-    /// A `HEAD`: its response has no body.
-    pub(super) head: bool,
-    /// A refresh with this session's stand-in: its answer is rewritten.
-    pub(super) refresh: bool,
-}
+use crate::egress::wire::chunk_size;
 
 #[derive(Debug, PartialEq, Eq)]
 enum State {

@@ -20,6 +20,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use crate::egress::holders::{die_with_parent, make_namespaces};
 use crate::sandbox::Holder;
 
 /// `claude-sandbox __jail-ns IFACE UID GID`: owns the jail's namespaces.
@@ -109,7 +110,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     join_namespaces(join)?;
     // Before the fork, so the route keeper never holds the listener.
     if let Some(channel) = proxy {
-        super::allowlist_holder::send_listener(channel)?;
+        crate::egress::proxy::send_listener(channel)?;
     }
     let me = nix::unistd::getpid();
     // Single-threaded here (a fresh exec), so the child may run any code.
@@ -157,45 +158,6 @@ fn join_namespaces(join: RawFd) -> Result<(), String> {
         );
     }
     die_with_parent()
-}
-
-/// Unshare a user and a network namespace, mapped to the launching user,
-/// with the parent-death signal set again (entering a user namespace cleared it).
-pub(super) fn enter_namespaces(uid: &str, gid: &str) -> Result<(), String> {
-    make_namespaces(uid, gid)?;
-    die_with_parent()
-}
-
-/// Unshare a user and a network namespace, mapped to the launching user;
-/// new interfaces there get no IPv6.
-fn make_namespaces(uid: &str, gid: &str) -> Result<(), String> {
-    use nix::sched::{unshare, CloneFlags};
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
-        .map_err(|e| format!("cannot create the user and network namespaces: {e}"))?;
-    let write = |path: &str, text: String| {
-        std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
-    };
-    write("/proc/self/setgroups", "deny".into())?;
-    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
-    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    // New interfaces (the jail's tap) get no IPv6 at all; best effort where
-    // /proc/sys is read-only (the route batch flushes IPv6 addresses anyway).
-    for k in ["all", "default"] {
-        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
-    }
-    Ok(())
-}
-
-/// So this process (and the bubblewrap a holder becomes) dies with the
-/// shadow: the parent-death signal, set again after entering a user
-/// namespace (which clears it), and refused if the shadow is gone already.
-fn die_with_parent() -> Result<(), String> {
-    let parent = nix::unistd::getppid();
-    unsafe { nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL, 0, 0, 0) };
-    if parent.as_raw() == 1 {
-        return Err("the launching shadow is gone".into());
-    }
-    Ok(())
 }
 
 /// An inherited fd as a file (the holder's and route keeper's fds are theirs alone).

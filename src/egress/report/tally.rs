@@ -532,7 +532,7 @@ pub(super) mod tests {
 
     pub(in crate::egress) fn text(r: &Report) -> String {
         let mut v = Vec::new();
-        crate::egress::report::write_text(r, &mut v).unwrap();
+        super::super::show::write_text(r, &mut v).unwrap();
         String::from_utf8(v).unwrap()
     }
 
@@ -857,7 +857,7 @@ pub(super) mod tests {
 
     #[test]
     fn the_docs_show_these_weights() {
-        let doc = include_str!("../../docs/egress.md");
+        let doc = include_str!("../../../docs/egress.md");
         let rows = [
             format!(
                 "| a host was refused {REPEATED_REFUSALS} times or more | \

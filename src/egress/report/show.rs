@@ -431,8 +431,8 @@ fn write_entries(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tally::tests::{at, clean_session, line, report_of, text};
     use super::*;
-    use crate::egress::tally::tests::{at, clean_session, line, report_of, text};
 
     #[test]
     fn json_has_the_documented_shape_and_refusals_as_logged() {
@@ -517,7 +517,7 @@ risk: 15/100
 
     #[test]
     fn upstream_failures_and_open_requests_are_told_apart() {
-        use crate::egress::tally::tests::{failed_line, open_line};
+        use super::super::tally::tests::{failed_line, open_line};
         let mut lines = clean_session();
         lines.push(failed_line(
             &at(5),
@@ -552,7 +552,7 @@ risk: 0/100
 
     #[test]
     fn the_docs_show_this_output() {
-        let doc = include_str!("../../docs/egress.md");
+        let doc = include_str!("../../../docs/egress.md");
         assert!(
             doc.contains(&format!("```\n{TEXT_SAMPLE}```")),
             "docs/egress.md: text sample"
@@ -684,7 +684,7 @@ risk: 0/100
 
     #[test]
     fn the_docs_show_the_credentials_section() {
-        let doc = include_str!("../../docs/egress.md");
+        let doc = include_str!("../../../docs/egress.md");
         assert!(
             doc.contains(&format!("```\n{CREDENTIALS_SAMPLE}```")),
             "docs/egress.md: the sample with credentials"

@@ -2,7 +2,7 @@
 //! inside the sandbox listens on, reachable from the host's loopback on the
 //! same port. Nothing else comes in, and nothing changes outward.
 //!
-//! - Open jail: pasta forwards each port (`-t 127.0.0.1/PORT`, `jail.rs`);
+//! - Open jail: pasta forwards each port (`-t 127.0.0.1/PORT`, `egress/jail/shadow.rs`);
 //!   the shadow only checks, before anything starts, that each port is free
 //!   on the host's 127.0.0.1 and `[::1]` ([`Published::open`]).
 //! - Allowlist mode (no pasta, a route-less namespace): the shadow itself

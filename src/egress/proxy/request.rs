@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::http::{connection_has, values, Body};
 use crate::egress::policy::Via;
+use crate::egress::wire::{connection_has, values, Body};
 
 /// How long a client may take between the bytes of its first request head.
 pub(super) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,6 +1,6 @@
 //! Allowlist mode's runtime (SPEC §4.9, decision 0008).
 //!
-//! 1. The **allowlist holder** (`allowlist_holder.rs`), spawned in place of
+//! 1. The **allowlist holder** (`holder.rs`), spawned in place of
 //!    bubblewrap, makes the proxy's listening socket in the sandbox's
 //!    network namespace (loopback only) and sends it to the shadow.
 //! 2. The shadow serves it from threads of its own ([`Proxy`]), in the host's
@@ -11,30 +11,27 @@
 //!    and port, then every address it resolves to; one line per request
 //!    goes to the session's log as it opens, rewritten as it closes.
 //!
-//! This file is the shadow's side: the [`Proxy`], what its connections
-//! share (the policy, the log, the open sockets, the refusal counts) and
-//! the accept loop. `connection.rs` serves one connection's requests,
+//! This file is the shadow's side: the [`Proxy`] and the accept loop;
+//! what its connections share (the policy, the log, the open sockets, the
+//! refusal counts) is `shared.rs`. `connection.rs` serves one connection's requests,
 //! `request.rs` parses a request head, `http.rs` carries plain-HTTP
 //! exchanges, `relay.rs` tunnels, `logfile.rs` writes the log.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
 
 use super::connection::connection;
-use super::logfile::{LogFile, Slot};
-use crate::egress::policy::{Decision, LogLine, Policy};
+use super::logfile::LogFile;
+use super::shared::{lock, respond, Shared, State};
+use crate::egress::holders::Ends;
 use crate::error::setup;
 use crate::sandbox::{FdContent, ProxyNet, Rendered};
 
-/// At the end of a session: how long open connections get to close.
-const DRAIN: Duration = Duration::from_millis(500);
 /// Connections served at once; more are answered 503 at once (a session
 /// cannot make the shadow start threads without bound).
 const MAX_OPEN: usize = 256;
@@ -57,40 +54,12 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
-/// What every connection's thread shares.
-pub(super) struct Shared {
-    pub(super) policy: Policy,
-    pub(super) session: String,
-    /// The log's path (an empty log is removed at the end).
-    log_path: std::path::PathBuf,
-    log: Mutex<LogFile>,
-    state: Mutex<State>,
-    idle: Condvar,
-    /// The credential broker, when this session brokers (issue #25).
-    broker: Option<Arc<super::Broker>>,
-}
-
-/// An open connection's sockets (handles of them), to shut down at the end.
-struct Sockets {
-    client: TcpStream,
-    upstream: Option<TcpStream>,
-}
-
-#[derive(Default)]
-struct State {
-    next: u64,
-    open: BTreeMap<u64, Sockets>,
-    /// Refusals per host, for the summary at exit.
-    refused: BTreeMap<String, u64>,
-    stopping: bool,
-}
-
 impl Proxy {
     /// Create the session's log (its directory private to the user) before
     /// anything starts: a launch that cannot log does not run.
     pub(crate) fn prepare(
         net: &ProxyNet,
-        broker: Option<Arc<super::Broker>>,
+        broker: Option<Arc<crate::egress::broker::Broker>>,
     ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
@@ -149,7 +118,7 @@ impl Proxy {
         bwrap: &Path,
         rendered: &Rendered,
         num: RawFd,
-    ) -> anyhow::Result<(Command, crate::egress::jail::Ends)> {
+    ) -> anyhow::Result<(Command, Ends)> {
         let theirs = self.channel()?;
         let me = std::env::current_exe()
             .map_err(|e| setup(format!("cannot find our own binary: {e}")))?;
@@ -163,15 +132,12 @@ impl Proxy {
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
-        Ok((
-            c,
-            crate::egress::jail::Ends::new(vec![(FdContent::ProxyChannel, theirs)]),
-        ))
+        Ok((c, Ends::new(vec![(FdContent::ProxyChannel, theirs)])))
     }
 
     /// A fresh channel for this attempt's holder (its end returned; ours
     /// kept for [`Proxy::serve`]); the previous attempt's serving stops.
-    pub(super) fn channel(&mut self) -> anyhow::Result<OwnedFd> {
+    pub(in crate::egress) fn channel(&mut self) -> anyhow::Result<OwnedFd> {
         self.stop_accepting();
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
         let (ours, theirs) = socketpair(
@@ -285,10 +251,6 @@ fn summary(refused: &BTreeMap<String, u64>, open: bool) -> Option<String> {
     ))
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     loop {
         match listener.accept() {
@@ -312,118 +274,14 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-impl Shared {
-    /// Wait until no connection is open, for at most [`DRAIN`].
-    fn until_idle<'a>(
-        &self,
-        mut st: std::sync::MutexGuard<'a, State>,
-    ) -> std::sync::MutexGuard<'a, State> {
-        let deadline = Instant::now() + DRAIN;
-        while !st.open.is_empty() && Instant::now() < deadline {
-            st = self
-                .idle
-                .wait_timeout(st, deadline.saturating_duration_since(Instant::now()))
-                .map_or_else(|e| e.into_inner().0, |r| r.0);
-        }
-        st
-    }
-
-    /// Register an open connection (a handle of its client socket);
-    /// `None` once stopping.
-    pub(super) fn open(&self, client: TcpStream) -> Option<u64> {
-        let mut st = lock(&self.state);
-        if st.stopping {
-            return None;
-        }
-        st.next += 1;
-        let id = st.next;
-        st.open.insert(
-            id,
-            Sockets {
-                client,
-                upstream: None,
-            },
-        );
-        Some(id)
-    }
-
-    /// The connection's upstream now (a handle of it), replacing the last.
-    pub(super) fn set_upstream(&self, id: u64, s: Option<TcpStream>) {
-        let mut st = lock(&self.state);
-        if st.stopping {
-            if let Some(s) = &s {
-                let _ = s.shutdown(Shutdown::Both);
-            }
-        }
-        if let Some(o) = st.open.get_mut(&id) {
-            o.upstream = s;
-        }
-    }
-
-    /// The connection ended.
-    pub(super) fn forget(&self, id: u64) {
-        let mut st = lock(&self.state);
-        st.open.remove(&id);
-        self.idle.notify_all();
-    }
-
-    /// A request is open: its line, written now (see logfile.rs).
-    pub(super) fn log_open(&self, line: &LogLine) -> Option<Slot> {
-        lock(&self.log).open(line)
-    }
-
-    /// The credential broker's line for one swap (issue #25): a complete
-    /// line of its own, appended at once (never an open one).
-    pub(super) fn log_event(&self, line: &str) {
-        lock(&self.log).event(line);
-    }
-
-    /// The credential broker, when it intercepts a tunnel to `host:port`
-    /// (issue #25): only a brokered host, on port 443, with a credential
-    /// this session holds.
-    pub(super) fn broker_for(&self, host: &str, port: u16) -> Option<&super::Broker> {
-        self.broker.as_deref().filter(|b| b.intercepts(host, port))
-    }
-
-    /// A request is over: its complete line, over its open one if any.
-    pub(super) fn log_close(&self, slot: Option<Slot>, line: &LogLine) {
-        lock(&self.log).close(slot, line);
-        if line.decision == Decision::Refused {
-            *lock(&self.state)
-                .refused
-                .entry(line.host.clone())
-                .or_default() += 1;
-        }
-    }
-}
-
-/// A response the proxy itself sends; the connection ends after it.
-pub(super) fn respond(mut client: &TcpStream, status: &str, body: &str) {
-    let text = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nX-Claude-Sandbox: {status}\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = client.write_all(text.as_bytes());
-    let _ = client.shutdown(Shutdown::Write);
-}
-
-/// The 403's body: what was refused, why, and the line that would allow it.
-pub(super) fn refusal_body(host: &str, port: u16, reason: &str, fix: &str) -> String {
-    let mut s = format!("claude-sandbox: {host}:{port} refused: {reason}.\n");
-    if !fix.is_empty() {
-        s.push_str(&format!(
-            "To allow it, add this line to {}:\n    {fix}\n",
-            crate::sys::paths::CONFIG_FILE
-        ));
-    }
-    s
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use std::io::Read;
+    use crate::egress::policy::{Decision, LogLine, Policy};
+    use std::io::{Read, Write};
     use std::net::SocketAddr;
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
 
     /// A proxy served in this process on 127.0.0.1:PORT, logging to a
     /// file of its own; `allow_ip` lets it reach this process's servers.
@@ -680,20 +538,5 @@ pub(super) mod tests {
             "{s}"
         );
         assert!(s.contains("egress report --last"), "{s}");
-    }
-
-    #[test]
-    fn refusal_body_names_the_line() {
-        let b = refusal_body(
-            "denied.test",
-            443,
-            "denied.test is not on the allowlist",
-            "allow-domain = denied.test",
-        );
-        assert!(b.contains("denied.test:443 refused"), "{b}");
-        assert!(
-            b.contains("/etc/claude-sandbox.conf:\n    allow-domain = denied.test\n"),
-            "{b}"
-        );
     }
 }

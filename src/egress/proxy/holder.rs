@@ -34,7 +34,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     let [uid, gid, channel, rest @ ..] = args else {
         return Err(USAGE.into());
     };
-    // publish-port: the connector's channel and ports (egress/publish.rs).
+    // publish-port: the connector's channel and ports (publish.rs).
     let (inward, rest) = match rest {
         [fd, ports, rest @ ..] if fd != "--" => (Some((fd, ports)), rest),
         _ => (None, rest),
@@ -46,7 +46,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     if sep != "--" {
         return Err(USAGE.into());
     }
-    crate::egress::jail_holder::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
+    crate::egress::holders::enter_namespaces(&uid.to_string_lossy(), &gid.to_string_lossy())?;
     send_listener(channel)?;
     if let Some((fd, ports)) = inward {
         super::publish::start_connector(&fd.to_string_lossy(), &ports.to_string_lossy())?;
@@ -60,7 +60,7 @@ fn holder(args: &[OsString]) -> Result<std::convert::Infallible, String> {
 /// and send it to the shadow over `channel`; neither stays open here (so
 /// neither is in the sandbox). Allowlist mode's holder, and the open
 /// jail's when the session brokers a credential (decision 0016).
-pub(super) fn send_listener(channel: RawFd) -> Result<(), String> {
+pub(in crate::egress) fn send_listener(channel: RawFd) -> Result<(), String> {
     let channel = unsafe { OwnedFd::from_raw_fd(channel) };
     loopback_up().map_err(|e| format!("cannot bring up the loopback interface: {e}"))?;
     let addr = crate::egress::policy::PROXY_ADDR;

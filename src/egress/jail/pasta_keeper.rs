@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
-use super::jail::missing;
+use super::host::missing;
 use crate::error::setup;
 
 /// The fd the keeper reads its lifeline from.

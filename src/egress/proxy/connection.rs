@@ -10,7 +10,7 @@
 //! own, the previous one closed. Nothing the client sends is forwarded
 //! except as the request it was read as (`http.rs` frames each body).
 //! A tunnel the credential broker intercepts (a brokered host, port 443)
-//! is handed to it once allowed and connected (`broker/`, issue #25).
+//! is handed to it once allowed and connected (`egress/broker/`, issue #25).
 
 use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::http::{exchange, HeadError, Reader};
 use super::logfile::Slot;
-use super::proxy::{refusal_body, respond, Shared};
 use super::relay::relay;
 use super::request::{parse_request_at, Request, HEAD_TIMEOUT, IDLE_TIMEOUT};
+use super::shared::{refusal_body, respond, Shared};
 use crate::egress::policy::{Decision, LogLine, NameVerdict, Via};
 
 /// How long one connection attempt to an upstream address may take.
@@ -216,7 +216,7 @@ fn tunnel(
     // rule included) goes through the credential broker (issue #25).
     if let Some(b) = shared.broker_for(&entry.line.host, req.port) {
         let write = |text: String| shared.log_event(&text);
-        super::broker::serve(
+        crate::egress::broker::serve(
             b,
             &shared.session,
             &stream,
@@ -424,8 +424,8 @@ fn connect(addrs: &[SocketAddr], line: &mut LogLine) -> Result<(TcpStream, Strin
 
 #[cfg(test)]
 mod tests {
+    use super::super::shadow::tests::{ask, finish, head_from, served};
     use super::*;
-    use crate::egress::proxy::tests::{ask, finish, head_from, served};
     use std::io::Read;
     use std::net::{Ipv4Addr, TcpListener};
     use std::sync::Mutex;

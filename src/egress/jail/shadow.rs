@@ -38,11 +38,12 @@
 //! step leaves the gate shut; the executor then reports the one-line
 //! message (exit 125). There is no fallback to an unjailed launch. Route and
 //! DNS planning are pure functions of the host's routing table and
-//! resolv.conf (`policy/routes.rs`).
+//! resolv.conf (`egress/policy/routes.rs`).
 //!
-//! This file is the shadow's side ([`Jail`], [`Early`], [`host_facts`]);
-//! pasta's keeper is `pasta_keeper.rs`, the namespace owner, the holder and
-//! the route keeper `jail_holder.rs`.
+//! This file is the shadow's side ([`Jail`], [`Early`]); the host's routes
+//! and the refusal naming what is missing are `host.rs`, pasta's keeper is
+//! `pasta_keeper.rs`, the namespace owner, the holder and the route keeper
+//! `holder.rs`.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -55,8 +56,9 @@ use std::process::{Child, Command, Stdio};
 
 use nix::fcntl::OFlag;
 
+use super::host::{host_facts, missing};
 use super::pasta_keeper::Keeper;
-use crate::egress::policy::{parse_resolv, parse_routes, parse_routes_any, JailFacts};
+use crate::egress::holders::Ends;
 use crate::error::setup;
 use crate::sandbox::{FdContent, Holder, JailNet, Rendered};
 
@@ -100,41 +102,6 @@ fn inward_tcp(ports: &[u16]) -> Vec<OsString> {
         .collect()
 }
 
-/// The one-line refusal when the jail cannot be built, with the way out.
-pub(super) fn missing(what: &str, fix: &str) -> anyhow::Error {
-    setup(format!(
-        "the egress jail cannot be built: {what}; {fix}. claude will not run without it; to run with open network access instead, set egress-jail = 0 in /etc/claude-sandbox.conf (CLAUDE_SANDBOX_EGRESS_JAIL=0 works only where that file allows env overrides)"
-    ))
-}
-
-/// The host's routes and resolv.conf, for the plan ([`JailFacts`]). The open
-/// jail needs a default route (`need_default`); allowlist mode does not.
-pub(crate) fn host_facts(need_default: bool) -> anyhow::Result<JailFacts> {
-    let routes = std::fs::read_to_string("/proc/net/route")
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            if need_default {
-                parse_routes(&t)
-            } else {
-                Ok(parse_routes_any(&t))
-            }
-        })
-        .map_err(|e| {
-            missing(
-                &format!("cannot read the host's routes ({e})"),
-                "check the container's network",
-            )
-        })?;
-    // A missing or unreadable resolv.conf plans as "no resolver": the
-    // jail then answers DNS through pasta's forwarder (to nothing).
-    let resolv_text = crate::sys::files::read_text(Path::new("/etc/resolv.conf"));
-    Ok(JailFacts {
-        routes,
-        resolv: parse_resolv(resolv_text.as_deref().unwrap_or_default()),
-        resolv_missing: matches!(resolv_text, Err(crate::sys::files::ReadError::Missing)),
-    })
-}
-
 /// The jail's runtime: the programs it runs and, per attempt, its wiring.
 #[derive(Debug)]
 pub(crate) struct Jail {
@@ -148,7 +115,7 @@ pub(crate) struct Jail {
     go: Option<OwnedFd>,
     /// The credential broker's proxy on the jail's loopback, when the
     /// session brokers (decision 0016).
-    proxy: Option<super::Proxy>,
+    proxy: Option<crate::egress::proxy::Proxy>,
 }
 
 /// What the namespace owner and pasta are started with: the parts of the
@@ -213,13 +180,16 @@ impl Early {
         // With `publish-port`, the launch first checks that each port is
         // free on the host's loopback (`Published::open`), where pasta
         // binds them: pasta starts after that check, at spawn time.
-        if crate::plan::egress(cfg) != super::policy::Egress::Open || !cfg.publish_port.is_empty() {
+        if crate::plan::egress(cfg) != crate::egress::policy::Egress::Open
+            || !cfg.publish_port.is_empty()
+        {
             return Early(None);
         }
         let early = || -> Option<(Jail, Owner, Wiring)> {
             let jail = Jail::prepare().ok()?;
             let facts = host_facts(true).ok()?;
-            let plan = super::policy::plan_jail(&facts.routes, &facts.resolv, &cfg.allow_ip);
+            let plan =
+                crate::egress::policy::plan_jail(&facts.routes, &facts.resolv, &cfg.allow_ip);
             let wiring = Wiring {
                 iface: facts.routes.iface.clone(),
                 dns_forward: plan.dns_forward,
@@ -268,26 +238,6 @@ impl std::fmt::Display for StepFailed {
 }
 
 impl std::error::Error for StepFailed {}
-
-/// The ends of the jail's pipes the holder and bubblewrap receive, by role.
-pub(crate) struct Ends(Vec<(FdContent, OwnedFd)>);
-
-impl Ends {
-    pub(super) fn new(v: Vec<(FdContent, OwnedFd)>) -> Ends {
-        Ends(v)
-    }
-
-    /// One more end, for `role`.
-    pub(crate) fn add(&mut self, role: FdContent, fd: OwnedFd) {
-        self.0.push((role, fd));
-    }
-
-    /// The fd for `role` (each is handed over once).
-    pub(crate) fn take(&mut self, role: &FdContent) -> Option<OwnedFd> {
-        let i = self.0.iter().position(|(r, _)| r == role)?;
-        Some(self.0.swap_remove(i).1)
-    }
-}
 
 impl Jail {
     /// Check the jail's prerequisites. No side effects.
@@ -405,10 +355,10 @@ impl Jail {
     pub(crate) fn with_broker(
         mut self,
         net: &JailNet,
-        broker: Option<std::sync::Arc<super::Broker>>,
+        broker: Option<std::sync::Arc<crate::egress::broker::Broker>>,
     ) -> anyhow::Result<Jail> {
         self.proxy = match (&net.proxy, broker) {
-            (Some(p), Some(b)) => Some(super::Proxy::prepare(p, Some(b))?),
+            (Some(p), Some(b)) => Some(crate::egress::proxy::Proxy::prepare(p, Some(b))?),
             // Planned from the broker's stand-ins, so never one without the other.
             (Some(_), None) => return Err(setup(
                 "internal error: the open jail's proxy was planned without the credential broker",
@@ -479,7 +429,7 @@ impl Jail {
             .arg("--")
             .arg(bwrap)
             .args(&rendered.args);
-        Ok((c, Ends(ends)))
+        Ok((c, Ends::new(ends)))
     }
 
     /// pasta's command line for `w`, less the PID to attach to (the keeper
