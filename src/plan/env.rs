@@ -94,16 +94,8 @@ pub(super) fn environment(cfg: &Config, facts: &Facts) -> Vec<(OsString, OsStrin
         ("HOME".into(), home.to_os_string()),
         ("USER".into(), facts.user.clone().into()),
         ("IS_SANDBOX".into(), "1".into()),
-        // The curated config is the system level inside; the global level
-        // is a file of the session's own in its private `$HOME` (a tmpfs),
-        // which `git config --global` makes and rewrites, never read
-        // outside (issue #44, decision 0026).
-        (
-            "GIT_CONFIG_GLOBAL".into(),
-            Path::new(home).join(".gitconfig").into_os_string(),
-        ),
-        ("GIT_CONFIG_SYSTEM".into(), paths::GITCONFIG.into()),
     ];
+    env.extend(git_env(Path::new(home)));
     // Allowlist mode: tools find the proxy (§4.9); nothing may override it.
     if egress(cfg) == Egress::Allowlist {
         env.extend(
@@ -168,4 +160,18 @@ fn join_paths(parts: &[OsString]) -> OsString {
         out.push(p);
     }
     out
+}
+
+/// git's two configuration levels inside: the curated config is the system
+/// level; the global level is a file of the session's own in its private
+/// `$HOME` (a tmpfs), which `git config --global` makes and rewrites, never
+/// read outside (issue #44, decision 0026).
+fn git_env(home: &Path) -> [(OsString, OsString); 2] {
+    [
+        (
+            "GIT_CONFIG_GLOBAL".into(),
+            home.join(".gitconfig").into_os_string(),
+        ),
+        ("GIT_CONFIG_SYSTEM".into(), paths::GITCONFIG.into()),
+    ]
 }
