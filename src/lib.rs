@@ -18,6 +18,7 @@ mod error;
 mod install;
 mod launch;
 mod limits;
+mod notices;
 mod plan;
 mod sandbox;
 mod seccomp;

@@ -629,6 +629,11 @@ struct FakeApi {
 
 impl FakeApi {
     fn start(w: &World, secs: u32) -> FakeApi {
+        FakeApi::start_with(w, secs, &[])
+    }
+
+    /// [`FakeApi::start`] with more of the fake's options (`--tool-use CMD`).
+    fn start_with(w: &World, secs: u32, extra: &[&str]) -> FakeApi {
         let port = free_port();
         let log = w.root.join("api.log");
         let child = Command::new("python3")
@@ -639,6 +644,7 @@ impl FakeApi {
             .arg(port.to_string())
             .arg(&log)
             .arg(secs.to_string())
+            .args(extra)
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(500));
@@ -729,6 +735,62 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("PONG-FROM-FAKE-API"), "{}", stdout(&o));
     assert!(logged.contains("hello-wrapped"), "{logged}");
+}
+
+/// Issue #44: what the sandbox refused during a tool call reaches the model
+/// with that call's result, through the managed PostToolUse/Failure hook,
+/// in the real Claude Code: the fake API makes the model run a command
+/// that writes a protected path, and the next request it receives carries
+/// the refusal's line.
+#[test]
+fn a_refusal_reaches_the_model_with_the_tool_call_that_caused_it() {
+    if !require("real_client_notices") {
+        return;
+    }
+    let Some(real) = real_claude() else { return };
+    let w = World::new("realnotices");
+    install_real_for_fake_api(&w, &real);
+    let mut api = FakeApi::start_with(
+        &w,
+        180,
+        &[
+            "--tool-use",
+            // Through python: Claude Code itself asks before a shell
+            // redirection writes a file it deems sensitive, such as `.envrc`.
+            "python3 -c \"open('.env' + 'rc', 'w').write('touch MARK')\"",
+        ],
+    );
+    let (base, log) = (api.base.clone(), api.log.clone());
+    let env = [
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ];
+    let o = w.run(
+        Who::Root,
+        &env,
+        &["claude", "-p", "write the envrc", "--allowedTools", "Bash"],
+    );
+    api.stop();
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    let after: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("toolu_fake1") && l.contains("tool_result"))
+        .collect();
+    assert!(
+        !after.is_empty(),
+        "no request after the tool call:\n{}\n{}\n{logged}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let envrc = w.workspace(Who::Root).join(".envrc").display().to_string();
+    assert!(
+        after
+            .iter()
+            .any(|l| l.contains(&format!("claude-sandbox: refused to write {envrc}"))),
+        "the refusal did not reach the model: {after:?}"
+    );
+    assert!(!w.workspace(Who::Root).join(".envrc").exists());
 }
 
 /// What a sandboxed session can plant for the next unsandboxed start, each

@@ -72,6 +72,7 @@ const ROLES: &[(&str, Role)] = &[
     ("creation_guard", Runtime),
     ("tripwire", Runtime),
     ("limits", Runtime),
+    ("notices", Runtime),
     ("verify", Offline),
     ("install", Offline),
     ("cli", Offline),

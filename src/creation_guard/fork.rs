@@ -260,7 +260,12 @@ fn read_table(fd: RawFd) -> Result<Table, String> {
 /// and ending with the real binary's status (`Some`). A failure is still
 /// on the shadow's error pipe: the launch's (exit 125, nothing ran), never
 /// a session without the guard.
-pub(crate) fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option<i32> {
+pub(crate) fn guarded(
+    table_fd: RawFd,
+    err_fd: RawFd,
+    ready_fd: RawFd,
+    notices_fd: Option<RawFd>,
+) -> Option<i32> {
     let role = read_table(table_fd).and_then(|t| Ok((t, fork_guarded()?)));
     let (table, listener, child, go) = match role {
         Err(e) => {
@@ -290,8 +295,15 @@ pub(crate) fn guarded(table_fd: RawFd, err_fd: RawFd, ready_fd: RawFd) -> Option
             libc::dup2(null.as_raw_fd(), 1);
         }
     }
-    crate::sys::fd::close_fds_except(3, &[listener.as_raw_fd(), go.as_raw_fd()]);
+    let keep = [
+        listener.as_raw_fd(),
+        go.as_raw_fd(),
+        notices_fd.unwrap_or(-1),
+    ];
+    crate::sys::fd::close_fds_except(3, &keep);
     unsafe { libc::write(go.as_raw_fd(), b"1".as_ptr().cast(), 1) };
     drop(go);
-    Some(supervise(Supervisor::new(table), listener, child))
+    // SAFETY: the shim handed this descriptor over for the supervisor alone.
+    let notices = notices_fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    Some(supervise(Supervisor::new(table, notices), listener, child))
 }

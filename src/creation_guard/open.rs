@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn only_plainly_named_paths_are_made_in_one_call() {
-        let sup = Supervisor::new(Table::new(&["/ws/HEAD".into(), "/ws/.envrc".into()]));
+        let sup = Supervisor::new(Table::new(&["/ws/HEAD".into(), "/ws/.envrc".into()]), None);
         for (path, bare) in [
             (&b"a/b/f.c"[..], false),
             (b"./d01/f0985.txt", false),

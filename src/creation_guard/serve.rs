@@ -48,10 +48,13 @@ pub(super) struct Supervisor {
     proc_view: ProcView,
     /// Protected paths a call tried to create, for the line at exit.
     refused: Mutex<Vec<String>>,
+    /// The session's notices file (issue #44): each refusal is told to the
+    /// agent there as it happens.
+    notices: Option<std::os::fd::OwnedFd>,
 }
 
 impl Supervisor {
-    pub(crate) fn new(table: Table) -> Supervisor {
+    pub(crate) fn new(table: Table, notices: Option<std::os::fd::OwnedFd>) -> Supervisor {
         Supervisor {
             git: GitRule::new(table.workspace.clone()),
             fs: FsContexts::default(),
@@ -65,6 +68,7 @@ impl Supervisor {
             table,
             proc_view: ProcView::here(),
             refused: Mutex::new(Vec::new()),
+            notices,
         }
     }
 
@@ -72,10 +76,34 @@ impl Supervisor {
         if let Ok(mut r) = self.refused.lock() {
             let p = loc.display();
             if !r.contains(&p) && r.len() < 64 {
+                self.tell(loc, &p);
                 r.push(p);
             }
         }
         Reply::Err(libc::EPERM)
+    }
+
+    /// The agent's line for a refusal of `path` (issue #44): what, why,
+    /// and what the user can do. Once per path.
+    fn tell(&self, loc: &Loc, path: &str) {
+        let Some(fd) = &self.notices else {
+            return;
+        };
+        let why = if matches!(loc.name.as_slice(), b"config" | b"config.worktree") {
+            "git config with an entry outside what git writes in ordinary work \
+             (a program, credential helper, proxy, TLS setting, URL rewrite or include \
+             that host git would obey); the user can set such a key outside the sandbox \
+             with `git config`"
+        } else if path.contains("/hooks/") {
+            "a git hook, which host git would run; the user can install it outside the sandbox"
+        } else {
+            "a protected path that host tools (git, editors, direnv, MCP clients) would \
+             run or trust; the user can create it outside the sandbox"
+        };
+        crate::notices::append(
+            std::os::fd::AsRawFd::as_raw_fd(fd),
+            &format!("claude-sandbox: refused to write {path}: {why}."),
+        );
     }
 
     /// The git rule's verdict on making `loc` by `how`, for every call but

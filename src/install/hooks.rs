@@ -9,8 +9,11 @@
 //! - `hook api-key-helper`: the managed `apiKeyHelper`, which outside the
 //!   sandbox takes the place of one a session planted in the user's or a
 //!   project's settings; it gives no credential.
+//! - `hook notices` (`PostToolUse`, `PostToolUseFailure`; issue #44): what
+//!   the sandbox refused since the last tool call (`crate::notices`), as
+//!   context for the agent; nothing outside the sandbox or when nothing was.
 //!
-//! The two hooks drain their JSON stdin without ever blocking on it.
+//! The hooks read their JSON stdin without ever blocking on it.
 
 use std::io::Read;
 use std::path::Path;
@@ -35,6 +38,9 @@ enum Which {
     PromptGate,
     /// The managed apiKeyHelper: gives no credential, says why (exit 1).
     ApiKeyHelper,
+    /// PostToolUse and PostToolUseFailure hook: what the sandbox refused
+    /// since the last tool call, as context for the agent.
+    Notices,
 }
 
 /// Run a hook; returns the exit status.
@@ -61,6 +67,22 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
                 Ok(2)
             }
         }
+        Which::Notices => {
+            let input = read_stdin();
+            let event = serde_json::from_slice::<serde_json::Value>(&input)
+                .ok()
+                .and_then(|v| v["hook_event_name"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let seen = Path::new(NOTICES_SEEN);
+            if let Some(lines) =
+                crate::notices::take_unseen(Path::new(crate::notices::INSIDE), seen)
+            {
+                if let Some(json) = crate::notices::hook_json(&event, &lines) {
+                    println!("{json}");
+                }
+            }
+            Ok(0)
+        }
         // Not a hook: Claude Code gives it no JSON, and reads its stdout as
         // the credential. None, and the reason on stderr.
         Which::ApiKeyHelper => {
@@ -70,23 +92,32 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     }
 }
 
-/// Read and discard the hook's JSON input, giving up after a short wait: a
+/// Where the notices hook remembers how far it has read, inside: the
+/// sandbox's own `/tmp`, gone with the session.
+const NOTICES_SEEN: &str = "/tmp/.claude-sandbox-notices-seen";
+
+/// Read and discard the hook's JSON input ([`read_stdin`]).
+fn drain_stdin() {
+    let _ = read_stdin();
+}
+
+/// The hook's JSON input (at most 16 MiB), giving up after a short wait: a
 /// hook run by hand from a terminal, or fed by a writer that never closes,
 /// must not hang.
-fn drain_stdin() {
+fn read_stdin() -> Vec<u8> {
     if nix::unistd::isatty(0).unwrap_or(false) {
-        return;
+        return Vec::new();
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
+        let mut input = Vec::new();
         let _ = std::io::stdin()
             .lock()
             .take(16 << 20)
-            .read_to_end(&mut sink);
-        let _ = tx.send(());
+            .read_to_end(&mut input);
+        let _ = tx.send(input);
     });
-    let _ = rx.recv_timeout(Duration::from_secs(2));
+    rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default()
 }
 
 fn gate_message() -> String {
@@ -143,9 +174,12 @@ fn session_start_output(facts: &inside::Facts, env: &[(String, String)]) -> Opti
             problems.push(format!("{t} is set"));
         }
     }
-    if get("GIT_CONFIG_GLOBAL") != Some(paths::GITCONFIG)
-        || get("GIT_CONFIG_SYSTEM") != Some("/dev/null")
-    {
+    let pinned = get("HOME").is_some_and(|home| {
+        crate::plan::git_env(Path::new(home)).iter().all(|(k, v)| {
+            get(&k.to_string_lossy()).map(std::ffi::OsStr::new) == Some(v.as_os_str())
+        })
+    });
+    if !pinned {
         problems.push("git config is not pinned to /etc/claude-gitconfig".into());
     }
     if let Some(home) = get("HOME") {
@@ -207,13 +241,20 @@ mod tests {
             "bwrap",
         );
         let env: Vec<(String, String)> = vec![
-            ("GIT_CONFIG_GLOBAL".into(), "/etc/claude-gitconfig".into()),
-            ("GIT_CONFIG_SYSTEM".into(), "/dev/null".into()),
+            ("HOME".into(), "/home/dev".into()),
+            ("GIT_CONFIG_GLOBAL".into(), "/home/dev/.gitconfig".into()),
+            ("GIT_CONFIG_SYSTEM".into(), "/etc/claude-gitconfig".into()),
         ];
         assert_eq!(session_start_output(&inside_facts, &env), None);
         let mut leaky = env.clone();
         leaky.push(("GH_TOKEN".into(), "ghp_x".into()));
         let out = session_start_output(&inside_facts, &leaky).unwrap();
         assert!(out.contains("GH_TOKEN is set"), "{out}");
+        // The old levels (the user's config readable as global) are a problem.
+        let mut old = env.clone();
+        old[1].1 = "/etc/claude-gitconfig".into();
+        old[2].1 = "/dev/null".into();
+        let out = session_start_output(&inside_facts, &old).unwrap();
+        assert!(out.contains("git config is not pinned"), "{out}");
     }
 }

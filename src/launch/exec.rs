@@ -105,7 +105,11 @@ struct Handover {
 
 /// Open what each numbered fd of `r` holds. Read-write roots are checked
 /// again here (§4.3); the jail's pipe ends come from `ends`.
-fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Handover> {
+fn handover(
+    r: &Rendered,
+    mut ends: Option<egress::Ends>,
+    notices: &crate::notices::SessionFile,
+) -> anyhow::Result<Handover> {
     let mut h = Handover {
         fds: Vec::new(),
         ready: None,
@@ -120,6 +124,8 @@ fn handover(r: &Rendered, mut ends: Option<egress::Ends>) -> anyhow::Result<Hand
                 rd
             }
             FdContent::Checked(b) => recheck(b)?,
+            FdContent::NoticesBind => notices.reader()?,
+            FdContent::NoticesWriter => notices.writer()?,
             FdContent::ShimStderr => {
                 let fd = nix::unistd::dup(2).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })?;
                 fcntl(fd.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
@@ -167,7 +173,7 @@ fn spawn(
                 .map(|failed| Err(Outcome::SetupFailed(failed.0)))
         }
     };
-    let h = handover(&r, ends)?;
+    let h = handover(&r, ends, run.notices)?;
     let (err_r, err_w) = cloexec_pipe()?;
     cmd.env_clear().stderr(Stdio::from(err_w));
     let map: Vec<(RawFd, RawFd)> = h.fds.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
@@ -324,6 +330,9 @@ pub(super) struct Run<'a> {
     /// Whether the child may make the root view's file masks itself
     /// ([`super::premask`]); off once it could not.
     pub(super) premask: bool,
+    /// The session's notices file (issue #44): bound read-only inside,
+    /// appended to by the guard's supervisor.
+    pub(super) notices: &'a crate::notices::SessionFile,
 }
 
 /// Run one attempt of `sb`.

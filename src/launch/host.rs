@@ -217,6 +217,17 @@ fn protected_paths(
 
 /// Create the sandbox's private `~/.cache` and `~/.local/share` on the host
 /// ([`plan::HOME_PRIVATE`]), owner-only, when they are missing.
+/// This session's notices file (issue #44), in the private state.
+pub(super) fn session_notices(home: &Path) -> anyhow::Result<crate::notices::SessionFile> {
+    crate::notices::SessionFile::create(home, session_id()).map_err(|e| {
+        crate::error::setup(format!(
+            "cannot create the session's notices file under {}/.local/state/claude-sandbox/notices: {e}; check the ownership of {}",
+            home.display(),
+            home.display()
+        ))
+    })
+}
+
 pub(super) fn ensure_private_state(home: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     for (_, name) in plan::HOME_PRIVATE {

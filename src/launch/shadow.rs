@@ -101,6 +101,8 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .map_err(crate::error::bad_input)?
         .home;
     host::ensure_private_state(&home)?;
+    // Issue #44: what the sandbox refuses, told to the agent as it happens.
+    let notices = host::session_notices(&home)?;
     // Issue #24: the private state within its bound before anything runs.
     let private = crate::limits::PrivateState::at_launch(&home, cfg.private_state_max)?;
     let git = host::GitIdentity::start(home.clone());
@@ -127,11 +129,13 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         published: &mut published,
         limits: pids.spawn(),
         premask: true,
+        notices: &notices,
     };
     let from = Planning {
         cfg,
         args,
         broker: broker.as_ref(),
+        notices: &notices,
     };
     let result = attempts(&from, first, &mut net, &mut run, early);
     published.finish();
@@ -145,16 +149,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         None => {}
     }
     reap_orphans();
-    // Decision 0017: a refreshed login's real tokens back in the host's
-    // file, once nothing inside runs any more.
-    match broker.as_ref().and_then(|b| b.write_back_login()) {
-        Some(Ok(p)) => eprintln!(
-            "claude-sandbox: Claude Code's login was refreshed in the session; its new tokens are in {}",
-            p.display()
-        ),
-        Some(Err(e)) => eprintln!("claude-sandbox: Claude Code's refreshed login was not saved: {e}; log in again with /login if claude asks"),
-        None => {}
-    }
+    write_back_login(broker.as_ref());
     pids.finish();
     // The private state is measured for the next launch while the
     // tripwire walks the workspace (issue #24).
@@ -169,12 +164,27 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     result
 }
 
+/// Decision 0017: a refreshed login's real tokens back in the host's file,
+/// once nothing inside runs any more; one line either way.
+fn write_back_login(broker: Option<&std::sync::Arc<egress::Broker>>) {
+    match broker.and_then(|b| b.write_back_login()) {
+        Some(Ok(p)) => eprintln!(
+            "claude-sandbox: Claude Code's login was refreshed in the session; its new tokens are in {}",
+            p.display()
+        ),
+        Some(Err(e)) => eprintln!("claude-sandbox: Claude Code's refreshed login was not saved: {e}; log in again with /login if claude asks"),
+        None => {}
+    }
+}
+
 /// What every attempt plans from: the configuration, Claude Code's
 /// arguments and the launch's credential broker (issue #25), if any.
 struct Planning<'a> {
     cfg: &'a Config,
     args: &'a [OsString],
     broker: Option<&'a std::sync::Arc<egress::Broker>>,
+    /// The session's notices file (issue #44), which the proxy tells too.
+    notices: &'a crate::notices::SessionFile,
 }
 
 fn attempts(
@@ -273,7 +283,16 @@ fn network_for(
             *net = Some(Net::Jail(jail))
         }
         (Network::Allowlist(p), _) => {
-            *net = Some(Net::Proxy(egress::Proxy::prepare(p, from.broker.cloned())?))
+            let notices = from.notices.writer().map_err(|e| {
+                setup(format!(
+                    "cannot hand the session's notices file to the proxy: {e}"
+                ))
+            })?;
+            *net = Some(Net::Proxy(egress::Proxy::prepare(
+                p,
+                from.broker.cloned(),
+                Some(notices),
+            )?))
         }
         (Network::Host, _) => {}
     }

@@ -16,7 +16,7 @@ use nix::libc;
 pub(super) const TERMINAL_SIGNALS: [(&str, libc::c_int); 2] =
     [("INT", libc::SIGINT), ("QUIT", libc::SIGQUIT)];
 
-/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- [ignore=INT,QUIT] -- PROGRAM ARGS…`:
+/// `claude-sandbox __shim STDERR_FD READY_FD GATE_FD|- GUARD_FD|- [ignore=INT,QUIT] [notices=FD] -- PROGRAM ARGS…`:
 /// the first program inside the sandbox. With the egress jail, waits on
 /// GATE_FD until the jail's routes are locked (EOF: they never were; nothing
 /// runs). With GUARD_FD (the protected paths), forks the creation guard's
@@ -44,19 +44,8 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         );
         return 2;
     };
-    let (ignored, program) = match args.get(4).and_then(|a| a.to_str()) {
-        Some(list) if list.starts_with("ignore=") => {
-            match terminal_signals(&list["ignore=".len()..]) {
-                Some(sigs) => (sigs, 6),
-                None => {
-                    eprintln!(
-                        "claude-sandbox: __shim: `{list}`: expected ignore=INT, QUIT or INT,QUIT"
-                    );
-                    return 2;
-                }
-            }
-        }
-        _ => (Vec::new(), 5),
+    let Some((ignored, notices, program)) = options(args) else {
+        return 2;
     };
     if args.get(program - 1).map(|a| a.as_os_str()) != Some("--".as_ref()) || args.len() <= program
     {
@@ -72,7 +61,7 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         unsafe { libc::close(gate) };
     }
     if let Some(guard_fd) = guard_fd {
-        if let Some(status) = crate::creation_guard::guarded(guard_fd, err_fd, ready_fd) {
+        if let Some(status) = crate::creation_guard::guarded(guard_fd, err_fd, ready_fd, notices) {
             return status;
         }
     }
@@ -102,6 +91,32 @@ pub(crate) fn shim_main(args: &[OsString]) -> i32 {
         args[program].to_string_lossy()
     );
     127
+}
+
+/// The options between the fds and `--`: `ignore=INT,QUIT` and
+/// `notices=FD` (the session's notices file, for the guard's supervisor).
+/// Returns them and where `PROGRAM` is; None (said) for anything else.
+fn options(args: &[OsString]) -> Option<(Vec<libc::c_int>, Option<RawFd>, usize)> {
+    let (mut ignored, mut notices, mut at) = (Vec::new(), None, 4);
+    while let Some(opt) = args.get(at).and_then(|a| a.to_str()) {
+        if let Some(list) = opt.strip_prefix("ignore=") {
+            let Some(sigs) = terminal_signals(list) else {
+                eprintln!("claude-sandbox: __shim: `{opt}`: expected ignore=INT, QUIT or INT,QUIT");
+                return None;
+            };
+            ignored = sigs;
+        } else if let Some(fd) = opt.strip_prefix("notices=") {
+            let Ok(fd) = fd.parse::<RawFd>() else {
+                eprintln!("claude-sandbox: __shim: `{opt}`: expected notices=FD");
+                return None;
+            };
+            notices = Some(fd);
+        } else {
+            break;
+        }
+        at += 1;
+    }
+    Some((ignored, notices, at + 1))
 }
 
 /// `INT`, `QUIT` or `INT,QUIT` as signal numbers; None for anything else.

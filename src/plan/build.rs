@@ -69,6 +69,7 @@ pub(crate) fn build(
         },
         network,
         creation_guard,
+        notices: true,
         limits: super::limits::limits(cfg, facts),
         command: Program {
             path: facts.home.join(paths::INSIDE_REAL_CLAUDE_REL),
@@ -779,7 +780,7 @@ mod tests {
         let args = args_of(&plan);
         let ro_fd: Vec<&String> = args
             .windows(3)
-            .filter(|w| w[0] == "--ro-bind-fd")
+            .filter(|w| w[0] == "--ro-bind-fd" && w[2] != paths::INSIDE_NOTICES)
             .map(|w| &w[2])
             .collect();
         assert_eq!(ro_fd, vec!["/workspaces/app/.git/config"], "{args:?}");

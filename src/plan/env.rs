@@ -166,7 +166,7 @@ fn join_paths(parts: &[OsString]) -> OsString {
 /// level; the global level is a file of the session's own in its private
 /// `$HOME` (a tmpfs), which `git config --global` makes and rewrites, never
 /// read outside (issue #44, decision 0026).
-fn git_env(home: &Path) -> [(OsString, OsString); 2] {
+pub(crate) fn git_env(home: &Path) -> [(OsString, OsString); 2] {
     [
         (
             "GIT_CONFIG_GLOBAL".into(),

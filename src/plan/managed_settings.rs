@@ -16,6 +16,16 @@ use super::lockdown::{get, pinned, remove, set, Claim, Kind};
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
 pub const PROMPT_GATE_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook prompt-gate";
+/// After every tool call, successful or not: what the sandbox refused
+/// meanwhile, as context for the agent (issue #44).
+pub(crate) const NOTICES_CMD: &str = "/usr/libexec/claude-sandbox/claude-sandbox hook notices";
+/// The guard's hooks, by Claude Code event.
+const HOOKS: &[(&str, &str)] = &[
+    ("SessionStart", SESSION_START_CMD),
+    ("UserPromptSubmit", PROMPT_GATE_CMD),
+    ("PostToolUse", NOTICES_CMD),
+    ("PostToolUseFailure", NOTICES_CMD),
+];
 /// The process wrapper (§6): a symlink to our binary, dispatched by name.
 pub(crate) const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
 
@@ -132,10 +142,7 @@ pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added
     let mut added = Added::default();
     {
         let hooks = obj(&mut root, "hooks").ok_or("its `hooks` is not an object")?;
-        for (event, cmd) in [
-            ("SessionStart", SESSION_START_CMD),
-            ("UserPromptSubmit", PROMPT_GATE_CMD),
-        ] {
+        for &(event, cmd) in HOOKS {
             let groups = hooks.entry(event).or_insert_with(|| json!([]));
             let groups = groups
                 .as_array_mut()
@@ -199,10 +206,7 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
         return Some(text.to_string());
     };
     if let Some(Value::Object(hooks)) = root.get_mut("hooks") {
-        for (event, cmd) in [
-            ("SessionStart", SESSION_START_CMD),
-            ("UserPromptSubmit", PROMPT_GATE_CMD),
-        ] {
+        for &(event, cmd) in HOOKS {
             if let Some(Value::Array(groups)) = hooks.get_mut(event) {
                 for g in groups.iter_mut() {
                     if let Some(Value::Array(hs)) = g.get_mut("hooks") {

@@ -42,6 +42,9 @@ pub(crate) struct Sandbox {
     // `guard` in `plan --json`, as before the field was named for its defence.
     #[serde(rename = "guard")]
     pub(crate) creation_guard: Vec<PathBuf>,
+    /// The session's notices file (issue #44): bound read-only at
+    /// `paths::INSIDE_NOTICES`, and appended to by the guard's supervisor.
+    pub(crate) notices: bool,
     /// What the session may exhaust (issue #24): processes, tmpfs sizes.
     pub(crate) limits: super::limits::Limits,
     /// What runs inside, after our shim.

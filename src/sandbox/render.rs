@@ -26,6 +26,8 @@ const FD_HOLDER_GATE: i32 = 199;
 const FD_PROXY_CHANNEL: i32 = 198;
 const FD_SHIM_CREATION_GUARD: i32 = 197;
 const FD_INWARD_CHANNEL: i32 = 196;
+const FD_NOTICES_BIND: i32 = 195;
+const FD_SHIM_NOTICES: i32 = 194;
 
 /// What the executor places at one numbered fd of bubblewrap (or of the
 /// jail's holder, which execs bubblewrap).
@@ -56,6 +58,10 @@ pub(crate) enum FdContent {
     /// Allowlist mode with `publish-port`: the holder's end of the socket
     /// its connector takes requests on (`egress/proxy/publish.rs`).
     InwardChannel,
+    /// The session's notices file, read-only, for bubblewrap to bind.
+    NoticesBind,
+    /// The session's notices file, appending, for the guard's supervisor.
+    NoticesWriter,
 }
 
 /// The fd numbers the jail's holder receives, in its argument order
@@ -237,6 +243,14 @@ pub(crate) fn render(sb: &Sandbox) -> Rendered {
     for m in &sb.mounts {
         mount(&mut o, m, &sb.limits);
     }
+    if sb.notices {
+        o.with_fd(
+            "--ro-bind-fd",
+            FD_NOTICES_BIND,
+            FdContent::NoticesBind,
+            &[OsStr::new(paths::INSIDE_NOTICES)],
+        );
+    }
     after_mounts(&mut o, sb);
     let (holder, proxy_channel) = network(&mut o, &sb.network);
     let inward_args = inward(&mut o, &sb.network);
@@ -352,6 +366,10 @@ fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
             sb.command.ignored.join(",")
         ))]);
     }
+    if sb.notices && !sb.creation_guard.is_empty() {
+        o.fds.push((FD_SHIM_NOTICES, FdContent::NoticesWriter));
+        o.push([OsString::from(format!("notices={FD_SHIM_NOTICES}"))]);
+    }
     o.push([
         OsString::from("--"),
         sb.command.path.clone().into_os_string(),
@@ -396,6 +414,7 @@ mod tests {
             },
             network,
             creation_guard: vec!["/w/.envrc".into()],
+            notices: false,
             limits: Default::default(),
             command: Program {
                 path: "/bin/true".into(),

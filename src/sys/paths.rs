@@ -30,3 +30,6 @@ pub(crate) const ALLOW_UNWRAPPED: &str = "/etc/claude-code/allow-unwrapped";
 
 /// Where the real binary appears inside the sandbox, relative to `$HOME`.
 pub(crate) const INSIDE_REAL_CLAUDE_REL: &str = ".local/bin/claude";
+/// Where a session reads its notices inside: what the sandbox refused, for
+/// the agent (`crate::notices`), bound read-only.
+pub(crate) const INSIDE_NOTICES: &str = "/run/claude-sandbox/notices";

@@ -76,12 +76,16 @@ pub(super) fn check_display(o: &Observed) -> Outcome {
 pub(super) fn check_gitconfig(o: &Observed) -> Outcome {
     let g = o.env.get("GIT_CONFIG_GLOBAL").map(String::as_str);
     let s = o.env.get("GIT_CONFIG_SYSTEM").map(String::as_str);
-    // The global level is the session's own file in its private `$HOME`.
-    let private = o
-        .env
-        .get("HOME")
-        .map(|h| format!("{}/.gitconfig", h.trim_end_matches('/')));
-    if g.is_none() || g != private.as_deref() || s != Some(paths::GITCONFIG) {
+    // The system level is the curated file; the global level the
+    // session's own file in its private `$HOME` (the plan's one table).
+    let pinned = o.env.get("HOME").is_some_and(|home| {
+        crate::plan::git_env(std::path::Path::new(home))
+            .iter()
+            .all(|(k, v)| {
+                o.env.get(&*k.to_string_lossy()).map(std::ffi::OsStr::new) == Some(v.as_os_str())
+            })
+    });
+    if !pinned {
         return Err(format!(
             "GIT_CONFIG_GLOBAL={} GIT_CONFIG_SYSTEM={}: git may read the user's own config (tokens, hooks)",
             g.unwrap_or("unset"),

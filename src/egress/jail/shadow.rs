@@ -358,7 +358,7 @@ impl Jail {
         broker: Option<std::sync::Arc<crate::egress::broker::Broker>>,
     ) -> anyhow::Result<Jail> {
         self.proxy = match (&net.proxy, broker) {
-            (Some(p), Some(b)) => Some(crate::egress::proxy::Proxy::prepare(p, Some(b))?),
+            (Some(p), Some(b)) => Some(crate::egress::proxy::Proxy::prepare(p, Some(b), None)?),
             // Planned from the broker's stand-ins, so never one without the other.
             (Some(_), None) => return Err(setup(
                 "internal error: the open jail's proxy was planned without the credential broker",

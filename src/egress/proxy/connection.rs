@@ -314,6 +314,7 @@ fn open_upstream(
         Verdict::Refused(fix) => {
             let l = &entry.line;
             let body = refusal_body(&l.host, l.port, &l.reason, &fix);
+            shared.tell(&l.host, l.port, &l.reason, &fix);
             ("403 Forbidden", body)
         }
         Verdict::Failed(e) => ("502 Bad Gateway", failed(&mut entry.line, e)),

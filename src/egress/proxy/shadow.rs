@@ -60,6 +60,7 @@ impl Proxy {
     pub(crate) fn prepare(
         net: &ProxyNet,
         broker: Option<Arc<crate::egress::broker::Broker>>,
+        notices: Option<std::os::fd::OwnedFd>,
     ) -> anyhow::Result<Proxy> {
         let dir = net.log.parent().unwrap_or(Path::new("/"));
         let fail = |what: &str, p: &Path, e: std::io::Error| {
@@ -104,6 +105,7 @@ impl Proxy {
                 state: Mutex::new(State::default()),
                 idle: Condvar::new(),
                 broker,
+                notices,
             }),
             channel: None,
             listener: None,
@@ -318,7 +320,7 @@ pub(super) mod tests {
             log: log.clone(),
             publish: Vec::new(),
         };
-        let mut proxy = Proxy::prepare(&net, None).unwrap();
+        let mut proxy = Proxy::prepare(&net, None, None).unwrap();
         let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
         let addr = listener.local_addr().unwrap();
         proxy.listener = Some(listener.clone());

@@ -27,6 +27,9 @@ pub(super) struct Shared {
     pub(super) idle: Condvar,
     /// The credential broker, when this session brokers (issue #25).
     pub(super) broker: Option<Arc<crate::egress::broker::Broker>>,
+    /// The session's notices file (issue #44): each refused host is told
+    /// to the agent there, once, as it happens.
+    pub(super) notices: Option<std::os::fd::OwnedFd>,
 }
 
 /// An open connection's sockets (handles of them), to shut down at the end.
@@ -123,6 +126,29 @@ impl Shared {
         port: u16,
     ) -> Option<&crate::egress::broker::Broker> {
         self.broker.as_deref().filter(|b| b.intercepts(host, port))
+    }
+
+    /// Tell the agent, once per host, that a request to `host:port` was
+    /// refused, why, and the line that would allow it.
+    pub(super) fn tell(&self, host: &str, port: u16, reason: &str, fix: &str) {
+        let Some(fd) = &self.notices else {
+            return;
+        };
+        if lock(&self.state).refused.contains_key(host) {
+            return;
+        }
+        let allow = if fix.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the user can allow it with `{fix}` in {}",
+                crate::sys::paths::CONFIG_FILE
+            )
+        };
+        crate::notices::append(
+            std::os::fd::AsRawFd::as_raw_fd(fd),
+            &format!("claude-sandbox: refused a connection to {host}:{port}: {reason}{allow}."),
+        );
     }
 
     /// A request is over: its complete line, over its open one if any.
