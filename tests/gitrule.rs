@@ -11,7 +11,6 @@
 mod common;
 use common::*;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Set up outside the sandbox, before the launch: the workspace is a
@@ -171,7 +170,7 @@ fn planted_git_commands_never_run_on_the_host() {
         assert!(during.contains("HOST-DONE") && after.contains("HOST-DONE"));
         let ws = w.workspace(who);
         assert!(!ws.join(".git/commondir").exists(), "{who:?}");
-        clean(&ws);
+        empty_dir(&ws);
     }
 }
 
@@ -211,7 +210,7 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
                 "{who:?}: {marker} did not run without the rule: {ran:?}\n{out}"
             );
         }
-        clean(&w.workspace(who));
+        empty_dir(&w.workspace(who));
     }
 }
 
@@ -253,7 +252,7 @@ fn race(w: &World, who: Who, env: &[(&str, &str)]) -> String {
     assert!(stdout(&o).contains("RACED"), "{who:?}: {}", stderr(&o));
     let host = stdout(&w.run(who, &[], &["sh", "-c", RACE_HOST_GIT]));
     assert!(host.contains("HOST-DONE"), "{who:?}: {host}");
-    clean(&w.workspace(who));
+    empty_dir(&w.workspace(who));
     host
 }
 
@@ -281,18 +280,6 @@ fn racing_plants_against_the_making_of_a_repository_fail_too() {
         ran.iter().any(|r| r.starts_with("RAN-c")) && ran.iter().any(|r| r.starts_with("RAN-h")),
         "without the rule the race planted nothing that ran: {host}"
     );
-}
-
-/// Empty a workspace for the next user's turn (the host's copy only).
-fn clean(ws: &Path) {
-    for e in std::fs::read_dir(ws).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() && !p.is_symlink() {
-            std::fs::remove_dir_all(&p).unwrap();
-        } else {
-            std::fs::remove_file(&p).unwrap();
-        }
-    }
 }
 
 /// Ordinary git work inside, with the rule on.
@@ -342,6 +329,6 @@ fn ordinary_git_work_goes_on() {
             "{who:?}: {}",
             stderr(&o)
         );
-        clean(&w.workspace(who));
+        empty_dir(&w.workspace(who));
     }
 }

@@ -77,7 +77,7 @@ fn everyday_git_work_in_the_users_own_repository_works_inside() {
             "agent@example.com\nhttps://github.com/o/r.git\norigin/feat\norigin/feat\nsub.git\ntrue\nno-host-global\n",
             "{who:?}"
         );
-        clean(&w.workspace(who));
+        empty_dir(&w.workspace(who));
     }
 }
 
@@ -157,18 +157,12 @@ ls RAN-* 2>/dev/null
 echo HOST-DONE
 "#;
 
-/// A free port on loopback.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The session, then host git: (the session's lines, host git's lines).
 fn steer(w: &World, who: Who, env: &[(&str, &str)]) -> (String, String) {
-    let (forge, evil) = (free_port().to_string(), free_port().to_string());
+    let (forge, evil) = (
+        free_loopback_port().to_string(),
+        free_loopback_port().to_string(),
+    );
     let ports = [("FORGE", forge.as_str()), ("EVIL", evil.as_str())];
     let o = w.run(who, &ports, &["sh", "-c", STEER_SETUP]);
     assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
@@ -200,7 +194,7 @@ fn keys_that_steer_host_git_set_inside_never_reach_it() {
             "{who:?}: host git went to the session's listener: {host}"
         );
         assert!(!host.contains("RAN-"), "{who:?}: host git ran: {host}");
-        clean(&w.workspace(who));
+        empty_dir(&w.workspace(who));
     }
 }
 
@@ -231,17 +225,5 @@ fn without_the_rule_the_same_keys_steer_host_git() {
             host.contains(&format!("RAN-fsm-{n}")),
             "control {n}: {host}"
         );
-    }
-}
-
-/// Empty a workspace for the next user's turn (the host's copy only).
-fn clean(ws: &std::path::Path) {
-    for e in std::fs::read_dir(ws).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() && !p.is_symlink() {
-            std::fs::remove_dir_all(&p).unwrap();
-        } else {
-            std::fs::remove_file(&p).unwrap();
-        }
     }
 }

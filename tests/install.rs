@@ -611,14 +611,6 @@ fn prompt_gate_and_session_start() {
     assert!(v["hookSpecificOutput"]["additionalContext"].is_string());
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// tests/fixtures/fake_anthropic.py on a free loopback port for `secs`
 /// seconds, logging the requests it answers to `log`.
 struct FakeApi {
@@ -634,7 +626,7 @@ impl FakeApi {
 
     /// [`FakeApi::start`] with more of the fake's options (`--tool-use CMD`).
     fn start_with(w: &World, secs: u32, extra: &[&str]) -> FakeApi {
-        let port = free_port();
+        let port = free_loopback_port();
         let log = w.root.join("api.log");
         let child = Command::new("python3")
             .arg(concat!(

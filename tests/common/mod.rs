@@ -654,6 +654,28 @@ pub(crate) fn in_netns(ns: &str, cmd: &Command) -> Command {
 pub(crate) const REFUSE_FRESH_PROC: &str =
     "mount -t tmpfs -o ro tmpfs /proc/acpi || mount --bind /dev/null /proc/keys";
 
+/// A port free on loopback now (for a listener a test starts next).
+pub(crate) fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Empty directory `dir` (a world's workspace, for the next user's turn),
+/// never following a symlink in it.
+pub(crate) fn empty_dir(dir: &Path) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+}
+
 pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
