@@ -486,13 +486,14 @@ fn check_guard_hooks(r: &mut Report) {
     let settings = std::fs::read_to_string(paths::MANAGED_SETTINGS).unwrap_or_default();
     let hooks = settings.contains(managed_settings::SESSION_START_CMD)
         && settings.contains(managed_settings::PROMPT_GATE_CMD)
+        && settings.contains(managed_settings::NOTICES_CMD)
         && serde_json::from_str::<serde_json::Value>(&settings).is_ok();
     r.line(
         hooks,
         "guard hooks",
         if hooks {
             format!(
-                "{} has the session-start and prompt-gate hooks",
+                "{} has the session-start, prompt-gate and notices hooks",
                 paths::MANAGED_SETTINGS
             )
         } else {
