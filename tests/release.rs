@@ -35,7 +35,9 @@ fn versions_agree(feature: &str, cargo: &str, changelog: &str) -> Result<String,
         .and_then(|h| h.split_whitespace().next())
         .ok_or("CHANGELOG.md has no `## VERSION` entry")?;
     if newest != v {
-        return Err(format!("CHANGELOG.md's newest entry is {newest}, the feature {v}"));
+        return Err(format!(
+            "CHANGELOG.md's newest entry is {newest}, the feature {v}"
+        ));
     }
     Ok(v)
 }
@@ -60,7 +62,10 @@ fn control_a_version_bumped_in_one_place_only_is_caught() {
         Err("Cargo.toml says 0.3.0, the feature 0.4.0".into())
     );
     let cargo = cargo.replace("0.3.0", "0.4.0");
-    assert_eq!(versions_agree(feature, &cargo, changelog), Ok("0.4.0".into()));
+    assert_eq!(
+        versions_agree(feature, &cargo, changelog),
+        Ok("0.4.0".into())
+    );
     assert_eq!(
         versions_agree(feature, &cargo, "# Changelog\n\n## 0.3.0\n"),
         Err("CHANGELOG.md's newest entry is 0.3.0, the feature 0.4.0".into())

@@ -293,7 +293,8 @@ impl GitRule {
     }
 
     /// Every `core.worktree` in `bytes`, read from the git directory `dir`,
-    /// leads inside the workspace (lexically: `..` cannot climb out).
+    /// leads inside the workspace: `..` cannot climb out, and neither can a
+    /// symlink on the way (taken as git takes it, physically: issue #45).
     fn worktree_inside(&self, dir: RawFd, bytes: &[u8]) -> bool {
         let Some(ws) = &self.workspace else {
             return false;
@@ -303,9 +304,10 @@ impl GitRule {
         };
         let values = crate::plan::gitconfig::values(bytes, "core.worktree");
         !values.is_empty()
-            && values
-                .iter()
-                .all(|v| inside(ws, &lexical(&here, v.as_bytes())))
+            && values.iter().all(|v| {
+                inside(ws, &lexical(&here, v.as_bytes()))
+                    && physical(&here, v.as_bytes()).is_some_and(|p| inside(ws, &p))
+            })
     }
 
     /// `rename(from → dir/name)` (`config` or `config.worktree`) in a git
@@ -521,6 +523,65 @@ fn lexical(base: &[u8], value: &[u8]) -> Vec<u8> {
         out.push(b'/');
     }
     out
+}
+
+/// `value` read from directory `base` as the kernel walks it: each
+/// symlink on the way replaced by its text (absolute, or from the
+/// directory it is in), `..` taken from where that leads. A name that does
+/// not exist is kept as written. None past 40 symlinks (a loop).
+fn physical(base: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+    let mut todo: Vec<Vec<u8>> = value
+        .split(|b| *b == b'/')
+        .rev()
+        .map(<[u8]>::to_vec)
+        .collect();
+    let mut parts: Vec<Vec<u8>> = if value.starts_with(b"/") {
+        Vec::new()
+    } else {
+        base.split(|b| *b == b'/')
+            .filter(|c| !c.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let mut links = 0;
+    while let Some(c) = todo.pop() {
+        match c.as_slice() {
+            b"" | b"." => continue,
+            b".." => {
+                parts.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let mut path = Vec::new();
+        for p in parts.iter().chain(std::iter::once(&c)) {
+            path.push(b'/');
+            path.extend_from_slice(p);
+        }
+        match std::fs::read_link(OsStr::from_bytes(&path)) {
+            Ok(target) => {
+                links += 1;
+                if links > 40 {
+                    return None;
+                }
+                let t = target.into_os_string().into_vec();
+                if t.starts_with(b"/") {
+                    parts.clear();
+                }
+                todo.extend(t.split(|b| *b == b'/').rev().map(<[u8]>::to_vec));
+            }
+            Err(_) => parts.push(c),
+        }
+    }
+    let mut out = Vec::new();
+    for p in parts {
+        out.push(b'/');
+        out.extend_from_slice(&p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    Some(out)
 }
 
 /// Whether `path` is `root` or below it.
@@ -750,6 +811,38 @@ mod tests {
             Verdict::Config(_)
         ));
         fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_worktree_through_a_symlink_out_is_refused() {
+        let ws = tmp("gitrule-wt-link");
+        let out = tmp("gitrule-wt-victim");
+        let g = ws.join("r/.git");
+        fs::create_dir_all(&g).unwrap();
+        fs::create_dir_all(ws.join("inside")).unwrap();
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::os::unix::fs::symlink(&out, ws.join("lnk")).unwrap();
+        std::os::unix::fs::symlink(ws.join("inside"), ws.join("in-lnk")).unwrap();
+        std::os::unix::fs::symlink("loop", ws.join("loop")).unwrap();
+        let r = rule(&ws);
+        let gd = dir(&g);
+        let fd = gd.fd.as_raw_fd();
+        let set = |v: &str| {
+            fs::write(g.join("config.lock"), format!("[core]\n\tworktree = {v}\n")).unwrap();
+            r.rename_config(fd, b"config.lock", fd, b"config", false)
+        };
+        // The text stays inside; the symlink leads out (issue #45).
+        assert_eq!(set("../../lnk"), Err(libc::EPERM));
+        assert_eq!(set("../../lnk/sub"), Err(libc::EPERM));
+        assert_eq!(set(&format!("{}/lnk", ws.display())), Err(libc::EPERM));
+        // `..` after a symlink is taken from where it leads.
+        assert_eq!(set("../../in-lnk/../lnk/.."), Err(libc::EPERM));
+        assert_eq!(set("../../loop"), Err(libc::EPERM));
+        // Controls: a symlink that stays inside, and a plain path.
+        assert_eq!(set("../../in-lnk"), Ok(0));
+        assert_eq!(set("../../inside/new"), Ok(0));
+        fs::remove_dir_all(&ws).unwrap();
+        fs::remove_dir_all(&out).unwrap();
     }
 
     #[test]
