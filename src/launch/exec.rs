@@ -8,6 +8,7 @@
 //! bubblewrap's own words, before anything runs inside. The shadow forwards
 //! the signals it receives to the sandbox meanwhile.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -108,7 +109,7 @@ struct Handover {
 fn handover(
     r: &Rendered,
     mut ends: Option<egress::Ends>,
-    notices: &crate::notices::SessionFile,
+    notices: Option<&crate::notices::SessionFile>,
 ) -> anyhow::Result<Handover> {
     let mut h = Handover {
         fds: Vec::new(),
@@ -124,8 +125,16 @@ fn handover(
                 rd
             }
             FdContent::Checked(b) => recheck(b)?,
-            FdContent::NoticesBind => notices.reader()?,
-            FdContent::NoticesWriter => notices.writer()?,
+            FdContent::NoticesBind | FdContent::NoticesWriter => {
+                let n = notices.ok_or_else(|| {
+                    setup(format!("internal error: no notices file for fd {num}"))
+                })?;
+                if matches!(content, FdContent::NoticesBind) {
+                    n.reader()?
+                } else {
+                    n.writer()?
+                }
+            }
             FdContent::ShimStderr => {
                 let fd = nix::unistd::dup(2).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })?;
                 fcntl(fd.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
@@ -332,7 +341,22 @@ pub(super) struct Run<'a> {
     pub(super) premask: bool,
     /// The session's notices file (issue #44): bound read-only inside,
     /// appended to by the guard's supervisor.
-    pub(super) notices: &'a crate::notices::SessionFile,
+    pub(super) notices: Option<&'a crate::notices::SessionFile>,
+}
+
+/// `sb` as this attempt runs it: the root view's file masks the child
+/// makes itself taken out ([`PreMasks`]), and the notices file dropped
+/// where this session has none (a read-only `$HOME`: nothing to bind,
+/// nothing for the supervisor to append to).
+fn as_run<'s>(sb: &'s Sandbox, run: &Run<'_>) -> (Cow<'s, Sandbox>, Option<PreMasks>) {
+    let (mut sb, pre) = match PreMasks::split(sb, run.premask) {
+        Some((rest, pre)) => (Cow::Owned(rest), Some(pre)),
+        None => (Cow::Borrowed(sb), None),
+    };
+    if sb.notices && run.notices.is_none() {
+        sb.to_mut().notices = false;
+    }
+    (sb, pre)
 }
 
 /// Run one attempt of `sb`.
@@ -341,10 +365,7 @@ pub(super) fn execute(
     sb: &Sandbox,
     mut net: Option<&mut Net>,
 ) -> anyhow::Result<Outcome> {
-    let (sb, pre) = match PreMasks::split(sb, run.premask) {
-        Some((rest, pre)) => (std::borrow::Cow::Owned(rest), Some(pre)),
-        None => (std::borrow::Cow::Borrowed(sb), None),
-    };
+    let (sb, pre) = as_run(sb, run);
     let (mut child, ends) = match spawn(run, &sb, net.as_deref_mut(), pre)? {
         Ok(started) => started,
         Err(not_started) => return Ok(not_started),

@@ -217,14 +217,17 @@ fn protected_paths(
 
 /// Create the sandbox's private `~/.cache` and `~/.local/share` on the host
 /// ([`plan::HOME_PRIVATE`]), owner-only, when they are missing.
-/// This session's notices file (issue #44), in the private state.
-pub(super) fn session_notices(home: &Path) -> anyhow::Result<crate::notices::SessionFile> {
+/// This session's notices file (issue #44), in the private state; or the
+/// line that says why there is none. Telling the agent is no defence:
+/// where the file cannot be made (a read-only `$HOME`) the session runs
+/// without it, and the line is said after the session (a refused launch
+/// keeps its one line).
+pub(super) fn session_notices(home: &Path) -> Result<crate::notices::SessionFile, String> {
     crate::notices::SessionFile::create(home, session_id()).map_err(|e| {
-        crate::error::setup(format!(
-            "cannot create the session's notices file under {}/.local/state/claude-sandbox/notices: {e}; check the ownership of {}",
-            home.display(),
+        format!(
+            "claude-sandbox: Claude Code was not told what the sandbox refused in this session: cannot create its notices file under {}/.local/state/claude-sandbox/notices: {e}",
             home.display()
-        ))
+        )
     })
 }
 

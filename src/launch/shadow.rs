@@ -102,7 +102,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         .home;
     host::ensure_private_state(&home)?;
     // Issue #44: what the sandbox refuses, told to the agent as it happens.
-    let notices = host::session_notices(&home)?;
+    let notices = host::session_notices(&home);
     // Issue #24: the private state within its bound before anything runs.
     let private = crate::limits::PrivateState::at_launch(&home, cfg.private_state_max)?;
     let git = host::GitIdentity::start(home.clone());
@@ -129,13 +129,13 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         published: &mut published,
         limits: pids.spawn(),
         premask: true,
-        notices: &notices,
+        notices: notices.as_ref().ok(),
     };
     let from = Planning {
         cfg,
         args,
         broker: broker.as_ref(),
-        notices: &notices,
+        notices: notices.as_ref().ok(),
     };
     let result = attempts(&from, first, &mut net, &mut run, early);
     published.finish();
@@ -149,7 +149,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         None => {}
     }
     reap_orphans();
-    write_back_login(broker.as_ref());
+    after_session(broker.as_ref(), notices.as_ref().err(), result.is_ok());
     pids.finish();
     // The private state is measured for the next launch while the
     // tripwire walks the workspace (issue #24).
@@ -164,9 +164,17 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     result
 }
 
-/// Decision 0017: a refreshed login's real tokens back in the host's file,
-/// once nothing inside runs any more; one line either way.
-fn write_back_login(broker: Option<&std::sync::Arc<egress::Broker>>) {
+/// Once nothing inside runs any more: decision 0017's refreshed login
+/// written back to the host's file (one line either way), and, after a
+/// session that ran, the line saying the agent had no notices file.
+fn after_session(
+    broker: Option<&std::sync::Arc<egress::Broker>>,
+    no_notices: Option<&String>,
+    ran: bool,
+) {
+    if let (Some(line), true) = (no_notices, ran) {
+        eprintln!("{line}");
+    }
     match broker.and_then(|b| b.write_back_login()) {
         Some(Ok(p)) => eprintln!(
             "claude-sandbox: Claude Code's login was refreshed in the session; its new tokens are in {}",
@@ -184,7 +192,7 @@ struct Planning<'a> {
     args: &'a [OsString],
     broker: Option<&'a std::sync::Arc<egress::Broker>>,
     /// The session's notices file (issue #44), which the proxy tells too.
-    notices: &'a crate::notices::SessionFile,
+    notices: Option<&'a crate::notices::SessionFile>,
 }
 
 fn attempts(
@@ -283,15 +291,18 @@ fn network_for(
             *net = Some(Net::Jail(jail))
         }
         (Network::Allowlist(p), _) => {
-            let notices = from.notices.writer().map_err(|e| {
-                setup(format!(
-                    "cannot hand the session's notices file to the proxy: {e}"
-                ))
-            })?;
+            let notices = match from.notices {
+                Some(n) => Some(n.writer().map_err(|e| {
+                    setup(format!(
+                        "cannot hand the session's notices file to the proxy: {e}"
+                    ))
+                })?),
+                None => None,
+            };
             *net = Some(Net::Proxy(egress::Proxy::prepare(
                 p,
                 from.broker.cloned(),
-                Some(notices),
+                notices,
             )?))
         }
         (Network::Host, _) => {}
