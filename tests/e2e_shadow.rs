@@ -112,8 +112,13 @@ fn probe_sees_no_decoy_and_the_spec_environment() {
         assert_eq!(env["USER"], World::user_name(who));
         assert_eq!(env["HOME"], home.as_str());
         assert_eq!(env["IS_SANDBOX"], "1");
-        assert_eq!(env["GIT_CONFIG_GLOBAL"], "/etc/claude-gitconfig");
-        assert_eq!(env["GIT_CONFIG_SYSTEM"], "/dev/null");
+        // The curated config is git's system level; the global level is the
+        // session's own file on its private $HOME (issue #44).
+        assert_eq!(
+            env["GIT_CONFIG_GLOBAL"],
+            format!("{home}/.gitconfig").as_str()
+        );
+        assert_eq!(env["GIT_CONFIG_SYSTEM"], "/etc/claude-gitconfig");
         assert_eq!(
             env["PATH"],
             format!(
