@@ -102,7 +102,7 @@ MEASURE
 cat > "$work/inner.sh" <<INNER
 set -e
 . $repo/bench/lib.sh
-# The probe as the real binary: `claude shell SCRIPT` runs SCRIPT inside.
+# The probe as the real binary: claude shell SCRIPT runs SCRIPT inside.
 private_install $state $work/claude-sandbox $work/probe fresh
 printf 'egress = allowlist\nallow-domain = github.com\nallow-domain = api.anthropic.com\npass-env = ANTHROPIC_API_KEY\nroot-view-max-entries = 10000000\n' > /etc/claude-sandbox.conf
 # The names in /etc/hosts: no path pays for a DNS query (directly, curl
