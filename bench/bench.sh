@@ -22,54 +22,27 @@
 # namespaces) and a private mount namespace with overlays over /etc,
 # /usr/libexec and /usr/local/bin: the machine is unchanged afterwards.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$PWD
-[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=PATH,CSB_REAL_CLAUDE bash "$0" "$@"
-command -v hyperfine >/dev/null || { echo "bench: hyperfine missing: sudo apt-get install hyperfine" >&2; exit 1; }
-real="${CSB_REAL_CLAUDE:-/opt/csb-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude}"
-[ -x "$real" ] || { echo "bench: real Claude Code not found at $real (bash scripts/test.sh installs it)" >&2; exit 1; }
-lan="$repo/tests/testnet/lan.sh"
-[ -f "$lan" ] || { echo "bench: $lan missing from the repository" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+bench_as_root PATH,CSB_REAL_CLAUDE "$@"
+bench_needs_launch bench
 
 cargo build --release --quiet
 cargo build --release --quiet --example probe
-work=$(mktemp -d /var/tmp/csb-bench-XXXXXX)
-# What only root may read (the overlays' upper and work directories, root's
-# home with the sandbox's private state) lies outside /var: a root launch
-# masks such entries under /var, and when they are many, their parents
-# whole (src/launch/rootview), which would hide the bench's own tools and
-# inputs from its sessions. Root's real home is not under /var either.
-state=$(mktemp -d /tmp/csb-bench-state-XXXXXX)
-chmod 755 "$state"
-prefix="csbb$$"
-servers=()
-cleanup() {
-    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    bash "$lan" down "$prefix" >/dev/null 2>&1 || true; rm -rf "$work" "$state"
-}
-trap cleanup EXIT
-bash "$lan" up "$prefix" >/dev/null
+bench_dirs bench csbb
+bench_site_up
 # The throughput download: 200 MB from the "internet" host, names from the
 # test resolver (every name answers 203.0.113.10).
 head -c 200000000 /dev/zero > "$work/blob"
 ip netns exec "$prefix-lan" python3 "$repo/bench/blob-server.py" 203.0.113.10 80 "$work/blob" 900 &
 servers+=($!)
-ip netns exec "$prefix-lan" python3 "$repo/tests/testnet/netprobe.py" dns 10.77.0.1 600 &
-servers+=($!)
-chmod 755 "$work"; mkdir -p "$state/home" "$work/ws" "$state/ov"
+mkdir -p "$state/home" "$work/ws" "$state/ov"
 cp target/release/claude-sandbox "$work/claude-sandbox"
 cp target/release/examples/probe "$work/probe"
 # The workloads' cargo build (bench/workloads.sh) runs this toolchain and
 # vendors from this cargo home's registry cache.
 sysroot=$(rustc --print sysroot)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
-# A repository workspace (this project's own history, an editor and a
-# devcontainer folder, a nested repository): what the protected-path walk,
-# its read-only binds and the tripwire cost on a real project.
-git clone -q --no-hardlinks "$repo" "$work/repo"
-mkdir -p "$work/repo/.vscode" "$work/repo/.devcontainer" "$work/repo/vendor-lib"
-echo '{}' > "$work/repo/.vscode/settings.json"
-git -C "$work/repo/vendor-lib" init -q
+bench_repo_workspace "$work/repo"
 
 cat > "$work/floor.sh" <<'FLOOR'
 #!/bin/bash
@@ -90,17 +63,11 @@ FLOOR
 
 cat > "$work/inner.sh" <<INNER
 set -e
-. $repo/bench/private-system.sh
-private_system $state
-mkdir -p /usr/libexec/claude-sandbox
-install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
-cp "$real" /usr/libexec/claude-sandbox/claude
-ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude
-install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
+. $repo/bench/lib.sh
+private_install $state $work/claude-sandbox "$real"
 # "jail off" below turns the jail off from the environment: allowed only here.
 echo allow-env-overrides > /etc/claude-sandbox.conf
-rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
-[ -x /usr/libexec/claude-sandbox/claude-sandbox ] && /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
+/usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 cd $work/ws
 export HOME=$state/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 claude --version >/dev/null   # fails loudly here if the sandbox cannot be built

@@ -27,9 +27,8 @@
 # /usr/local/bin: the machine is unchanged afterwards. The CA and server
 # keys live in WORK only.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$PWD
-[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=PATH bash "$0" "$@"
+. "$(dirname "$0")/lib.sh"
+bench_as_root PATH "$@"
 bin="${1:-}" probe="${2:-}"
 if [ -z "$bin" ]; then
     cargo build --release --quiet
@@ -40,20 +39,13 @@ for f in "$bin" "$probe"; do
     [ -x "$f" ] || { echo "broker-speed.sh: $f is not an executable" >&2; exit 1; }
 done
 rounds="${CSB_BROKER_ROUNDS:-3}"
-work=$(mktemp -d /var/tmp/csb-brk-XXXXXX)
-# Root-only entries (overlays, homes, keys) outside /var, as in bench.sh.
-state=$(mktemp -d /tmp/csb-brk-state-XXXXXX)
-chmod 755 "$state"
-prefix="csbk$$"
-servers=()
+bench_dirs brk csbk
 cleanup() {
-    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    bash tests/testnet/lan.sh down "$prefix" >/dev/null 2>&1 || true
+    bench_stop
     umount "$work/dst" 2>/dev/null || true
     [ -n "${CSB_BENCH_KEEP:-}" ] && echo "broker-speed.sh: kept $work and $state" >&2 || rm -rf "$work" "$state"
 }
 trap cleanup EXIT
-chmod 755 "$work"
 mkdir -p "$state/ov" "$work/www" "$work/dst" "$state/home-tunnel" "$state/home-broker/.config/gh" "$work/out"
 cp "$bin" "$work/claude-sandbox"
 cp "$probe" "$work/probe"
@@ -77,9 +69,7 @@ git -C "$work/www/repo.git" repack -q -a -d && git -C "$work/www/repo.git" updat
 rm -rf "$work/src"
 pack=$(du -sm "$work/www/repo.git/objects/pack" | cut -f1)
 
-bash tests/testnet/lan.sh up "$prefix" >/dev/null
-ip netns exec "$prefix-lan" python3 tests/testnet/netprobe.py dns 10.77.0.1 600 &
-servers+=($!)
+bench_site_up
 ip netns exec "$prefix-lan" python3 bench/tls-server.py 203.0.113.10 443 "$state/server.pem" "$state/server.key" "$work/www" 900 &
 servers+=($!)
 sleep 1
@@ -111,16 +101,10 @@ MEASURE
 
 cat > "$work/inner.sh" <<INNER
 set -e
-. $repo/bench/private-system.sh
-private_system $state
-rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code
-mkdir -p /usr/libexec/claude-sandbox
-install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
-install -m 0755 $work/probe /usr/libexec/claude-sandbox/claude
-ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude
-install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
+. $repo/bench/lib.sh
+# The probe as the real binary: claude shell SCRIPT runs SCRIPT inside.
+private_install $state $work/claude-sandbox $work/probe fresh
 printf 'egress = allowlist\nallow-domain = github.com\nallow-domain = api.anthropic.com\npass-env = ANTHROPIC_API_KEY\nroot-view-max-entries = 10000000\n' > /etc/claude-sandbox.conf
-rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 # The names in /etc/hosts: no path pays for a DNS query (directly, curl
 # and git resolve; through the proxy, the shadow does).
 echo '203.0.113.10 github.com api.anthropic.com' >> /etc/hosts

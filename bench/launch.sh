@@ -13,12 +13,9 @@
 # /etc, /usr/libexec and /usr/local/bin: the machine is unchanged afterwards.
 # The unprivileged user exists only in the overlay's /etc/passwd.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$PWD
-[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=PATH,CSB_REAL_CLAUDE bash "$0" "$@"
-command -v hyperfine >/dev/null || { echo "launch.sh: hyperfine missing: sudo apt-get install hyperfine" >&2; exit 1; }
-real="${CSB_REAL_CLAUDE:-/opt/csb-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude}"
-[ -x "$real" ] || { echo "launch.sh: real Claude Code not found at $real" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+bench_as_root PATH,CSB_REAL_CLAUDE "$@"
+bench_needs_launch launch.sh
 bin="${1:-}"
 if [ -z "$bin" ]; then
     cargo build --release --quiet
@@ -27,23 +24,9 @@ fi
 [ -x "$bin" ] || { echo "launch.sh: $bin is not an executable" >&2; exit 1; }
 runs="${CSB_LAUNCH_RUNS:-40}"
 conf_extra="${CSB_LAUNCH_CONF:-}"
-work=$(mktemp -d /var/tmp/csb-launch-XXXXXX)
-# Root-only entries (overlays, root's homes) outside /var, as in bench.sh:
-# root's real home is not under /var either.
-state=$(mktemp -d /tmp/csb-launch-state-XXXXXX)
-prefix="csbl$$"
-servers=()
-cleanup() {
-    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    bash tests/testnet/lan.sh down "$prefix" >/dev/null 2>&1 || true
-    rm -rf "$work" "$state"
-}
-trap cleanup EXIT
-bash tests/testnet/lan.sh up "$prefix" >/dev/null
-ip netns exec "$prefix-lan" python3 tests/testnet/netprobe.py dns 10.77.0.1 600 &
-servers+=($!)
-chmod 755 "$work"
-chmod 755 "$state"; mkdir -p "$state/ov" "$state/root-home" "$state/user-home"
+bench_dirs launch csbl
+bench_site_up
+mkdir -p "$state/ov" "$state/root-home" "$state/user-home"
 # "jail on, brokered": the same launch from a home that holds gh's token,
 # so the credential broker and its proxy on the jail's loopback start
 # (decision 0016). A made-up token: nothing here talks to a forge.
@@ -52,28 +35,16 @@ for who in root user; do
     printf 'github.com:\n    oauth_token: gho_%s\n    user: bench\n' "$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$state/$who-home-b/.config/gh/hosts.yml"
 done
 cp "$bin" "$work/claude-sandbox"
-# The repository workspace: this project's history, an editor and a
-# devcontainer folder, a nested repository (as bench/bench.sh makes it).
 for who in root user; do
-    git clone -q --no-hardlinks "$repo" "$work/repo-$who"
-    mkdir -p "$work/repo-$who/.vscode" "$work/repo-$who/.devcontainer" "$work/repo-$who/vendor-lib"
-    echo '{}' > "$work/repo-$who/.vscode/settings.json"
-    git -C "$work/repo-$who/vendor-lib" init -q
+    bench_repo_workspace "$work/repo-$who"
 done
 
 cat > "$work/inner.sh" <<INNER
 set -e
-. $repo/bench/private-system.sh
-private_system $state
-rm -rf /usr/local/bin/claude /usr/libexec/claude-sandbox /etc/claude-sandbox.conf /etc/claude-gitconfig /etc/claude-code
-mkdir -p /usr/libexec/claude-sandbox
-install -m 0755 $work/claude-sandbox /usr/libexec/claude-sandbox/claude-sandbox
-cp "$real" /usr/libexec/claude-sandbox/claude
-ln -sfn /usr/libexec/claude-sandbox/claude-sandbox /usr/local/bin/claude
-install -m 0644 $repo/etc/claude-gitconfig /etc/claude-gitconfig
+. $repo/bench/lib.sh
+private_install $state $work/claude-sandbox "$real" fresh
 # "jail off" turns the jail off from the environment: allowed only here.
 printf 'allow-env-overrides\n%s\n' "$conf_extra" > /etc/claude-sandbox.conf
-rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 useradd -l -u 4243 -U -M -d $state/user-home -s /bin/sh csbbench
 chown -R 4243:4243 $state/user-home $state/user-home-b $work/repo-user

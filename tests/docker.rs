@@ -34,41 +34,23 @@ use std::time::{Duration, Instant};
 /// The engine's bridge address (its containers' gateway), fixed with --bip;
 /// in tests/testnet/netprobe.py's TEST_NETWORKS.
 const GATEWAY: &str = "172.17.0.1";
-const NETPROBE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testnet/netprobe.py");
 
 /// Root, bubblewrap, the real Claude Code and the engine's programs; under
 /// CI a missing one fails, elsewhere the test is skipped loudly.
-fn prerequisites() -> Option<PathBuf> {
-    if !require("docker_feature") {
-        return None;
-    }
-    let missing: Vec<&str> = [
-        "dockerd",
-        "containerd",
-        "runc",
-        "docker",
-        "debootstrap",
-        "ip",
-    ]
-    .into_iter()
-    .filter(|t| {
-        !["/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(t).exists())
-    })
-    .collect();
-    if !missing.is_empty() {
-        let msg = format!(
-            "end-to-end test `docker_feature` needs {} (scripts/test.sh installs docker.io and debootstrap)",
-            missing.join(", ")
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg} (CI is set: a missing prerequisite is a failure)");
-        }
-        eprintln!("\n!!!! SKIPPED: {msg} !!!!\n");
-        return None;
-    }
-    real_claude()
+fn docker_prerequisites() -> Option<PathBuf> {
+    prerequisites(
+        "docker_feature",
+        &[
+            "dockerd",
+            "containerd",
+            "runc",
+            "docker",
+            "debootstrap",
+            "ip",
+        ],
+        &["/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"],
+        "docker.io and debootstrap",
+    )
 }
 
 /// A private Docker engine; everything it made is gone when dropped.
@@ -177,140 +159,22 @@ impl Drop for Engine {
     }
 }
 
-/// A netprobe listener in another process's network namespace (the
-/// engine's or a container's), killed when dropped.
-struct Listener(Child);
-
-impl Listener {
-    fn start(netns_of: u32, addr: &str, token: &str) -> Listener {
-        let child = Command::new("nsenter")
-            .args([
-                "-t",
-                &netns_of.to_string(),
-                "-n",
-                "python3",
-                NETPROBE,
-                "serve",
-            ])
-            .args([addr, token, "300"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let l = Listener(child);
-        // Ready once it answers in its own namespace.
-        let t0 = Instant::now();
-        loop {
-            let o = Command::new("nsenter")
-                .args([
-                    "-t",
-                    &netns_of.to_string(),
-                    "-n",
-                    "python3",
-                    NETPROBE,
-                    "connect",
-                    addr,
-                ])
-                .output()
-                .unwrap();
-            if stdout(&o).contains("REACHED") {
-                break l;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "listener {addr}: {}",
-                stdout(&o)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The egress jail inside the container's sandbox (issue #14 item 2): a
 /// listener on the container's own loopback and one on the engine's side of
 /// the bridge (the gateway) are reached from the container outside the
-/// sandbox (the control) and blocked from inside it. The sandbox runs the
-/// probe as the real binary (`claude shell CMD`), installed in the
-/// container with `claude-sandbox install --real-claude`.
+/// sandbox (the control) and blocked from inside it ([`probe_the_jail`]).
 fn jail_probe(engine: &Engine, id: &str, ws: &Path) {
-    let pid: u32 = stdout(&engine.docker(&["inspect", "-f", "{{.State.Pid}}", id]))
-        .trim()
-        .parse()
-        .expect("the container's pid");
+    let pid = container_pid(&|a| engine.docker(a), id);
     let lo = "127.0.0.1:47101";
     let gw = format!("{GATEWAY}:47102");
-    let _in_container = Listener::start(pid, lo, "container-loopback");
-    let _on_engine = Listener::start(engine.daemon.id(), &gw, "engine-gateway");
-
-    std::fs::copy(static_probe(), ws.join("probe")).unwrap();
-    std::fs::write(ws.join("connect.sh"), CONNECT_SH).unwrap();
-    let wsd = format!("/workspaces/{}", ws.file_name().unwrap().to_string_lossy());
-    let o = engine.docker(&[
-        "exec",
-        id,
-        "/usr/libexec/claude-sandbox/claude-sandbox",
-        "install",
-        "--no-packages",
-        "--user",
-        "root",
-        "--real-claude",
-        &format!("{wsd}/probe"),
-    ]);
-    assert!(
-        o.status.success(),
-        "install --real-claude probe: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-
-    let targets = format!("{lo} {gw}");
-    let outside = engine.docker(&[
-        "exec",
-        "-w",
-        &wsd,
-        id,
-        "bash",
-        "-c",
-        &format!("bash connect.sh {targets}"),
-    ]);
-    let inside = engine.docker(&[
-        "exec",
-        "-w",
-        &wsd,
-        id,
-        "bash",
-        "-lc",
-        &format!("claude shell 'ip -4 route; bash connect.sh {targets}'"),
-    ]);
-    let (outside, inside_out) = (stdout(&outside), stdout(&inside));
-    eprintln!("jail probe, outside the sandbox:\n{outside}inside:\n{inside_out}");
-    for t in [lo, gw.as_str()] {
-        assert!(
-            outside.contains(&format!("{t} REACHED ")),
-            "control from the container: {outside}"
-        );
-        assert!(
-            inside_out.contains(&format!("{t} BLOCKED ")),
-            "from the sandbox:\n{inside_out}{}",
-            stderr(&inside)
-        );
-    }
-    assert!(
-        outside.contains("REACHED container-loopback")
-            && outside.contains("REACHED engine-gateway")
-    );
+    let netns_of = |pid: u32| PathBuf::from(format!("/proc/{pid}/ns/net"));
+    let _in_container = Listener::start(&netns_of(pid), lo, "container-loopback");
+    let _on_engine = Listener::start(&netns_of(engine.daemon.id()), &gw, "engine-gateway");
+    stage_probe(ws);
+    let targets = [(lo, "container-loopback"), (gw.as_str(), "engine-gateway")];
+    let (_, inside) = probe_the_jail(&|a| engine.docker(a), id, ws, &targets, "");
     // The jail's routes, not a sandbox without network: its blackholes.
-    assert!(
-        inside_out.contains("blackhole 172.16.0.0/12"),
-        "{inside_out}"
-    );
+    assert!(inside.contains("blackhole 172.16.0.0/12"), "{inside}");
 }
 
 /// `devcontainer features test` with the standard layout (src/ and test/
@@ -371,7 +235,7 @@ fn features_test(engine: &Engine) {
 
 #[test]
 fn feature_on_docker_with_the_official_cli_and_no_run_args() {
-    let Some(real) = prerequisites() else {
+    let Some(real) = docker_prerequisites() else {
         return;
     };
     let t0 = Instant::now();
@@ -388,9 +252,7 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
     let t_engine = t0.elapsed();
 
     // The base image: the cached root plus the real Claude Code.
-    let extra = engine.dir.join("extra");
-    std::fs::create_dir_all(extra.join(IMAGE_CLAUDE).parent().unwrap()).unwrap();
-    std::fs::copy(&real, extra.join(IMAGE_CLAUDE)).unwrap();
+    let extra = image_extra(&engine.dir, &real);
     let import = format!(
         "{} | docker import - {IMAGE}",
         image_tar_command(&root, &extra)
@@ -409,22 +271,12 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
         let who = user.unwrap_or("root");
         let ws = workspace(&engine.dir, name, user);
         let wsf = ws.display().to_string();
-        let o = engine.devcontainer(&["up", "--workspace-folder", &wsf]);
-        assert!(
-            o.status.success() && stdout(&o).contains("\"outcome\":\"success\""),
-            "devcontainer up ({who}):\n{}{}",
-            stdout(&o),
-            stderr(&o)
+        let id = up(
+            &|a| engine.devcontainer(a),
+            &|a| engine.docker(a),
+            &wsf,
+            who,
         );
-        let id = stdout(&engine.docker(&[
-            "ps",
-            "-q",
-            "--filter",
-            &format!("label=devcontainer.local_folder={wsf}"),
-        ]))
-        .trim()
-        .to_string();
-        assert!(!id.is_empty(), "no container for {wsf}");
         // What the feature's metadata set: no privileged, no devices, its
         // security options.
         let hc = stdout(&engine.docker(&[
@@ -453,30 +305,7 @@ fn feature_on_docker_with_the_official_cli_and_no_run_args() {
             "{}",
             stderr(&o)
         );
-        let dir = format!("/workspaces/{name}");
-        let o = exec(&format!("cd {dir} && claude --version"));
-        assert!(
-            o.status.success() && stdout(&o).trim() == expected,
-            "claude --version as {who} through the shadow:\n{}{}",
-            stdout(&o),
-            stderr(&o)
-        );
-        let o = exec("/usr/libexec/claude-sandbox/claude-sandbox doctor");
-        assert!(
-            o.status.success()
-                && stdout(&o).contains("all in place")
-                && !stdout(&o).contains("FAIL"),
-            "doctor as {who}:\n{}{}",
-            stdout(&o),
-            stderr(&o)
-        );
-        let o = exec(&format!("cd {dir} && bash feature-test.sh"));
-        assert!(
-            o.status.success() && !stdout(&o).contains("FAIL"),
-            "the feature's test.sh as {who}:\n{}{}",
-            stdout(&o),
-            stderr(&o)
-        );
+        a_user_notices(&exec, name, who, &expected);
         if user.is_none() {
             root_container = Some((id, ws));
         }

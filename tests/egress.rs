@@ -17,7 +17,7 @@ use common::*;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -156,17 +156,7 @@ fn parse_log(text: &str, session: &str) -> (Vec<LogLine>, Vec<Value>) {
 fn session(n: &Net, who: Who, script: &str) -> Session {
     let dir = n.w.home(who).join(LOG_DIR);
     let before = log_files(&dir);
-    let cmd = n.w.command_with_setup(
-        who,
-        &n.w.workspace(who),
-        "",
-        &[],
-        &["claude", "shell", script],
-    );
-    let out = in_netns(&n.lan.host, &cmd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = n.lan.shell(&n.w, who, "", &[], script);
     let new: Vec<PathBuf> = log_files(&dir).difference(&before).cloned().collect();
     // One log, or none for a session that made no request through the proxy.
     assert!(
@@ -200,11 +190,6 @@ fn session(n: &Net, who: Who, script: &str) -> Session {
         lines,
         raw,
     }
-}
-
-/// The netprobe copy the sandbox can run.
-fn netprobe(w: &World) -> String {
-    format!("python3 {}/bin/netprobe.py", w.root.display())
 }
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -473,7 +458,7 @@ fn a_direct_connection_has_no_route() {
             &format!(
                 "{} connect 203.0.113.10:80 203.0.113.10:443 10.77.0.1:53; \
                  curl -sS -m 5 --noproxy '*' http://203.0.113.10/ 2>&1; echo \"rc=$?\"",
-                netprobe(&n.w)
+                netprobe_cmd(&n.w)
             ),
         );
         let out = s.stdout();
@@ -568,7 +553,7 @@ fn attempts(w: &World) -> String {
          curl -sS -m 10 -o /dev/null http://internal.test/\n\
          {CURL} -o /dev/null https://internal.test/ 2>/dev/null\n\
          {} connect 203.0.113.10:443 >/dev/null\n",
-        netprobe(w)
+        netprobe_cmd(w)
     )
 }
 

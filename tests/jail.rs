@@ -30,26 +30,6 @@ fn resolv(nameserver: &str) -> String {
     format!("rm -f /etc/resolv.conf && echo 'nameserver {nameserver}' > /etc/resolv.conf\n")
 }
 
-/// Run a shell script inside the sandbox (`claude shell SCRIPT`) as `who`, in
-/// the LAN's host namespace, after the root `setup` lines.
-fn shell_in_lan(
-    w: &World,
-    lan: &Lan,
-    who: Who,
-    setup: &str,
-    env: &[(&str, &str)],
-    script: &str,
-) -> std::process::Output {
-    let cmd = w.command_with_setup(
-        who,
-        &w.workspace(who),
-        setup,
-        env,
-        &["claude", "shell", script],
-    );
-    in_netns(&lan.host, &cmd).output().unwrap()
-}
-
 /// Run netprobe inside the sandbox in the LAN's host namespace.
 fn probe_net(
     w: &World,
@@ -59,11 +39,8 @@ fn probe_net(
     env: &[(&str, &str)],
     netprobe_args: &str,
 ) -> std::process::Output {
-    let script = format!(
-        "python3 {}/bin/netprobe.py {netprobe_args}",
-        w.root.display()
-    );
-    shell_in_lan(w, lan, who, setup, env, &script)
+    let script = format!("{} {netprobe_args}", netprobe_cmd(w));
+    lan.shell(w, who, setup, env, &script)
 }
 
 fn start_services(lan: &mut Lan) {
@@ -111,13 +88,9 @@ fn jail_reaches_the_internet_and_nothing_internal() {
         .copied()
         .filter(|t| *t != "10.77.0.1:9090")
         .collect();
-    let control = Command::new("ip")
-        .args(["netns", "exec", &lan.host, "python3"])
-        .arg(testnet("netprobe.py"))
-        .arg("connect")
-        .args(&control_targets)
-        .output()
-        .unwrap();
+    let mut args = vec!["connect"];
+    args.extend(&control_targets);
+    let control = lan.probe_outside(&args);
     for t in &control_targets {
         assert!(
             reached(&stdout(&control), t),
@@ -283,14 +256,14 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
         &["10.77.0.1:53", "169.254.169.254:53", "203.0.113.10:53"],
     );
     let w = jail_world("jailresolver", "");
-    let netprobe = format!("python3 {}/bin/netprobe.py", w.root.display());
+    let netprobe = netprobe_cmd(&w);
     for who in BOTH {
         for ns in ["10.77.0.1", "169.254.169.254"] {
             let script = format!(
                 "grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test; \
                  {netprobe} connect {INTERNET} {ns}:8080 169.254.0.53:8080"
             );
-            let o = shell_in_lan(&w, &lan, who, &resolv(ns), &[], &script);
+            let o = lan.shell(&w, who, &resolv(ns), &[], &script);
             let out = stdout(&o);
             assert!(
                 out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n"),
@@ -304,7 +277,7 @@ fn internal_resolvers_answer_dns_and_open_nothing_else() {
             assert_blocked(&out, "169.254.0.53:8080", who);
         }
         let script = format!("grep ^nameserver /etc/resolv.conf; {netprobe} resolve example.test");
-        let o = shell_in_lan(&w, &lan, who, &resolv("203.0.113.10"), &[], &script);
+        let o = lan.shell(&w, who, &resolv("203.0.113.10"), &[], &script);
         assert_eq!(
             stdout(&o),
             "nameserver 203.0.113.10\n203.0.113.10\n",
@@ -325,7 +298,7 @@ fn routes_cannot_be_changed_from_inside() {
         let script = "ip route | grep -q 'blackhole 10.0.0.0/8' && echo JAILED; \
                       for c in 'route add 1.2.3.4/32 dev lo' 'route del default' 'route del blackhole 10.0.0.0/8' 'link add x0 type dummy'; do \
                       ip $c 2>&1 | head -1; done";
-        let o = shell_in_lan(&w, &lan, who, &resolv("127.0.0.53"), &[], script);
+        let o = lan.shell(&w, who, &resolv("127.0.0.53"), &[], script);
         let out = stdout(&o);
         assert!(
             out.starts_with("JAILED\n"),
@@ -348,7 +321,7 @@ fn jail_off_by_config_or_env_and_env_wins() {
     let lan = Lan::up();
     // The jail shows as a blackhole route; without it the host's table is seen.
     let jailed = |w: &World, env: &[(&str, &str)]| -> bool {
-        let o = shell_in_lan(w, &lan, Who::User, &resolv("127.0.0.53"), env, "ip route");
+        let o = lan.shell(w, Who::User, &resolv("127.0.0.53"), env, "ip route");
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o).contains("blackhole 10.0.0.0/8")
     };
@@ -377,7 +350,7 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
     let w = World::new("jailprereq");
     w.use_mutation_binary();
     w.install_by_hand(&w.root.join("bin/probe"), "");
-    std::fs::copy(testnet("netprobe.py"), w.root.join("bin/netprobe.py")).unwrap();
+    netprobe_in(&w);
     let r = w.root.display().to_string();
     std::fs::write(w.root.join("bin/not-exec"), "").unwrap();
     type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str, &'a str);
@@ -410,10 +383,9 @@ fn each_missing_prerequisite_refuses_before_the_probe_runs() {
     for (setup, env, what, fix) in &cases {
         for who in BOTH {
             let setup = format!("{}{setup}\n", resolv("127.0.0.53"));
-            let cmd =
-                w.command_with_setup(who, &w.workspace(who), &setup, env, &["claude", "report"]);
+            let cmd = lan.command(&w, who, &setup, env, &["claude", "report"]);
             let t = common::tracked::Tracked::new("prereq");
-            let o = t.wrap(&in_netns(&lan.host, &cmd)).output().unwrap();
+            let o = t.wrap(&cmd).output().unwrap();
             let left = t.leftovers_after(std::time::Duration::from_secs(1));
             assert!(
                 left.is_empty(),
@@ -452,12 +424,7 @@ fn the_dns_forwarder_passes_dns_only() {
     lan.listen(&h, &["serve", "127.0.0.53:9192", "STUBADDR", LISTEN_SECS]);
     lan.wait_listening(&h, &["0.0.0.0:9191", "127.0.0.53:9192"], &["127.0.0.53:53"]);
     // Control: on the host, both services answer.
-    let control = Command::new("ip")
-        .args(["netns", "exec", &h, "python3"])
-        .arg(testnet("netprobe.py"))
-        .args(["connect", "127.0.0.1:9191", "127.0.0.53:9192"])
-        .output()
-        .unwrap();
+    let control = lan.probe_outside(&["connect", "127.0.0.1:9191", "127.0.0.53:9192"]);
     assert!(
         reached(&stdout(&control), "127.0.0.1:9191")
             && reached(&stdout(&control), "127.0.0.53:9192"),
@@ -521,15 +488,7 @@ fn link_local_services(lan: &mut Lan) {
     let tcp: Vec<&str> = tcp.iter().map(String::as_str).collect();
     let udp = format!("{FORWARDER}:53");
     lan.wait_listening(&l, &tcp, &["10.77.0.1:53", &udp]);
-    let host = |args: &[&str]| {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &lan.host, "python3"])
-            .arg(testnet("netprobe.py"))
-            .args(args)
-            .output()
-            .unwrap();
-        stdout(&o)
-    };
+    let host = |args: &[&str]| stdout(&lan.probe_outside(args));
     let mut args = vec!["connect"];
     args.extend(&tcp);
     let out = host(&args);
@@ -561,14 +520,14 @@ fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
     lan.listen(&l, &["serve", INTERNET, "INTERNET", LISTEN_SECS]);
     link_local_services(&mut lan);
     let w = jail_world("jailfwdrouted", "");
-    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    let np = netprobe_cmd(&w);
     for who in BOTH {
         let script = format!(
             "grep ^nameserver /etc/resolv.conf; {np} resolve example.test; \
              {np} query {FORWARDER} example.test; \
              {np} connect {FORWARDER}:80 {FORWARDER}:8080 {FORWARDER}:53 {INTERNET}"
         );
-        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let o = lan.shell(&w, who, "", &[], &script);
         let out = stdout(&o);
         assert!(
             out.starts_with("nameserver 169.254.0.53\n203.0.113.10\n203.0.113.10\n"),
@@ -588,11 +547,11 @@ fn the_forwarder_passes_only_dns_where_the_site_routes_its_address() {
     let m = jail_world("jailfwdopen", "");
     m.use_mutation_binary();
     m.install_by_hand(&m.root.join("bin/probe"), "");
-    let np = format!("python3 {}/bin/netprobe.py", m.root.display());
+    let np = netprobe_cmd(&m);
     for who in BOTH {
         let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "forwarder-all-ports")];
         let script = format!("{np} connect {FORWARDER}:80 {FORWARDER}:8080");
-        let o = shell_in_lan(&m, &lan, who, "", &env, &script);
+        let o = lan.shell(&m, who, "", &env, &script);
         let out = stdout(&o);
         for port in [80, 8080] {
             assert!(
@@ -645,15 +604,7 @@ fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
         "192.0.0.8:8080",
     ];
     // Control: from the host's namespace every one answers, TCP and UDP.
-    let np_host = |args: &[&str]| {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &lan.host, "python3"])
-            .arg(testnet("netprobe.py"))
-            .args(args)
-            .output()
-            .unwrap();
-        stdout(&o)
-    };
+    let np_host = |args: &[&str]| stdout(&lan.probe_outside(args));
     let mut args = vec!["connect"];
     args.extend(internal);
     let out = np_host(&args);
@@ -668,7 +619,7 @@ fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
         );
     }
     let w = jail_world("jailbound", "");
-    let np = format!("python3 {}/bin/netprobe.py", w.root.display());
+    let np = netprobe_cmd(&w);
     let mut script = String::new();
     for via in ["device", "ifindex"] {
         script.push_str(&format!(
@@ -684,7 +635,7 @@ fn sockets_bound_to_the_jails_interface_reach_nothing_internal() {
         }
     }
     for who in BOTH {
-        let o = shell_in_lan(&w, &lan, who, "", &[], &script);
+        let o = lan.shell(&w, who, "", &[], &script);
         let out = stdout(&o);
         for part in out.split("VIA ").skip(1) {
             let part = part.split("UDP ").next().unwrap();
@@ -761,9 +712,10 @@ fn the_hosts_tun_device_through_the_features_link_and_its_fixes() {
             "{}mount -t tmpfs -o mode=755 tmpfs /dev/net\n{content}\n",
             resolv("127.0.0.53")
         );
-        let cmd =
-            w.command_with_setup(*who, &w.workspace(*who), &setup, &[], &["claude", "report"]);
-        let o = in_netns(&lan.host, &cmd).output().unwrap();
+        let o = lan
+            .command(&w, *who, &setup, &[], &["claude", "report"])
+            .output()
+            .unwrap();
         let err = stderr(&o);
         match refusal {
             None => assert!(

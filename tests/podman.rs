@@ -53,15 +53,11 @@ fn ids() -> (u32, u32, u32) {
 const GATEWAY: &str = "10.0.2.2";
 /// The host's address (host.containers.internal), in netprobe's TEST_NETWORKS.
 const HOST_ADDR: &str = "192.168.5.9";
-const NETPROBE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testnet/netprobe.py");
 
 /// Root, bubblewrap, the real Claude Code, Podman and what rootless Podman
 /// needs; under CI a missing one fails, elsewhere the test is skipped loudly.
-fn prerequisites() -> Option<PathBuf> {
-    if !require("podman_feature") {
-        return None;
-    }
-    let missing: Vec<&str> = [
+fn podman_prerequisites() -> Option<PathBuf> {
+    let tools = [
         "podman",
         "newuidmap",
         "newgidmap",
@@ -72,33 +68,21 @@ fn prerequisites() -> Option<PathBuf> {
         "nsenter",
         "setpriv",
         "python3",
-    ]
-    .into_iter()
-    .filter(|t| {
-        ![
-            "/usr/local/bin",
-            "/usr/sbin",
-            "/usr/bin",
-            "/sbin",
-            "/bin",
-            "/usr/libexec/podman",
-        ]
-        .iter()
-        .any(|d| Path::new(d).join(t).exists())
-    })
-    .collect();
-    if !missing.is_empty() {
-        let msg = format!(
-            "end-to-end test `podman_feature` needs {} (scripts/test.sh installs podman, uidmap and slirp4netns)",
-            missing.join(", ")
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg} (CI is set: a missing prerequisite is a failure)");
-        }
-        eprintln!("\n!!!! SKIPPED: {msg} !!!!\n");
-        return None;
-    }
-    real_claude()
+    ];
+    let dirs = [
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+        "/usr/libexec/podman",
+    ];
+    prerequisites(
+        "podman_feature",
+        &tools,
+        &dirs,
+        "podman, uidmap and slirp4netns",
+    )
 }
 
 /// The namespace's init: reaps the orphans Podman leaves (conmon
@@ -357,46 +341,6 @@ impl Drop for Host {
     }
 }
 
-/// A netprobe listener in a network namespace (by its path), killed when
-/// dropped.
-struct Listener(Child);
-
-impl Listener {
-    fn start(netns: &Path, addr: &str, token: &str) -> Listener {
-        let ns = format!("--net={}", netns.display());
-        let child = Command::new("nsenter")
-            .args([&ns, "python3", NETPROBE, "serve", addr, token, "300"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let l = Listener(child);
-        let t0 = Instant::now();
-        loop {
-            let o = Command::new("nsenter")
-                .args([&ns, "python3", NETPROBE, "connect", addr])
-                .output()
-                .unwrap();
-            if stdout(&o).contains("REACHED") {
-                break l;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "listener {addr}: {}",
-                stdout(&o)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Whether the tun devices (the host's, and the link to it) are there.
 const TUN_SEEN: &str =
     "{ [ -e /dev/net/host-tun ] || [ -e /dev/net/tun ]; } && echo TUN-VISIBLE || echo TUN-ABSENT";
@@ -404,13 +348,10 @@ const TUN_SEEN: &str =
 /// The egress jail in the root container's sandbox: the container's
 /// loopback, the host's loopback at the gateway and the host's address are
 /// reached from the container outside the sandbox (the control) and
-/// blocked from inside it. The sandbox runs the probe as the real binary
-/// (`claude shell CMD`). Neither tun device is inside the sandbox.
+/// blocked from inside it ([`probe_the_jail`]). Neither tun device is
+/// inside the sandbox.
 fn jail_probe(host: &Host, id: &str, ws: &Path) {
-    let pid: u32 = stdout(&host.podman(&["inspect", "-f", "{{.State.Pid}}", id]))
-        .trim()
-        .parse()
-        .expect("the container's pid");
+    let pid = container_pid(&|a| host.podman(a), id);
     let lo = "127.0.0.1:47201";
     let gw = format!("{GATEWAY}:47202");
     let ha = format!("{HOST_ADDR}:47203");
@@ -419,69 +360,21 @@ fn jail_probe(host: &Host, id: &str, ws: &Path) {
     let _host_lo = Listener::start(&host_ns, "127.0.0.1:47202", "host-loopback");
     let _host_addr = Listener::start(&host_ns, &ha, "host-address");
 
-    std::fs::copy(static_probe(), ws.join("probe")).unwrap();
-    std::fs::write(ws.join("connect.sh"), CONNECT_SH).unwrap();
+    stage_probe(ws);
     host.give(ws);
-    let wsd = format!("/workspaces/{}", ws.file_name().unwrap().to_string_lossy());
-    let o = host.podman(&[
-        "exec",
-        id,
-        "/usr/libexec/claude-sandbox/claude-sandbox",
-        "install",
-        "--no-packages",
-        "--user",
-        "root",
-        "--real-claude",
-        &format!("{wsd}/probe"),
-    ]);
-    assert!(
-        o.status.success(),
-        "install --real-claude probe: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    let targets = format!("{lo} {gw} {ha}");
-    let outside = host.podman(&[
-        "exec",
-        "-w",
-        &wsd,
-        id,
-        "bash",
-        "-c",
-        &format!("{TUN_SEEN}; bash connect.sh {targets}"),
-    ]);
-    let inside = host.podman(&[
-        "exec",
-        "-w",
-        &wsd,
-        id,
-        "bash",
-        "-lc",
-        &format!("claude shell 'ip -4 route; {TUN_SEEN}; bash connect.sh {targets}'"),
-    ]);
-    let (outside, inside_out) = (stdout(&outside), stdout(&inside));
-    eprintln!("jail probe, outside the sandbox:\n{outside}inside:\n{inside_out}");
-    for (t, token) in [
+    let targets = [
         (lo, "container-loopback"),
         (gw.as_str(), "host-loopback"),
         (ha.as_str(), "host-address"),
-    ] {
-        assert!(
-            outside.contains(&format!("{t} REACHED {token}")),
-            "control from the container: {outside}"
-        );
-        assert!(
-            inside_out.contains(&format!("{t} BLOCKED ")),
-            "from the sandbox:\n{inside_out}{}",
-            stderr(&inside)
-        );
-    }
+    ];
+    let first = format!("{TUN_SEEN}; ");
+    let (outside, inside) = probe_the_jail(&|a| host.podman(a), id, ws, &targets, &first);
     // The host's device is the container's, never the sandbox's.
     assert!(outside.contains("TUN-VISIBLE"), "{outside}");
-    assert!(inside_out.contains("TUN-ABSENT"), "{inside_out}");
+    assert!(inside.contains("TUN-ABSENT"), "{inside}");
     // The jail's routes, not a sandbox without network: its blackholes.
     for r in ["blackhole 10.0.0.0/8", "blackhole 192.168.0.0/16"] {
-        assert!(inside_out.contains(r), "{r}:\n{inside_out}");
+        assert!(inside.contains(r), "{r}:\n{inside}");
     }
 }
 
@@ -526,18 +419,7 @@ fn up_and_check(host: &Host, name: &str, user: Option<&str>, expected: &str) -> 
     let ws = workspace(&host.dir.join("ws"), name, user);
     host.give(&ws);
     let wsf = ws.display().to_string();
-    let o = host.devcontainer(&["up", "--workspace-folder", &wsf]);
-    assert!(
-        o.status.success() && stdout(&o).contains("\"outcome\":\"success\""),
-        "devcontainer up ({who}):\n{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    let label = format!("label=devcontainer.local_folder={wsf}");
-    let id = stdout(&host.podman(&["ps", "-q", "--filter", &label]))
-        .trim()
-        .to_string();
-    assert!(!id.is_empty(), "no container for {wsf}");
+    let id = up(&|a| host.devcontainer(a), &|a| host.podman(a), &wsf, who);
     // What the feature's metadata set: no privileged, no devices, its
     // security options and the host's device bound by its mounts.
     let hc = stdout(&host.podman(&[
@@ -562,28 +444,7 @@ fn up_and_check(host: &Host, name: &str, user: Option<&str>, expected: &str) -> 
         "{}",
         stderr(&o)
     );
-    let dir = format!("/workspaces/{name}");
-    let o = exec(&format!("cd {dir} && claude --version"));
-    assert!(
-        o.status.success() && stdout(&o).trim() == expected,
-        "claude --version as {who} through the shadow:\n{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    let o = exec("/usr/libexec/claude-sandbox/claude-sandbox doctor");
-    assert!(
-        o.status.success() && stdout(&o).contains("all in place") && !stdout(&o).contains("FAIL"),
-        "doctor as {who}:\n{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    let o = exec(&format!("cd {dir} && bash feature-test.sh"));
-    assert!(
-        o.status.success() && !stdout(&o).contains("FAIL"),
-        "the feature's test.sh as {who}:\n{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    a_user_notices(&exec, name, who, expected);
     id
 }
 
@@ -605,7 +466,7 @@ fn machine_state() -> String {
 
 #[test]
 fn feature_on_rootless_podman_with_the_official_cli_and_no_run_args() {
-    let Some(real) = prerequisites() else {
+    let Some(real) = podman_prerequisites() else {
         return;
     };
     let t0 = Instant::now();
@@ -618,9 +479,7 @@ fn feature_on_rootless_podman_with_the_official_cli_and_no_run_args() {
     let mut host = Host::start();
     let t_host = t0.elapsed();
 
-    let extra = host.dir.join("extra");
-    std::fs::create_dir_all(extra.join(IMAGE_CLAUDE).parent().unwrap()).unwrap();
-    std::fs::copy(&real, extra.join(IMAGE_CLAUDE)).unwrap();
+    let extra = image_extra(&host.dir, &real);
     let mut tar = Command::new("bash")
         .args(["-o", "pipefail", "-c", &image_tar_command(&root, &extra)])
         .stdout(Stdio::piped())

@@ -554,8 +554,8 @@ fn check_broker(r: &mut Report, c: &config::Config) {
         .as_deref()
         .is_some_and(|h| crate::launch::base_url_elsewhere(c, h));
     let held = Held {
-        gh: has(".config/gh/hosts.yml") && !c.no_forge,
-        glab: has(".config/glab-cli/config.yml") && !c.no_forge,
+        gh: has(crate::plan::FORGE_FILES.gh) && !c.no_forge,
+        glab: has(crate::plan::FORGE_FILES.glab) && !c.no_forge,
         gitlab_env: crate::egress::policy::broker::GITLAB_VARS
             .iter()
             .any(|n| forwarded(n)),
@@ -575,9 +575,11 @@ fn check_broker(r: &mut Report, c: &config::Config) {
 /// The credentials a session of this user would hold, as doctor sees them.
 #[derive(Default)]
 struct Held {
-    /// `~/.config/gh/hosts.yml` (the forge directories bound).
+    /// `gh`'s token file, [`crate::plan::FORGE_FILES`] (the forge
+    /// directories bound).
     gh: bool,
-    /// `~/.config/glab-cli/config.yml` (the forge directories bound).
+    /// `glab`'s token file, [`crate::plan::FORGE_FILES`] (the forge
+    /// directories bound).
     glab: bool,
     /// `GITLAB_TOKEN` or its kin, forwarded.
     gitlab_env: bool,

@@ -304,7 +304,7 @@ fn set_allow_unwrapped(ctx: &mut Ctx, allow: bool) -> anyhow::Result<()> {
 
 /// Create the user's forge config directories and `~/.claude.json` when missing, owned by the user.
 fn seed_user_files(ctx: &mut Ctx, home: &Path, user: &nix::unistd::User) -> anyhow::Result<()> {
-    for d in [".config/gh", ".config/glab-cli"] {
+    for d in crate::plan::HOME_FORGE {
         let p = home.join(d);
         if !p.exists() {
             let before = ctx.manifest.created.len();

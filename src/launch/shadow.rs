@@ -336,8 +336,8 @@ fn start_broker(
     let key = "ANTHROPIC_API_KEY";
     let src = egress::Sources {
         session: host::session_id().to_string(),
-        gh_hosts: forge(".config/gh/hosts.yml"),
-        glab_config: forge(".config/glab-cli/config.yml"),
+        gh_hosts: forge(plan::FORGE_FILES.gh),
+        glab_config: forge(plan::FORGE_FILES.glab),
         gitlab_env: egress::policy::broker::GITLAB_VARS
             .iter()
             .filter_map(|n| Some((n.to_string(), forwarded(n)?)))

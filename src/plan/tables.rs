@@ -22,6 +22,23 @@ pub(crate) const PRIVATE_STATE: &str = ".local/state/claude-sandbox";
 /// aliases and extensions written there would run on the host.
 pub(crate) const HOME_FORGE: &[&str] = &[".config/gh", ".config/glab-cli"];
 
+/// The forges' token files under `$HOME`, each in its directory of
+/// [`HOME_FORGE`]: what the credential broker reads at launch (and binds
+/// its stand-in copies over), and what doctor looks for to tell which
+/// credentials a session would hold.
+pub(crate) const FORGE_FILES: ForgeFiles = ForgeFiles {
+    gh: ".config/gh/hosts.yml",
+    glab: ".config/glab-cli/config.yml",
+};
+
+/// [`FORGE_FILES`]: one forge tool's token file each.
+pub(crate) struct ForgeFiles {
+    /// `gh`'s `hosts.yml` (every host's `oauth_token`).
+    pub(crate) gh: &'static str,
+    /// `glab`'s `config.yml` (every host's `token`).
+    pub(crate) glab: &'static str,
+}
+
 /// Claude Code's own runtime writes under `.local/share`, kept ephemeral.
 pub(crate) const HOME_SHARE_MASKED: &[&str] = &[".local/share/applications", ".local/share/claude"];
 
@@ -70,3 +87,22 @@ pub(crate) const SYSTEM_TMPFS: &[&str] = &["/run", "/var/run"];
 /// of `/etc/resolv.conf`, when it points into `/run`, is bound back too
 /// ([`super::Facts::run_keep`]).
 pub(crate) const RUN_KEEP: &[&str] = &["/run/systemd/resolve"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_forge_file_is_in_its_forge_directory() {
+        for (file, dir) in [
+            (FORGE_FILES.gh, HOME_FORGE[0]),
+            (FORGE_FILES.glab, HOME_FORGE[1]),
+        ] {
+            let rest = file.strip_prefix(dir).and_then(|r| r.strip_prefix('/'));
+            assert!(
+                rest.is_some_and(|r| !r.is_empty() && !r.contains('/')),
+                "{file} {dir}"
+            );
+        }
+    }
+}

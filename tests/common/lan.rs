@@ -4,10 +4,10 @@
 //! there. `tests/testnet/netprobe.py` provides the listeners and probes.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{stderr, World};
+use super::{in_netns, stderr, Who, World};
 
 static NETS: AtomicUsize = AtomicUsize::new(0);
 
@@ -105,6 +105,50 @@ impl Lan {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
+
+    /// `argv` as `who` in the world `w`, from `who`'s workspace, after the
+    /// root lines `setup`, with `env` ([`World::command_with_setup`]), in
+    /// this network's "devcontainer" namespace.
+    pub(crate) fn command(
+        &self,
+        w: &World,
+        who: Who,
+        setup: &str,
+        env: &[(&str, &str)],
+        argv: &[&str],
+    ) -> Command {
+        in_netns(
+            &self.host,
+            &w.command_with_setup(who, &w.workspace(who), setup, env, argv),
+        )
+    }
+
+    /// `claude shell SCRIPT` run as [`Lan::command`] runs a command, its
+    /// input closed; what it printed.
+    pub(crate) fn shell(
+        &self,
+        w: &World,
+        who: Who,
+        setup: &str,
+        env: &[(&str, &str)],
+        script: &str,
+    ) -> Output {
+        self.command(w, who, setup, env, &["claude", "shell", script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// netprobe.py with `args` in the "devcontainer" namespace, outside
+    /// any sandbox: the controls that show each refusal is the jail's.
+    pub(crate) fn probe_outside(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.host, "python3"])
+            .arg(testnet("netprobe.py"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
 }
 
 impl Drop for Lan {
@@ -126,6 +170,12 @@ pub(crate) fn netprobe_in(w: &World) -> std::path::PathBuf {
     let p = w.root.join("bin/netprobe.py");
     std::fs::copy(testnet("netprobe.py"), &p).unwrap();
     p
+}
+
+/// The command that runs the netprobe.py copy in `w` ([`netprobe_in`])
+/// inside the sandbox.
+pub(crate) fn netprobe_cmd(w: &World) -> String {
+    format!("python3 {}/bin/netprobe.py", w.root.display())
 }
 
 /// A world for the LAN: the probe as the real binary, `conf` as the

@@ -2,22 +2,17 @@
 //! (HTTP/1.1): each head is found, its credential headers swapped
 //! ([`crate::egress::policy::broker::swap_header`]) and rewritten; bodies
 //! are framed exactly as the server will frame them (`Content-Length`,
-//! chunked) and carried untouched, so no byte of a body is ever taken for
-//! a head. A request the framing cannot be sure of is refused (the
-//! connection ends); after an `Upgrade` or `CONNECT` the rest is carried
-//! as it is.
+//! chunked; `framing.rs`) and carried untouched, so no byte of a body is
+//! ever taken for a head. A request the framing cannot be sure of is
+//! refused (the connection ends); after an `Upgrade` or `CONNECT` the rest
+//! is carried as it is.
 
 use crate::egress::policy::broker::{swap_header, Swap, CLAUDE_OAUTH};
 use crate::egress::policy::claude_oauth::{is_path, MAX_BODY};
 
 use super::authority::{origin_target, steers};
+use super::framing::{Frame, Framer, Piece};
 use super::oauth::Oauth;
-use crate::egress::wire::chunk_size;
-
-/// The longest request head read.
-const MAX_HEAD: usize = 64 * 1024;
-/// The longest chunk-size or trailer line.
-const MAX_LINE: usize = 4096;
 
 /// What the requests' side tells the responses' side (`responses.rs`)
 /// about each request, in order.
@@ -26,20 +21,6 @@ pub(super) struct Sent {
     pub(super) head: bool,
     /// A refresh with this session's stand-in: its answer is rewritten.
     pub(super) refresh: bool,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum State {
-    Head,
-    Body(u64),
-    ChunkSize,
-    ChunkData(u64),
-    ChunkEnd,
-    Trailer,
-    Raw,
-    /// A request to the token endpoint whose body is held (its head
-    /// written once the body is rewritten; decision 0017).
-    TokenBody(u64),
 }
 
 /// Claude Code's login on this connection (decision 0017): its access
@@ -54,27 +35,25 @@ pub(super) struct LoginHook<'a> {
 
 /// The client's side of one intercepted connection.
 pub(super) struct Requests<'a> {
-    state: State,
-    /// A head or a line not yet complete.
-    buf: Vec<u8>,
+    framer: Framer,
     swaps: &'a [Swap<'a>],
     /// The host every request goes to (`authority.rs`).
     host: &'a str,
     login: Option<LoginHook<'a>>,
-    /// The head of a held token request.
-    held: Vec<u8>,
+    /// A request to the token endpoint, held: its head and its body so
+    /// far (the head written once the body is rewritten; decision 0017).
+    held: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl<'a> Requests<'a> {
     /// The requests of a connection to `host`, with `swaps`.
     pub(super) fn new(swaps: &'a [Swap<'a>], host: &'a str) -> Requests<'a> {
         Requests {
-            state: State::Head,
-            buf: Vec::new(),
+            framer: Framer::new(),
             swaps,
             host,
             login: None,
-            held: Vec::new(),
+            held: None,
         }
     }
 
@@ -105,79 +84,35 @@ impl<'a> Requests<'a> {
         out: &mut Vec<u8>,
         swapped: &mut dyn FnMut(&str, &str),
     ) -> Result<&'i [u8], String> {
-        match self.state {
-            State::Head => {
-                let (taken, done) = take_until(&mut self.buf, input, b"\r\n\r\n", MAX_HEAD)?;
-                if done {
-                    let head = std::mem::take(&mut self.buf);
-                    self.state = self.head(head, out, swapped)?;
-                }
-                Ok(&input[taken..])
+        let (piece, rest) = self.framer.next(input)?;
+        match piece {
+            Piece::Partial => return Ok(rest),
+            Piece::Head(head) => {
+                let frame = self.head(head, out, swapped)?;
+                self.framer.framed(frame);
             }
-            State::TokenBody(left) => {
-                let n = left.min(input.len() as u64) as usize;
-                self.buf.extend_from_slice(&input[..n]);
-                if left == n as u64 {
-                    self.state = self.token_request(out, swapped)?;
-                } else {
-                    self.state = State::TokenBody(left - n as u64);
-                }
-                Ok(&input[n..])
-            }
-            State::Body(left) | State::ChunkData(left) => {
-                let n = left.min(input.len() as u64) as usize;
-                out.extend_from_slice(&input[..n]);
-                let left = left - n as u64;
-                if left == 0 {
-                    self.state = match self.state {
-                        State::Body(_) => State::Head,
-                        _ => State::ChunkEnd,
-                    };
-                } else if let State::Body(l) | State::ChunkData(l) = &mut self.state {
-                    *l = left;
-                }
-                Ok(&input[n..])
-            }
-            State::ChunkSize | State::ChunkEnd | State::Trailer => self.line(input, out),
-            State::Raw => {
-                out.extend_from_slice(input);
-                Ok(&[])
-            }
-        }
-    }
-
-    /// A chunk-size line, the CRLF after a chunk's data, or a trailer line.
-    fn line<'i>(&mut self, input: &'i [u8], out: &mut Vec<u8>) -> Result<&'i [u8], String> {
-        let (taken, done) = take_until(&mut self.buf, input, b"\r\n", MAX_LINE)?;
-        out.extend_from_slice(&input[..taken]);
-        if !done {
-            return Ok(&input[taken..]);
-        }
-        let line = std::mem::take(&mut self.buf);
-        let text = &line[..line.len() - 2];
-        self.state = match self.state {
-            State::ChunkSize => match chunk_size(text)? {
-                0 => State::Trailer,
-                size => State::ChunkData(size),
+            Piece::Body(bytes) => match &mut self.held {
+                Some((_, body)) => body.extend_from_slice(bytes),
+                None => out.extend_from_slice(bytes),
             },
-            State::ChunkEnd if text.is_empty() => State::ChunkSize,
-            State::ChunkEnd => return Err("a chunk longer than its size".into()),
-            _ if text.is_empty() => State::Head,
-            _ => State::Trailer,
-        };
-        Ok(&input[taken..])
+            Piece::Framing(bytes) | Piece::Raw(bytes) => out.extend_from_slice(bytes),
+        }
+        if self.held.is_some() && self.framer.between() {
+            self.token_request(out, swapped)?;
+        }
+        Ok(rest)
     }
 }
 
 impl Requests<'_> {
     /// A complete request head: swapped and written, or held when it is
-    /// the token endpoint's; the state its body puts the connection in.
+    /// the token endpoint's; how its body is framed.
     fn head(
         &mut self,
         head: Vec<u8>,
         out: &mut Vec<u8>,
         swapped: &mut dyn FnMut(&str, &str),
-    ) -> Result<State, String> {
+    ) -> Result<Frame, String> {
         let Some(hook) = &self.login else {
             return rewrite_head(&head, self.host, self.swaps, out, swapped);
         };
@@ -198,16 +133,15 @@ impl Requests<'_> {
         let (method, target) = request_line(&head)?;
         if is_path(&origin_target(&method, &target, self.host)?, path) {
             let n = token_body_len(&head)?;
-            self.held = head;
-            self.buf.clear();
-            return Ok(State::TokenBody(n));
+            self.held = Some((head, Vec::new()));
+            return Ok(Frame::Body(n));
         }
-        let state = rewrite_head(&head, self.host, &swaps, out, swapped)?;
+        let frame = rewrite_head(&head, self.host, &swaps, out, swapped)?;
         let _ = sent.send(Sent {
             head: method.eq_ignore_ascii_case("HEAD"),
             refresh: false,
         });
-        Ok(state)
+        Ok(frame)
     }
 
     /// A held token request complete: its body rewritten when it is this
@@ -218,7 +152,7 @@ impl Requests<'_> {
         &mut self,
         out: &mut Vec<u8>,
         swapped: &mut dyn FnMut(&str, &str),
-    ) -> Result<State, String> {
+    ) -> Result<(), String> {
         let Some(LoginHook {
             login,
             endpoint: Some((_, sent)),
@@ -226,8 +160,9 @@ impl Requests<'_> {
         else {
             return Err("a token request without its endpoint".into());
         };
-        let body = std::mem::take(&mut self.buf);
-        let head = std::mem::take(&mut self.held);
+        let Some((head, body)) = self.held.take() else {
+            return Err("no token request held".into());
+        };
         let rewritten = login.request(&body)?;
         let refresh = rewritten.is_some();
         let body = rewritten.unwrap_or(body);
@@ -264,7 +199,7 @@ impl Requests<'_> {
             refresh,
         })
         .map_err(|_| "the responses' side is gone")?;
-        Ok(State::Head)
+        Ok(())
     }
 }
 
@@ -288,42 +223,22 @@ fn token_body_len(head: &[u8]) -> Result<u64, String> {
     let mut req = httparse::Request::new(&mut headers);
     req.parse(head).map_err(|e| e.to_string())?;
     match body_state(req.method.unwrap_or("-"), req.headers)? {
-        State::Body(n) if n <= MAX_BODY as u64 => Ok(n),
+        Frame::Body(n) if n <= MAX_BODY as u64 => Ok(n),
         _ => Err(format!(
             "a token request that is not a body of 1 to {MAX_BODY} bytes framed by Content-Length"
         )),
     }
 }
 
-/// Move bytes of `input` into `buf` until `buf` ends with `end`: how many
-/// were taken, and whether `end` was reached. `Err` past `max` bytes.
-pub(super) fn take_until(
-    buf: &mut Vec<u8>,
-    input: &[u8],
-    end: &[u8],
-    max: usize,
-) -> Result<(usize, bool), String> {
-    for (i, b) in input.iter().enumerate() {
-        buf.push(*b);
-        if buf.ends_with(end) {
-            return Ok((i + 1, true));
-        }
-        if buf.len() > max {
-            return Err(format!("a request head or line over {max} bytes"));
-        }
-    }
-    Ok((input.len(), false))
-}
-
 /// Write `head` to `out` with its credential headers swapped, to `host`
-/// alone (`authority.rs`); the state its body puts the connection in.
+/// alone (`authority.rs`); how its body is framed.
 fn rewrite_head(
     head: &[u8],
     host: &str,
     swaps: &[Swap<'_>],
     out: &mut Vec<u8>,
     swapped: &mut dyn FnMut(&str, &str),
-) -> Result<State, String> {
+) -> Result<Frame, String> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
@@ -363,7 +278,7 @@ fn rewrite_head(
 }
 
 /// How the body after a head is framed (RFC 9112 §6).
-fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<State, String> {
+fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<Frame, String> {
     let values = |name: &str| -> Vec<String> {
         headers
             .iter()
@@ -372,7 +287,7 @@ fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<State, S
             .collect()
     };
     if method.eq_ignore_ascii_case("CONNECT") || !values("upgrade").is_empty() {
-        return Ok(State::Raw);
+        return Ok(Frame::Raw);
     }
     let te = values("transfer-encoding");
     let cl = values("content-length");
@@ -382,7 +297,7 @@ fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<State, S
         }
         let last = te.last().and_then(|v| v.rsplit(',').next()).map(str::trim);
         return match last {
-            Some("chunked") => Ok(State::ChunkSize),
+            Some("chunked") => Ok(Frame::ChunkSize),
             _ => Err("a Transfer-Encoding that does not end in chunked".into()),
         };
     }
@@ -398,8 +313,8 @@ fn body_state(method: &str, headers: &[httparse::Header<'_>]) -> Result<State, S
         len = Some(n);
     }
     Ok(match len {
-        Some(n) if n > 0 => State::Body(n),
-        _ => State::Head,
+        Some(n) if n > 0 => Frame::Body(n),
+        _ => Frame::Head,
     })
 }
 

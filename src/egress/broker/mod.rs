@@ -27,8 +27,9 @@
 //! (a bundle none of whose certificates parse then fails each intercepted
 //! connection with a 502, never a fallback).
 //!
-//! `ca.rs`: the session CA and its leaves. `http.rs`: requests framed and
-//! their credential headers swapped. `authority.rs`: the one host each
+//! `ca.rs`: the session CA and its leaves. `framing.rs`: HTTP/1.1's
+//! framing, one framer for requests and responses. `http.rs`: requests
+//! framed and their credential headers swapped. `authority.rs`: the one host each
 //! request goes to, the decided one (issue #45). `tunnel.rs`: the two TLS connections
 //! and the threads between them. `oauth.rs`: Claude Code's login (decision
 //! 0017): its real tokens, the refresh's body and answer rewritten at the
@@ -44,6 +45,7 @@
 
 mod authority;
 mod ca;
+mod framing;
 mod http;
 mod oauth;
 #[cfg(test)]

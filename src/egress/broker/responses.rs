@@ -1,7 +1,7 @@
 //! The responses on an intercepted connection to the host of Claude
 //! Code's token endpoint (decision 0017), as the server sends them
 //! (HTTP/1.1): each one paired with its request (`http.rs`'s [`Sent`], in order),
-//! framed and carried as it is — except the answer (status 200) to a
+//! framed (`framing.rs`) and carried as it is — except the answer (status 200) to a
 //! refresh this session sent, which is held whole, its new tokens swapped
 //! for stand-ins ([`Oauth::answer`]) and sent on with its new length. An
 //! answer that cannot be framed for certain, is compressed, or is longer
@@ -10,26 +10,14 @@
 
 use std::sync::mpsc::Receiver;
 
-use super::http::{take_until, Sent};
+use super::framing::{Frame, Framer, Piece};
+use super::http::Sent;
 use super::oauth::Oauth;
 use crate::egress::policy::claude_oauth::MAX_BODY;
-use crate::egress::wire::chunk_size;
-
-#[derive(Debug, PartialEq, Eq)]
-enum State {
-    Head,
-    Body(u64),
-    ChunkSize,
-    ChunkData(u64),
-    ChunkEnd,
-    Trailer,
-    Raw,
-}
 
 /// The server's side of one intercepted connection.
 pub(super) struct Responses<'a> {
-    state: State,
-    buf: Vec<u8>,
+    framer: Framer,
     sent: Receiver<Sent>,
     login: &'a Oauth,
     /// The held answer to a refresh: its head (without framing headers)
@@ -40,8 +28,7 @@ pub(super) struct Responses<'a> {
 impl<'a> Responses<'a> {
     pub(super) fn new(login: &'a Oauth, sent: Receiver<Sent>) -> Responses<'a> {
         Responses {
-            state: State::Head,
-            buf: Vec::new(),
+            framer: Framer::new(),
             sent,
             login,
             held: None,
@@ -58,39 +45,23 @@ impl<'a> Responses<'a> {
     }
 
     fn step<'i>(&mut self, input: &'i [u8], out: &mut Vec<u8>) -> Result<&'i [u8], String> {
-        match self.state {
-            State::Head => {
-                let (taken, done) = take_until(&mut self.buf, input, b"\r\n\r\n", 64 * 1024)?;
-                if done {
-                    let head = std::mem::take(&mut self.buf);
-                    self.state = self.head(&head, out)?;
-                    if self.state == State::Head {
-                        self.done(out)?;
-                    }
-                }
-                Ok(&input[taken..])
+        let (piece, rest) = self.framer.next(input)?;
+        match piece {
+            Piece::Partial => return Ok(rest),
+            Piece::Head(head) => {
+                let frame = self.head(&head, out)?;
+                self.framer.framed(frame);
             }
-            State::Body(left) | State::ChunkData(left) => {
-                let n = left.min(input.len() as u64) as usize;
-                self.emit(&input[..n], out)?;
-                let left = left - n as u64;
-                self.state = match (&self.state, left) {
-                    (State::Body(_), 0) => State::Head,
-                    (State::Body(_), l) => State::Body(l),
-                    (_, 0) => State::ChunkEnd,
-                    (_, l) => State::ChunkData(l),
-                };
-                if self.state == State::Head {
-                    self.done(out)?;
-                }
-                Ok(&input[n..])
-            }
-            State::ChunkSize | State::ChunkEnd | State::Trailer => self.line(input, out),
-            State::Raw => {
-                out.extend_from_slice(input);
-                Ok(&[])
-            }
+            Piece::Body(bytes) => self.emit(bytes, out)?,
+            // A held answer is sent with a length: its chunks' framing
+            // and its trailer are dropped.
+            Piece::Framing(_) if self.held.is_some() => {}
+            Piece::Framing(bytes) | Piece::Raw(bytes) => out.extend_from_slice(bytes),
         }
+        if self.framer.between() {
+            self.done(out)?;
+        }
+        Ok(rest)
     }
 
     /// Body bytes: to the client, or into the held answer.
@@ -121,37 +92,9 @@ impl<'a> Responses<'a> {
         Ok(())
     }
 
-    /// A chunk-size line, the CRLF after a chunk's data, or a trailer line
-    /// (dropped from a held answer, which is sent with a length).
-    fn line<'i>(&mut self, input: &'i [u8], out: &mut Vec<u8>) -> Result<&'i [u8], String> {
-        let (taken, done) = take_until(&mut self.buf, input, b"\r\n", 4096)?;
-        if self.held.is_none() {
-            out.extend_from_slice(&input[..taken]);
-        }
-        if !done {
-            return Ok(&input[taken..]);
-        }
-        let line = std::mem::take(&mut self.buf);
-        let text = &line[..line.len() - 2];
-        self.state = match self.state {
-            State::ChunkSize => match chunk_size(text)? {
-                0 => State::Trailer,
-                n => State::ChunkData(n),
-            },
-            State::ChunkEnd if text.is_empty() => State::ChunkSize,
-            State::ChunkEnd => return Err("a chunk longer than its size".into()),
-            _ if text.is_empty() => State::Head,
-            _ => State::Trailer,
-        };
-        if self.state == State::Head {
-            self.done(out)?;
-        }
-        Ok(&input[taken..])
-    }
-
     /// A complete response head: written (or held), and how its body is
     /// framed (RFC 9112 §6.3).
-    fn head(&mut self, head: &[u8], out: &mut Vec<u8>) -> Result<State, String> {
+    fn head(&mut self, head: &[u8], out: &mut Vec<u8>) -> Result<Frame, String> {
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut resp = httparse::Response::new(&mut headers);
         match resp.parse(head) {
@@ -161,7 +104,7 @@ impl<'a> Responses<'a> {
         let code = resp.code.unwrap_or(0);
         if (100..200).contains(&code) {
             out.extend_from_slice(head);
-            return Ok(if code == 101 { State::Raw } else { State::Head });
+            return Ok(if code == 101 { Frame::Raw } else { Frame::Head });
         }
         let sent = self
             .sent
@@ -176,30 +119,30 @@ impl<'a> Responses<'a> {
         };
         let (te, cl) = (values("transfer-encoding"), values("content-length"));
         let state = if sent.head || code == 204 || code == 304 {
-            State::Head
+            Frame::Head
         } else if let Some(last) = te.last() {
             match last.rsplit(',').next().map(str::trim) {
-                Some("chunked") => State::ChunkSize,
-                _ => State::Raw,
+                Some("chunked") => Frame::ChunkSize,
+                _ => Frame::Raw,
             }
         } else if let Some(v) = cl.first() {
             if cl.iter().any(|c| c != v) {
                 return Err("Content-Lengths that differ".into());
             }
             match v.parse::<u64>() {
-                Ok(0) => State::Head,
-                Ok(n) => State::Body(n),
+                Ok(0) => Frame::Head,
+                Ok(n) => Frame::Body(n),
                 Err(_) => return Err(format!("a Content-Length of `{v}`")),
             }
         } else {
-            State::Raw
+            Frame::Raw
         };
         if !(sent.refresh && code == 200) {
             out.extend_from_slice(head);
             return Ok(state);
         }
         let coded = values("content-encoding");
-        if state == State::Raw || coded.iter().any(|c| c != "identity") {
+        if state == Frame::Raw || coded.iter().any(|c| c != "identity") {
             return Err("a token answer without a length or compressed".into());
         }
         let mut kept = format!(
