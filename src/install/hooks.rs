@@ -174,12 +174,7 @@ fn session_start_output(facts: &inside::Facts, env: &[(String, String)]) -> Opti
             problems.push(format!("{t} is set"));
         }
     }
-    let pinned = get("HOME").is_some_and(|home| {
-        crate::plan::git_env(Path::new(home)).iter().all(|(k, v)| {
-            get(&k.to_string_lossy()).map(std::ffi::OsStr::new) == Some(v.as_os_str())
-        })
-    });
-    if !pinned {
+    if !crate::plan::git_env_in_place(get) {
         problems.push("git config is not pinned to /etc/claude-gitconfig".into());
     }
     if let Some(home) = get("HOME") {

@@ -166,7 +166,7 @@ fn join_paths(parts: &[OsString]) -> OsString {
 /// level; the global level is a file of the session's own in its private
 /// `$HOME` (a tmpfs), which `git config --global` makes and rewrites, never
 /// read outside (issue #44, decision 0026).
-pub(crate) fn git_env(home: &Path) -> [(OsString, OsString); 2] {
+fn git_env(home: &Path) -> [(OsString, OsString); 2] {
     [
         (
             "GIT_CONFIG_GLOBAL".into(),
@@ -174,4 +174,15 @@ pub(crate) fn git_env(home: &Path) -> [(OsString, OsString); 2] {
         ),
         ("GIT_CONFIG_SYSTEM".into(), paths::GITCONFIG.into()),
     ]
+}
+
+/// Whether an environment (`get` looks a variable up) has git's two levels
+/// as [`git_env`] sets them for its own `HOME`: the session-start hook's
+/// quick check and verify's check 13 ask this one question.
+pub(crate) fn git_env_in_place<'a>(get: impl Fn(&str) -> Option<&'a str>) -> bool {
+    get("HOME").is_some_and(|home| {
+        git_env(Path::new(home)).iter().all(|(k, v)| {
+            get(&k.to_string_lossy()).map(std::ffi::OsStr::new) == Some(v.as_os_str())
+        })
+    })
 }

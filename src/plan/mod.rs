@@ -43,7 +43,7 @@ pub(crate) mod protect;
 mod tables;
 
 pub(crate) use build::build;
-pub(crate) use env::{claude_args, git_env};
+pub(crate) use env::{claude_args, git_env_in_place};
 pub(crate) use facts::{
     candidates, private_dir, rw_requests, Facts, PidsMechanism, ProcMode, Unreadable,
 };

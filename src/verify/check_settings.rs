@@ -78,14 +78,7 @@ pub(super) fn check_gitconfig(o: &Observed) -> Outcome {
     let s = o.env.get("GIT_CONFIG_SYSTEM").map(String::as_str);
     // The system level is the curated file; the global level the
     // session's own file in its private `$HOME` (the plan's one table).
-    let pinned = o.env.get("HOME").is_some_and(|home| {
-        crate::plan::git_env(std::path::Path::new(home))
-            .iter()
-            .all(|(k, v)| {
-                o.env.get(&*k.to_string_lossy()).map(std::ffi::OsStr::new) == Some(v.as_os_str())
-            })
-    });
-    if !pinned {
+    if !crate::plan::git_env_in_place(|k| o.env.get(k).map(String::as_str)) {
         return Err(format!(
             "GIT_CONFIG_GLOBAL={} GIT_CONFIG_SYSTEM={}: git may read the user's own config (tokens, hooks)",
             g.unwrap_or("unset"),
