@@ -71,13 +71,27 @@ enum Cmd {
             its old content back, a removed one is recreated; settings keys get their old values, \
             the rest of the file stays as it is. A path that no longer holds exactly what the \
             session left is not touched (one line names it).\n\n\
-            Exit status: 0 nothing left (no change recorded, or all reverted); 1 something left \
-            (changes listed, or a path the revert refused); 2 bad input."
+            It also lists what a session held for you instead of writing it where host git \
+            would run or obey it: git hooks and git config keys outside what git writes in \
+            ordinary work (core.hooksPath, helpers, proxies…), each in full with why. \
+            --apply ID puts one in place (a hook written, a key's lines appended to the config \
+            file; nothing is run), after showing it, and only when the target is as the \
+            session left it.\n\n\
+            Exit status: 0 nothing left (no change recorded, or all reverted or applied); 1 \
+            something left (changes or held items listed, or a path the revert or apply \
+            refused); 2 bad input."
     )]
     Review {
         /// Undo the recorded changes where nothing changed them since.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["apply", "apply_all"])]
         revert: bool,
+        /// Put the held item ID in place on the host (after showing it);
+        /// repeatable.
+        #[arg(long, value_name = "ID")]
+        apply: Vec<String>,
+        /// Put every held item in place (each shown first).
+        #[arg(long, conflicts_with = "apply")]
+        apply_all: bool,
     },
     /// The connection logs of `egress = allowlist` sessions.
     Egress {
@@ -159,7 +173,20 @@ pub fn main_with(argv: Vec<OsString>) -> anyhow::Result<i32> {
         Cmd::Hook(a) => hooks::main(&a),
         Cmd::Verify(a) => verify::main(&a),
         Cmd::Promote(a) => promote::main(&a),
-        Cmd::Review { revert } => tripwire::review_main(revert),
+        Cmd::Review {
+            revert,
+            apply,
+            apply_all,
+        } => tripwire::review_main(if revert {
+            tripwire::Ask::Revert
+        } else if apply_all || !apply.is_empty() {
+            tripwire::Ask::Apply {
+                ids: apply,
+                all: apply_all,
+            }
+        } else {
+            tripwire::Ask::List
+        }),
         // `--last` is the default: only its conflict with SESSION matters.
         Cmd::Egress {
             command: EgressCmd::Report { session, json, .. },

@@ -15,6 +15,7 @@ mod config;
 mod creation_guard;
 mod egress;
 mod error;
+mod held;
 mod install;
 mod launch;
 mod limits;

@@ -57,6 +57,11 @@ pub(crate) enum Mutation {
     /// in the sandbox's environment, read by the supervisor inside.
     #[cfg(feature = "test-mutations")]
     NoGitRule,
+    /// Nothing held for the user (issue #44): the hooks directories stay
+    /// the workspace's own, and the supervisor (told through the sandbox's
+    /// environment) refuses a key it would hold.
+    #[cfg(feature = "test-mutations")]
+    NoHeld,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -149,6 +154,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::Unprotect => "unprotect",
         Mutation::Unguarded => "unguarded",
         Mutation::NoGitRule => "no-git-rule",
+        Mutation::NoHeld => "no-held",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -265,10 +271,30 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
         sb.env
             .push(("CLAUDE_SANDBOX_TEST_MUTATION".into(), "no-git-rule".into()));
     }
+    if active(Mutation::NoHeld) {
+        // Each hooks directory read-only again, as before issue #44.
+        let held = std::mem::take(&mut sb.held_hooks);
+        for m in &mut sb.mounts {
+            if let Mount::ReadWrite { dst, .. } = m {
+                if held.contains(dst) {
+                    *m = Mount::CheckedReadOnly(crate::sandbox::RwBind {
+                        requested: dst.clone(),
+                        resolved: dst.clone(),
+                    });
+                }
+            }
+        }
+        sb.env
+            .push(("CLAUDE_SANDBOX_TEST_MUTATION".into(), "no-held".into()));
+    }
     if active(Mutation::HostState) {
+        // The held hooks copies (issue #44) are no private state.
+        let held = sb.held_hooks.clone();
         for m in &mut sb.mounts {
             match m {
-                Mount::ReadWrite { src, dst } if src != dst => *src = dst.clone(),
+                Mount::ReadWrite { src, dst } if src != dst && !held.contains(dst) => {
+                    *src = dst.clone()
+                }
                 // The forge dirs: bound back read-only from under ~/.config.
                 Mount::ReadOnly { src, dst }
                     if src == dst && dst.starts_with(home.join(".config")) =>

@@ -152,13 +152,42 @@ fn planted_git_commands_never_run_on_the_host() {
         let (out, during, after) = hostile_session(&w, who, &[]);
         assert!(!out.contains("NO-INIT"), "{who:?}: git init failed:\n{out}");
         let planted: Vec<&str> = out.lines().filter(|l| l.starts_with("PLANTED")).collect();
-        // Writing a sample, which git never runs, is the one allowed.
+        // Writing a sample, which git never runs, is allowed; what git
+        // renames into a config succeeds with the key held out of it
+        // (issue #44: the files are checked by host git below).
         assert_eq!(
             planted,
-            ["PLANTED old-hook-sample-write"],
+            [
+                "PLANTED new-config-cmd",
+                "PLANTED new-hookspath",
+                "PLANTED a/b/c/d/e/deep",
+                "PLANTED a/b/c/d/e/deep-rename",
+                "PLANTED .tools/tool",
+                "PLANTED .tools/tool-rename",
+                "PLANTED node_modules/x/dep",
+                "PLANTED node_modules/x/dep-rename",
+                "PLANTED bare2-config-mv",
+                "PLANTED old-config-cmd",
+                "PLANTED old-hook-sample-write"
+            ],
             "{who:?}: planted:\n{out}"
         );
-        assert_eq!(out.matches("refused ").count(), 38, "{who:?}:\n{out}");
+        assert_eq!(out.matches("refused ").count(), 28, "{who:?}:\n{out}");
+        let ws = w.workspace(who);
+        for config in [
+            "new/.git/config",
+            "a/b/c/d/e/deep/.git/config",
+            "bare2/config",
+            "many/x/y/z/w/old/.git/config",
+        ] {
+            let text = std::fs::read_to_string(ws.join(config)).unwrap_or_default();
+            assert!(
+                !text.contains("fsmonitor")
+                    && !text.contains("hooksPath")
+                    && !text.contains("pager"),
+                "{who:?}: {config} took it: {text}"
+            );
+        }
         assert!(
             ran(&during).is_empty(),
             "{who:?}: ran during the session: {during}"
@@ -168,7 +197,6 @@ fn planted_git_commands_never_run_on_the_host() {
             "{who:?}: ran after the session: {after}"
         );
         assert!(during.contains("HOST-DONE") && after.contains("HOST-DONE"));
-        let ws = w.workspace(who);
         assert!(!ws.join(".git/commondir").exists(), "{who:?}");
         empty_dir(&ws);
     }

@@ -8,10 +8,14 @@
 //! during the session, never reaches host git: a listener standing where
 //! the session pointed host git hears nothing. With the git rule off (the
 //! test mutation `no-git-rule`) the same session does steer host git there.
-//! Real bubblewrap.
+//! A hook and `core.hooksPath` installed inside are held (the install
+//! succeeds, the hook runs inside), listed by `review`, and reach host git
+//! only through `review --apply`. Real bubblewrap.
 
 mod common;
 use common::*;
+
+const BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 
 /// The workspace is the user's clone: a commit, an `origin` (a bare copy in
 /// the workspace, so pushes land inside), a repository to add as a
@@ -102,7 +106,9 @@ echo ok
 const STEER: &str = r#"
 M="$PWD"
 read FORGE EVIL < ports
-t() { if eval "$2" >/dev/null 2>&1; then echo "PLANTED $1"; else echo "refused $1"; fi; }
+# A call may now succeed with the key held (issue #44): what counts is
+# whether the repository's own config file took it.
+t() { eval "$2" >/dev/null 2>&1; if git config --file "$r/.git/config" --list 2>/dev/null | grep -qiE 'proxy|sslverify|insteadof|extraheader|include|fsmonitor|helper'; then echo "PLANTED $1"; else echo "kept-out $1"; fi; }
 git init -q -b main made && git -C made remote add origin "https://127.0.0.1:$FORGE/o/r.git" || echo NO-INIT
 printf '[http]\n\tproxy = http://127.0.0.1:%s\n\tsslVerify = false\n' "$EVIL" > evil.gitconfig
 for r in . nested made; do
@@ -188,7 +194,17 @@ fn keys_that_steer_host_git_set_inside_never_reach_it() {
         let (out, host) = steer(&w, who, &[]);
         let planted: Vec<&str> = out.lines().filter(|l| l.starts_with("PLANTED")).collect();
         assert!(planted.is_empty(), "{who:?}: {planted:#?}");
-        assert_eq!(out.matches("refused ").count(), 39, "{who:?}: {out}");
+        assert_eq!(out.matches("kept-out ").count(), 39, "{who:?}: {out}");
+        // What the session set is held for the user, not dropped.
+        let review = stdout(&w.run(who, &[], &[BIN, "review"]));
+        for key in [
+            "http.proxy",
+            "core.fsmonitor",
+            "credential.helper",
+            "include.path",
+        ] {
+            assert!(review.contains(key), "{who:?}: {key} not held: {review}");
+        }
         assert!(
             !host.contains("HEARD"),
             "{who:?}: host git went to the session's listener: {host}"
@@ -225,5 +241,103 @@ fn without_the_rule_the_same_keys_steer_host_git() {
             host.contains(&format!("RAN-fsm-{n}")),
             "control {n}: {host}"
         );
+    }
+}
+
+/// Inside: install a hook as pre-commit does (write, then chmod), set
+/// husky's `core.hooksPath`, commit (the held hook runs, inside), and show
+/// what the agent was told.
+const HOLD: &str = r##"
+export GIT_AUTHOR_NAME=Dev GIT_AUTHOR_EMAIL=dev@example.com
+export GIT_COMMITTER_NAME=Dev GIT_COMMITTER_EMAIL=dev@example.com
+row() { if out=$(eval "$2" 2>&1); then echo "OK $1"; else echo "FAIL $1: $out"; fi; }
+row hook 'printf "#!/bin/sh\necho HOOK-RAN >> ran\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit'
+row hookspath 'git config core.hooksPath .husky/_'
+row runs-inside 'git commit -q --allow-empty -m inside && test "$(cat ran)" = HOOK-RAN'
+# The hostile session: move the copy away, link out of it, leave a symlink.
+row no-move '! mv .git/hooks .git/h2 2>/dev/null && test -d .git/hooks'
+row no-link '! ln .git/hooks/pre-commit .git/pc 2>/dev/null && test ! -e .git/pc'
+ln -s /bin/true .git/hooks/post-merge
+cat /run/claude-sandbox/notices
+echo END
+"##;
+
+#[test]
+fn a_hook_and_hooks_path_set_inside_are_held_and_applied_only_by_review() {
+    if !require("gitwork_held") {
+        return;
+    }
+    let w = World::with_probe("gitwork-held");
+    for who in BOTH {
+        let o = w.run(who, &[], &["sh", "-c", CLONE_SETUP]);
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        let o = w.run(who, &[], &["claude", "shell", HOLD]);
+        let out = stdout(&o);
+        assert!(out.contains("END"), "{who:?}: {out}\n{}", stderr(&o));
+        assert!(!out.contains("FAIL"), "{who:?}: {out}\n{}", stderr(&o));
+        assert!(
+            out.contains("held for the user") && out.contains("core.hookspath"),
+            "{who:?}: the agent was not told: {out}"
+        );
+        assert!(
+            stderr(&o).contains("held for you"),
+            "{who:?}: the user was not told: {}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("hooks/post-merge in place of a git hook, not a plain file (of at most 1 MiB): not kept"),
+            "{who:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            !w.workspace(who).join(".git/hooks/post-merge").exists(),
+            "{who:?}"
+        );
+        // Host git: neither is there, and a commit runs nothing.
+        let host = "test -e .git/hooks/pre-commit && echo HOOK-THERE; \
+                    git config core.hooksPath || echo no-hookspath; \
+                    git -c user.name=u -c user.email=u@u commit -q --allow-empty -m host; cat ran";
+        assert_eq!(
+            stdout(&w.run(who, &[], &["sh", "-c", host])),
+            "no-hookspath\nHOOK-RAN\n",
+            "{who:?}"
+        );
+        let o = w.run(who, &[], &[BIN, "review"]);
+        let listed = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{who:?}: {listed}");
+        assert!(
+            listed.contains("echo HOOK-RAN >> ran"),
+            "{who:?}: in full: {listed}"
+        );
+        assert!(
+            listed.contains("hookspath = \".husky/_\""),
+            "{who:?}: {listed}"
+        );
+        let id = |kind: &str| {
+            let line = listed
+                .lines()
+                .find(|l| l.starts_with('[') && l.contains(kind));
+            line.and_then(|l| l.get(1..9))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (hook, key) = (id("] hook"), id("] git config"));
+        let o = w.run(who, &[], &[BIN, "review", "--apply", &hook]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        // Now host git runs it.
+        assert_eq!(
+            stdout(&w.run(who, &[], &["sh", "-c", host])),
+            "HOOK-THERE\nno-hookspath\nHOOK-RAN\nHOOK-RAN\n",
+            "{who:?}"
+        );
+        let o = w.run(who, &[], &[BIN, "review", "--apply", &key]);
+        assert_eq!(o.status.code(), Some(0), "{who:?}: {}", stderr(&o));
+        let o = w.run(who, &[], &["git", "config", "core.hooksPath"]);
+        assert_eq!(stdout(&o), ".husky/_\n", "{who:?}");
+        // Applied once: nothing is left, and the same ID is not applied twice.
+        assert_eq!(w.run(who, &[], &[BIN, "review"]).status.code(), Some(0));
+        let o = w.run(who, &[], &[BIN, "review", "--apply", &hook]);
+        assert_eq!(o.status.code(), Some(1), "{who:?}");
+        empty_dir(&w.workspace(who));
     }
 }

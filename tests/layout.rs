@@ -73,6 +73,7 @@ const ROLES: &[(&str, Role)] = &[
     ("tripwire", Runtime),
     ("limits", Runtime),
     ("notices", Runtime),
+    ("held", Runtime),
     ("verify", Offline),
     ("install", Offline),
     ("cli", Offline),

@@ -19,8 +19,8 @@ t git-config-append 'echo "[core] fsmonitor = touch MARK" >> .git/config'
 t git-config-cmd 'git config core.fsmonitor "touch MARK"'
 t git-config-rename 'cp .git/config c.lock && echo "[core] fsmonitor = touch MARK" >> c.lock && mv c.lock .git/config'
 t git-config-proxy 'git config http.proxy http://127.0.0.1:9'
-t git-hook-new 'printf "#!/bin/sh\ntouch MARK\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout'
 t git-hooks-remove 'rm -rf .git/hooks'
+t git-hook-new 'printf "#!/bin/sh\ntouch MARK\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout'
 t git-attributes 'echo "* filter=x" > .git/info/attributes'
 t vscode-task 'echo {} > .vscode/tasks.json'
 t vscode-settings 'echo {} > .vscode/settings.json'
@@ -33,6 +33,8 @@ echo two >> file && git add file && git commit -qm change && git branch topic &&
   && echo more >> file && git stash -q && git checkout -q main && git stash pop -q \
   && git add file && git commit -qm more && echo GIT-OK
 git log --oneline | wc -l
+# A held hook runs inside (issue #44): what it did here is not the host's doing.
+rm -f MARK sub/MARK
 "##;
 
 #[test]
@@ -59,23 +61,52 @@ fn protected_paths_are_read_only_and_git_still_works() {
         let o = w.run(who, &[], &["claude", "shell", ATTEMPTS]);
         let out = stdout(&o);
         assert!(o.status.success(), "{who:?}: {}\n{out}", stderr(&o));
-        assert!(
-            !out.contains("WROTE"),
-            "{who:?}: a protected path was written:\n{out}"
-        );
-        for name in [
+        // What git writes through its rename, and a hook in the workspace's
+        // own repository, succeed inside on a held copy (issue #44): the
+        // host's files are checked below.
+        let held = [
             "git-config-cmd",
             "git-config-rename",
             "git-config-proxy",
             "git-hook-new",
+            "nested-config",
+        ];
+        let wrote: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("WROTE "))
+            .collect();
+        assert_eq!(wrote, held, "{who:?}: only the held calls succeed:\n{out}");
+        for name in [
+            "git-config-append",
+            "git-hooks-remove",
             "vscode-task",
             "envrc",
-            "nested-config",
             "forge",
         ] {
             assert!(
                 out.contains(&format!("denied {name}")),
                 "{who:?}: {name}:\n{out}"
+            );
+        }
+        assert!(
+            !ws.join(".git/hooks/post-checkout").exists(),
+            "{who:?}: the held hook reached the host"
+        );
+        let review = w.run(
+            who,
+            &[],
+            &["/usr/libexec/claude-sandbox/claude-sandbox", "review"],
+        );
+        for held in [
+            "hooks/post-checkout",
+            "core.fsmonitor",
+            "http.proxy",
+            "core.pager",
+        ] {
+            assert!(
+                stdout(&review).contains(held),
+                "{who:?}: {held} not held: {}",
+                stdout(&review)
             );
         }
         assert!(
@@ -98,13 +129,14 @@ fn protected_paths_are_read_only_and_git_still_works() {
             h.matches("No such file").count() == 2,
             "{who:?}: a planted command ran on the host: {h}"
         );
-        assert!(
-            std::fs::read_to_string(ws.join(".git/config"))
-                .unwrap()
-                .find("fsmonitor")
-                .is_none(),
-            "{who:?}"
-        );
+        for (config, key) in [
+            (".git/config", "fsmonitor"),
+            (".git/config", "proxy"),
+            ("sub/.git/config", "pager"),
+        ] {
+            let text = std::fs::read_to_string(ws.join(config)).unwrap();
+            assert!(!text.contains(key), "{who:?}: {config} took {key}: {text}");
+        }
     }
 }
 

@@ -361,8 +361,11 @@ fn each_deliberate_regression_fails_exactly_its_check() {
     w.put(Who::Root, ".local/share/claude/versions", "host state\n");
     w.put(Who::Root, ".claude/settings.json", "{}\n");
     install_managed_settings(&w);
-    // A protected path in the workspace, and the user's own cache.
+    // A protected path in the workspace, and the user's own cache; the
+    // workspace a repository (its hooks held, issue #44).
     std::fs::create_dir_all(w.workspace(Who::Root).join(".vscode")).unwrap();
+    let o = w.run(Who::Root, &[], &["git", "init", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     w.put(Who::Root, ".cache/host-cache", "host\n");
     // A root-only file in the world's /etc (its own overlay), masked for root.
     let o = w.run_root_raw("echo root-only > /etc/csb-root-only && chmod 600 /etc/csb-root-only");
@@ -384,8 +387,10 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("drop-mount=~/.local/share/claude", &["strict-home"]),
         ("drop-mount=/etc/csb-root-only", &["root-view"]),
         ("unprotect", &["protected-paths"]),
-        ("unguarded", &["protected-creation", "git-rule"]),
-        ("no-git-rule", &["git-rule"]),
+        // Without the guard or its git rule nothing is held either.
+        ("unguarded", &["protected-creation", "git-rule", "git-held"]),
+        ("no-git-rule", &["git-rule", "git-held"]),
+        ("no-held", &["git-held"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         // The filter before issue #13: TIOCSTI and keyrings still refused
@@ -399,7 +404,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         // files are shown to matter with it off too.
         (
             "unguarded,drop-mount=/proc/1/mem,drop-mount=/proc/1/task/1/mem",
-            &["protected-creation", "pid1-sealed", "git-rule"],
+            &["protected-creation", "pid1-sealed", "git-rule", "git-held"],
         ),
         ("accept-env-overrides", &["env-overrides"]),
         // The sandbox's view of the managed settings, without the lockdown.

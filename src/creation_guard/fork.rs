@@ -252,7 +252,16 @@ fn read_table(fd: RawFd) -> Result<Table, String> {
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("creation guard: cannot read the protected paths: {e}"))?;
-    Ok(Table::new(&crate::sandbox::guard_list::decode(&bytes)))
+    let (paths, held) = crate::sandbox::guard_list::decode(&bytes);
+    let mut table = Table::new(&paths);
+    // Looked at before anything of the session runs: each held copy where
+    // the launch bound it.
+    table.held_hooks = held
+        .iter()
+        .filter_map(|p| nix::sys::stat::stat(p).ok())
+        .map(|st| (st.st_dev, st.st_ino))
+        .collect();
+    Ok(table)
 }
 
 /// The shim's creation guard: fork, the child going on

@@ -116,20 +116,33 @@ pub(super) enum Hold<'a> {
 pub(super) struct GitRule {
     lock: RwLock<()>,
     workspace: Option<Vec<u8>>,
+    /// The held hooks directories (issue #44): each git directory's
+    /// `hooks` as the launch bound it, a copy in the session's state that
+    /// host git never reads; by device and inode. Anything may be written
+    /// there.
+    held_hooks: Vec<(u64, u64)>,
     /// Off only in the test mutation `no-git-rule`.
     off: bool,
+    /// Only in the test mutation `no-held`: a key is refused, never held.
+    pub(super) no_hold: bool,
 }
 
 impl GitRule {
-    pub(super) fn new(workspace: Option<Vec<u8>>) -> GitRule {
+    pub(super) fn new(workspace: Option<Vec<u8>>, held_hooks: Vec<(u64, u64)>) -> GitRule {
         #[cfg(feature = "test-mutations")]
         let off = crate::testhooks::active(crate::testhooks::Mutation::NoGitRule);
         #[cfg(not(feature = "test-mutations"))]
         let off = false;
+        #[cfg(feature = "test-mutations")]
+        let no_hold = crate::testhooks::active(crate::testhooks::Mutation::NoHeld);
+        #[cfg(not(feature = "test-mutations"))]
+        let no_hold = false;
         GitRule {
             lock: RwLock::new(()),
             workspace,
+            held_hooks,
             off,
+            no_hold,
         }
     }
 
@@ -152,7 +165,8 @@ impl GitRule {
     /// Whether the rule has nothing to say of `name` in `dir` (asked
     /// without the lock, by a caller that holds it already).
     pub(super) fn leaves_alone(&self, dir: &Dir, name: &[u8]) -> bool {
-        self.off || !(GITDIR_NAMES.contains(&name) || in_hooks(dir, name) || in_info(dir, name))
+        self.off
+            || !(GITDIR_NAMES.contains(&name) || self.in_hooks(dir, name) || in_info(dir, name))
     }
 
     /// Whether `name` may be given in `dir` by `how`.
@@ -166,7 +180,7 @@ impl GitRule {
         // file after the completion found it empty).
         let hold = self.read();
         let sensitive = GITDIR_NAMES.contains(&name);
-        let in_hooks = in_hooks(dir, name);
+        let in_hooks = self.in_hooks(dir, name);
         let in_info = in_info(dir, name);
         if !sensitive && !in_hooks && !in_info {
             return Verdict::Plain(hold);
@@ -284,12 +298,35 @@ impl GitRule {
     /// entries, the user's own), or is a `core.worktree` inside the
     /// workspace (what `git submodule` writes).
     fn config_is_safe(&self, dir: RawFd, bytes: &[u8], kept: &[RawEntry]) -> bool {
-        let Ok(new) = crate::plan::gitconfig::unlisted_entries(bytes) else {
-            return false;
-        };
-        new.iter().all(|e| {
-            kept.contains(e) || (e.0 == b"core.worktree" && self.worktree_inside(dir, bytes))
-        })
+        self.unsafe_entries(dir, bytes, kept)
+            .is_some_and(|held| held.is_empty())
+    }
+
+    /// The entries of `bytes` (their numbers in
+    /// [`crate::plan::gitconfig::entries`], and what they are) that
+    /// [`GitRule::config_is_safe`] would not let through; `None` when the
+    /// file cannot be read exactly as git reads it.
+    fn unsafe_entries(
+        &self,
+        dir: RawFd,
+        bytes: &[u8],
+        kept: &[RawEntry],
+    ) -> Option<Vec<(usize, RawEntry)>> {
+        let unlisted = crate::plan::gitconfig::unlisted_numbered(bytes).ok()?;
+        let mut worktree_inside = None;
+        let mut out = Vec::new();
+        for (i, e) in unlisted {
+            if kept.contains(&e) {
+                continue;
+            }
+            if e.0 == b"core.worktree"
+                && *worktree_inside.get_or_insert_with(|| self.worktree_inside(dir, bytes))
+            {
+                continue;
+            }
+            out.push((i, e));
+        }
+        Some(out)
     }
 
     /// Every `core.worktree` in `bytes`, read from the git directory `dir`,
@@ -313,14 +350,20 @@ impl GitRule {
     /// `rename(from → dir/name)` (`config` or `config.worktree`) in a git
     /// directory: the source's content checked against the file it
     /// replaces, a copy of it renamed into place, the source removed.
+    /// With `may_hold` (the session has somewhere to say so, issue #44),
+    /// entries that do not pass are *held*: left out of the copy (every
+    /// other byte as git wrote it), and the notice lines that record them
+    /// for the user to apply outside are returned (the caller writes
+    /// them); without it, such a rename is refused.
     pub(super) fn rename_config(
         &self,
         from_dir: RawFd,
         from: &[u8],
-        dir: RawFd,
-        name: &[u8],
+        to: (RawFd, &[u8]),
         noreplace: bool,
-    ) -> Result<i64, Errno> {
+        may_hold: bool,
+    ) -> Result<Vec<String>, Errno> {
+        let (dir, name) = to;
         if noreplace && exists(dir, name) {
             return Err(libc::EEXIST);
         }
@@ -332,14 +375,30 @@ impl GitRule {
         let kept = read_config(dir, name)
             .and_then(|(old, _)| crate::plan::gitconfig::unlisted_entries(&old).ok())
             .unwrap_or_default();
-        if !self.config_is_safe(dir, &bytes, &kept) {
+        let held = self.unsafe_entries(dir, &bytes, &kept).ok_or(libc::EPERM)?;
+        let (bytes, notices) = if held.is_empty() {
+            (bytes, Vec::new())
+        } else if may_hold {
+            // Each held key said whole on a notice line, or nothing held.
+            let file = join(&fd_path(dir).ok_or(libc::EPERM)?, name);
+            let notices: Option<Vec<String>> = held
+                .iter()
+                .map(|(_, (k, v))| crate::held::key_notice(&file, k, v.as_deref()))
+                .collect();
+            let drop: Vec<usize> = held.iter().map(|(i, _)| *i).collect();
+            let without = crate::plan::gitconfig::without(&bytes, &drop);
+            (
+                without.map_err(|_| libc::EPERM)?,
+                notices.ok_or(libc::EPERM)?,
+            )
+        } else {
             return Err(libc::EPERM);
-        }
+        };
         replace_config(dir, name, &bytes, mode)?;
         let c = cstr(from)?;
         // SAFETY: valid fd and C string.
         unsafe { libc::unlinkat(from_dir, c.as_ptr(), 0) };
-        Ok(0)
+        Ok(notices)
     }
 
     /// Whether `name` in `dir` is a file the rule protects (so it may not
@@ -350,7 +409,13 @@ impl GitRule {
         }
         let fd = dir.fd.as_raw_fd();
         (PROTECTED_FILES.contains(&name) && gitlike_at(fd, b"."))
-            || (in_hooks(dir, name) && gitlike_at(fd, b".."))
+            || (self.in_hooks(dir, name) && gitlike_at(fd, b".."))
+    }
+
+    /// A name other than a sample's in a directory named `hooks` that is
+    /// not a held one.
+    fn in_hooks(&self, dir: &Dir, name: &[u8]) -> bool {
+        in_hooks(dir, name) && !dir.key.is_some_and(|k| self.held_hooks.contains(&k))
     }
 }
 
@@ -597,7 +662,7 @@ mod tests {
     use std::fs;
 
     fn rule(ws: &std::path::Path) -> GitRule {
-        GitRule::new(Some(ws.as_os_str().as_bytes().to_vec()))
+        GitRule::new(Some(ws.as_os_str().as_bytes().to_vec()), Vec::new())
     }
 
     fn allowed(v: Verdict<'_>) -> bool {
@@ -738,13 +803,15 @@ mod tests {
         let fd = gd.fd.as_raw_fd();
         fs::write(g.join("config.lock"), "[core]\n\tFsMonitor = x\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len()),
             Err(libc::EPERM)
         );
         assert!(!g.join("config").exists());
         fs::write(g.join("config.lock"), "[remote \"o\"]\n\turl = /x\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len()),
             Ok(0)
         );
         assert!(!g.join("config.lock").exists());
@@ -754,12 +821,14 @@ mod tests {
         // core.worktree inside the workspace is what git submodule writes.
         fs::write(g.join("config.lock"), "[core]\n\tworktree = ../sub\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len()),
             Ok(0)
         );
         fs::write(g.join("config.lock"), "[core]\n\tworktree = ../../../..\n").unwrap();
         assert_eq!(
-            r.rename_config(fd, b"config.lock", fd, b"config", false),
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len()),
             Err(libc::EPERM)
         );
         fs::remove_dir_all(&ws).unwrap();
@@ -778,7 +847,8 @@ mod tests {
         let fd = gd.fd.as_raw_fd();
         let rename = |text: &str| {
             fs::write(g.join("config.lock"), text).unwrap();
-            r.rename_config(fd, b"config.lock", fd, b"config", false)
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len())
         };
         // `git config user.email …` rewrites the file with the user's keys.
         assert_eq!(rename(&format!("{own}[user]\n\temail = a@b\n")), Ok(0));
@@ -800,7 +870,14 @@ mod tests {
         )
         .unwrap();
         let wt = |r: &GitRule| {
-            r.rename_config(fd, b"config.worktree.lock", fd, b"config.worktree", false)
+            r.rename_config(
+                fd,
+                b"config.worktree.lock",
+                (fd, b"config.worktree"),
+                false,
+                false,
+            )
+            .map(|h| h.len())
         };
         assert_eq!(wt(&r), Ok(0));
         assert!(g.join("config.worktree").exists());
@@ -810,6 +887,74 @@ mod tests {
             r.judge(&gd, b"config.worktree", How::Rename),
             Verdict::Config(_)
         ));
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn unlisted_entries_are_held_out_of_the_file_when_the_session_can_be_told() {
+        let ws = tmp("gitrule-held");
+        let g = ws.join(".git");
+        fs::create_dir_all(&g).unwrap();
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let own = "# the user's\n[core]\n\tbare = false\n\tfsmonitor = mine\n";
+        fs::write(g.join("config"), own).unwrap();
+        let r = rule(&ws);
+        let gd = dir(&g);
+        let fd = gd.fd.as_raw_fd();
+        // What husky runs: `git config core.hooksPath .husky/_`.
+        fs::write(
+            g.join("config.lock"),
+            format!(
+                "{own}\thooksPath = .husky/_\n[http]\n\tproxy = http://p:1\n[user]\n\tname = n\n"
+            ),
+        )
+        .unwrap();
+        let held = r
+            .rename_config(fd, b"config.lock", (fd, b"config"), false, true)
+            .unwrap();
+        assert_eq!(held.len(), 2, "{held:?}");
+        assert!(
+            held[0].contains(r#""name":"core.hookspath","value":".husky/_""#),
+            "{held:?}"
+        );
+        assert!(held[1].contains(r#""name":"http.proxy""#), "{held:?}");
+        assert!(
+            held[0].contains(&format!("{}", g.join("config").display())),
+            "{held:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(g.join("config")).unwrap(),
+            format!("{own}\t\n[http]\n\t\n[user]\n\tname = n\n"),
+            "the user's own unlisted key and every other byte stay"
+        );
+        assert!(!g.join("config.lock").exists());
+        // A file git would not read is refused, never rewritten.
+        fs::write(g.join("config.lock"), "[core\n").unwrap();
+        assert_eq!(
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, true),
+            Err(libc::EPERM)
+        );
+        fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_held_hooks_directory_takes_any_name() {
+        let ws = tmp("gitrule-held-hooks");
+        let g = ws.join(".git");
+        fs::create_dir_all(g.join("hooks")).unwrap();
+        fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let hooks = dir(&g.join("hooks"));
+        let plain = rule(&ws);
+        assert!(
+            !allowed(plain.judge(&hooks, b"pre-commit", How::File)),
+            "control"
+        );
+        let held = GitRule::new(
+            Some(ws.as_os_str().as_bytes().to_vec()),
+            vec![hooks.key.unwrap()],
+        );
+        assert!(allowed(held.judge(&hooks, b"pre-commit", How::File)));
+        assert!(!held.protects_file(&hooks, b"pre-commit"));
         fs::remove_dir_all(&ws).unwrap();
     }
 
@@ -829,7 +974,8 @@ mod tests {
         let fd = gd.fd.as_raw_fd();
         let set = |v: &str| {
             fs::write(g.join("config.lock"), format!("[core]\n\tworktree = {v}\n")).unwrap();
-            r.rename_config(fd, b"config.lock", fd, b"config", false)
+            r.rename_config(fd, b"config.lock", (fd, b"config"), false, false)
+                .map(|h| h.len())
         };
         // The text stays inside; the symlink leads out (issue #45).
         assert_eq!(set("../../lnk"), Err(libc::EPERM));

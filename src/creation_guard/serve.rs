@@ -56,7 +56,7 @@ pub(super) struct Supervisor {
 impl Supervisor {
     pub(crate) fn new(table: Table, notices: Option<std::os::fd::OwnedFd>) -> Supervisor {
         Supervisor {
-            git: GitRule::new(table.workspace.clone()),
+            git: GitRule::new(table.workspace.clone(), table.held_hooks.clone()),
             fs: FsContexts::default(),
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
@@ -402,22 +402,26 @@ impl Supervisor {
                 return Err(self.refuse(&to));
             }
             let noreplace = flags & libc::RENAME_NOREPLACE != 0;
-            return self
-                .git
-                .rename_config(
-                    from.dir.fd.as_raw_fd(),
-                    &from.name,
-                    to.dir.fd.as_raw_fd(),
-                    &to.name,
-                    noreplace,
-                )
-                .map_err(|e| {
-                    if e == libc::EPERM {
-                        self.refuse(&to)
-                    } else {
-                        Reply::Err(e)
+            // Held keys (issue #44) only where the session can be told.
+            let told = self.git.rename_config(
+                from.dir.fd.as_raw_fd(),
+                &from.name,
+                (to.dir.fd.as_raw_fd(), &to.name),
+                noreplace,
+                self.notices.is_some() && !self.git.no_hold,
+            );
+            return match told {
+                Ok(lines) => {
+                    if let Some(fd) = &self.notices {
+                        for l in lines {
+                            crate::notices::append(fd.as_raw_fd(), &l);
+                        }
                     }
-                });
+                    Ok(0)
+                }
+                Err(libc::EPERM) => Err(self.refuse(&to)),
+                Err(e) => Err(Reply::Err(e)),
+            };
         }
         if let Verdict::Refused = held {
             return Err(self.refuse(&to));

@@ -35,6 +35,9 @@ pub(super) struct Table {
     /// The workspace, as the plan names it: the parent of the list's first
     /// path, the workspace's `HEAD` (`plan::protect` lists it first).
     pub(super) workspace: Option<Vec<u8>>,
+    /// The held hooks directories (issue #44), by device and inode as
+    /// mounted inside: the rule lets anything be written there.
+    pub(super) held_hooks: Vec<(u64, u64)>,
 }
 
 impl Table {

@@ -84,7 +84,6 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
     // Missing, or no small text file (a FIFO is never waited on): nothing to bind.
     let managed_settings =
         crate::sys::files::read_text(Path::new(crate::sys::paths::MANAGED_SETTINGS)).ok();
-    let session = session_id().to_string();
     let claude_traffic = if plan::egress(cfg) == crate::egress::policy::Egress::Allowlist {
         claude_traffic(&home)
     } else {
@@ -109,10 +108,11 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         launcher_ns,
         host_loopback_tcp,
         protected,
+        held_hooks: Vec::new(),
         discovered,
         jail,
         managed_settings,
-        session,
+        session: session_id().to_string(),
         claude_traffic,
         memory: crate::limits::memory(),
         pids: crate::limits::detect_pids(uid),
@@ -171,6 +171,27 @@ fn network_facts(
     let host_loopback_tcp = loopback_listeners();
     let jail = crate::egress::host_facts(plan::egress(cfg) == crate::egress::policy::Egress::Open)?;
     Ok((host_loopback_tcp, Some(jail)))
+}
+
+/// Issue #44: each git directory's `hooks` (a real directory, not a
+/// symlink) taken out of the read-only binds and bound to a held copy
+/// instead; one that cannot be copied stays read-only.
+pub(super) fn hold_hooks(facts: &mut crate::plan::Facts, copies: &crate::held::Copies) {
+    let gitdirs = &facts.discovered.gitdirs;
+    let mut kept = Vec::with_capacity(facts.protected.len());
+    for b in std::mem::take(&mut facts.protected) {
+        let hooks = b.requested == b.resolved
+            && b.requested.file_name() == Some("hooks".as_ref())
+            && b.requested
+                .parent()
+                .is_some_and(|g| gitdirs.iter().any(|d| d == g))
+            && b.requested.symlink_metadata().is_ok_and(|m| m.is_dir());
+        match hooks.then(|| copies.copy_of(&b.requested)).flatten() {
+            Some(copy) => facts.held_hooks.push((copy, b.requested)),
+            None => kept.push(b),
+        }
+    }
+    facts.protected = kept;
 }
 
 /// The protected paths of the workspace (§4.8) that exist, to bind

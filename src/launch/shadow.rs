@@ -108,7 +108,10 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let git = host::GitIdentity::start(home.clone());
     // Issue #25: started once, before the first plan, for every attempt.
     let broker = start_broker(cfg, &home)?;
-    let (first, facts) = sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref())?;
+    // Issue #44: the workspace's hooks directories, held copies inside.
+    let copies = crate::held::Copies::new(&home, host::session_id());
+    let (first, facts) =
+        sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref(), Some(&copies))?;
     // Issue #24: the process limit the plan chose, in force for every attempt.
     let pids = crate::limits::Enforced::start(&first.limits.pids)?;
     // Issue #22: a pointer out of the workspace is not followed, and said.
@@ -136,6 +139,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         args,
         broker: broker.as_ref(),
         notices: notices.as_ref().ok(),
+        copies: &copies,
     };
     let result = attempts(&from, first, &mut net, &mut run, early);
     published.finish();
@@ -155,8 +159,10 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     // tripwire walks the workspace (issue #24).
     let measuring = private.map(|p| std::thread::spawn(move || p.at_exit()));
     // `Ok` only when the sandbox was built and the real binary ran.
+    // Issue #44: what the session left held, gathered now that nothing
+    // inside runs; recorded with the tripwire's record of the session.
     if let (Ok(_), Some(w)) = (&result, watch) {
-        w.finish();
+        w.finish(copies.gather(&notices.map(|n| n.text()).unwrap_or_default()));
     }
     if let Some(m) = measuring {
         let _ = m.join();
@@ -193,6 +199,16 @@ struct Planning<'a> {
     broker: Option<&'a std::sync::Arc<egress::Broker>>,
     /// The session's notices file (issue #44), which the proxy tells too.
     notices: Option<&'a crate::notices::SessionFile>,
+    /// The held copies of the workspace's hooks directories (issue #44).
+    copies: &'a crate::held::Copies,
+}
+
+impl Planning<'_> {
+    /// A replan's sandbox.
+    fn plan(&self, mode: ProcMode) -> anyhow::Result<Sandbox> {
+        let broker = self.broker.map(|b| &**b);
+        Ok(sandbox_with(self.cfg, self.args, mode, broker, Some(self.copies))?.0)
+    }
 }
 
 fn attempts(
@@ -212,7 +228,7 @@ fn attempts(
     loop {
         let mut sb = match next.take() {
             Some(sb) => sb,
-            None => sandbox_with(from.cfg, from.args, mode, from.broker.map(|b| &**b))?.0,
+            None => from.plan(mode)?,
         };
         if !userns_lock {
             sb.nested_userns = true;
@@ -477,7 +493,7 @@ pub(crate) fn sandbox(
     args: &[OsString],
     mode: ProcMode,
 ) -> anyhow::Result<(Sandbox, plan::Facts)> {
-    sandbox_with(cfg, args, mode, None)
+    sandbox_with(cfg, args, mode, None, None)
 }
 
 /// [`sandbox`] with what the sandbox sees of the launch's credential broker.
@@ -486,9 +502,13 @@ fn sandbox_with(
     args: &[OsString],
     mode: ProcMode,
     broker: Option<&egress::Broker>,
+    copies: Option<&crate::held::Copies>,
 ) -> anyhow::Result<(Sandbox, plan::Facts)> {
     let mut facts = host::gather(cfg, mode)?;
     facts.broker = broker.map(|b| b.inside().clone());
+    if let Some(c) = copies {
+        host::hold_hooks(&mut facts, c);
+    }
     let mut sb = plan::build(cfg, &facts, args)?;
     crate::testhooks::apply(&mut sb, &facts.home, &facts.env);
     Ok((sb, facts))

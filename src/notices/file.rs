@@ -52,6 +52,19 @@ impl SessionFile {
         Ok(self.file.try_clone()?.into())
     }
 
+    /// What the file holds now (at most [`MAX_FILE`]; lossy UTF-8).
+    pub(crate) fn text(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = match self.file.try_clone() {
+            Ok(f) => f,
+            Err(_) => return String::new(),
+        };
+        let mut bytes = Vec::new();
+        let _ = f.seek(SeekFrom::Start(0));
+        let _ = f.take(MAX_FILE + MAX_LINE as u64).read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     /// A descriptor of the file for bubblewrap's read-only bind.
     pub(crate) fn reader(&self) -> std::io::Result<OwnedFd> {
         Ok(File::open(format!("/proc/self/fd/{}", self.file.as_raw_fd()))?.into())

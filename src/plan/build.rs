@@ -42,6 +42,12 @@ pub(crate) fn build(
         .filter(|p| protect::inside(&workspace, p))
         .cloned()
         .collect();
+    let held_hooks = facts
+        .held_hooks
+        .iter()
+        .map(|(_, hooks)| hooks.clone())
+        .filter(|hooks| protect::inside(&workspace, hooks))
+        .collect();
     let chdir = if facts.cwd.starts_with(&workspace) {
         facts.cwd.clone()
     } else {
@@ -69,6 +75,7 @@ pub(crate) fn build(
         },
         network,
         creation_guard,
+        held_hooks,
         notices: true,
         limits: super::limits::limits(cfg, facts),
         command: Program {
@@ -119,6 +126,17 @@ fn mounts(
             .filter(|b| protect::inside(&ws, &b.requested) && protect::inside(&ws, &b.resolved))
             .cloned()
             .map(Mount::CheckedReadOnly),
+    );
+    // Issue #44: each git directory's `hooks`, a held copy, read-write.
+    mounts.extend(
+        facts
+            .held_hooks
+            .iter()
+            .filter(|(_, hooks)| protect::inside(&ws, hooks))
+            .map(|(copy, hooks)| Mount::ReadWrite {
+                src: copy.clone(),
+                dst: hooks.clone(),
+            }),
     );
     if let Some(text) = resolv_conf {
         mounts.push(Mount::Data {

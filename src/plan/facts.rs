@@ -91,6 +91,9 @@ pub(crate) struct Facts {
     /// each as found and as resolved (a symlink to a file in the workspace
     /// protects that file).
     pub(crate) protected: Vec<RwBind>,
+    /// Git directories' `hooks` (out of [`Facts::protected`]) and the held
+    /// copy bound over each (issue #44): (copy, hooks).
+    pub(crate) held_hooks: Vec<(PathBuf, PathBuf)>,
     /// What the walk of the workspace found ([`crate::plan::protect::discover`]),
     /// existing or not: the tripwire watches all of it.
     pub(crate) discovered: crate::plan::protect::Protected,

@@ -68,6 +68,7 @@ pub(crate) fn facts() -> Facts {
         host_loopback_tcp: Vec::new(),
         passwd_home: None,
         protected: Vec::new(),
+        held_hooks: Vec::new(),
         discovered: Default::default(),
         jail: Some(JailFacts {
             routes: HostRoutes {

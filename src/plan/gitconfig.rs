@@ -191,9 +191,19 @@ fn refuse_raw_value(raw: &[u8]) -> Result<(), String> {
 /// `git config --list` spells it, and value. `Err(one line)` when the file
 /// cannot be read exactly as git reads it (fail closed).
 pub(crate) fn unlisted_entries(bytes: &[u8]) -> Result<Vec<RawEntry>, String> {
+    Ok(unlisted_numbered(bytes)?
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect())
+}
+
+/// [`unlisted_entries`], each with its number among all the file's
+/// [`entries`] (what [`without`] takes).
+pub(crate) fn unlisted_numbered(bytes: &[u8]) -> Result<Vec<(usize, RawEntry)>, String> {
     Ok(entries(bytes)?
         .into_iter()
-        .filter(|(n, v)| !super::git_allow::listed(n, v.as_deref()))
+        .enumerate()
+        .filter(|(_, (n, v))| !super::git_allow::listed(n, v.as_deref()))
         .collect())
 }
 
@@ -208,6 +218,59 @@ pub(crate) fn unlisted_keys(bytes: &[u8]) -> Result<Vec<String>, String> {
         .into_iter()
         .map(|(n, _)| String::from_utf8_lossy(&n).into_owned())
         .collect())
+}
+
+/// Config file `bytes` without its entries numbered in `drop` (indices
+/// into [`entries`]), every other byte as it was: comments, layout and the
+/// other keys stay. A held key's whole `key = value` (continuation lines
+/// too) goes; what else was on its line (leading blanks, a comment) stays.
+/// `Err` unless the result reads, as git reads it, as exactly the entries
+/// not dropped, in order (the caller fails closed then).
+pub(crate) fn without(bytes: &[u8], drop: &[usize]) -> Result<Vec<u8>, String> {
+    use gix_config::parse::{EventRef, Events};
+    let all = entries(bytes)?;
+    let events = Events::from_bytes(bytes, None)
+        .map_err(|e| format!("line {}: not git config syntax", e.line_number()))?;
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut index, mut skipping, mut continued) = (0usize, false, false);
+    for ev in events.iter() {
+        match ev {
+            EventRef::SectionValueName(_) => {
+                skipping = drop.contains(&index);
+                index += 1;
+            }
+            // A value's line ends inside it (`\` at the end): still the value.
+            EventRef::ValueNotDone(_) if skipping => continued = true,
+            EventRef::Newline(_) if skipping && continued => {
+                continued = false;
+                continue;
+            }
+            // A bare key ends at its line's end; a value at its last part.
+            EventRef::Newline(_) | EventRef::Comment { .. } | EventRef::SectionHeader { .. }
+                if skipping =>
+            {
+                skipping = false;
+            }
+            EventRef::Value(_) | EventRef::ValueDone(_) if skipping => {
+                skipping = false;
+                continue;
+            }
+            _ => {}
+        }
+        if !skipping {
+            ev.write_to(&mut out).map_err(|e| e.to_string())?;
+        }
+    }
+    let kept: Vec<RawEntry> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !drop.contains(i))
+        .map(|(_, e)| e)
+        .collect();
+    if entries(&out)? != kept {
+        return Err("the file without the held keys does not read as the keys kept".into());
+    }
+    Ok(out)
 }
 
 /// Every value of key `name` (as [`unlisted_keys`] spells it) in config
@@ -432,5 +495,36 @@ mod tests {
             let all = entries(text.as_bytes()).unwrap();
             assert_eq!(keys.len(), all.len(), "{text}: only {keys:?}");
         }
+    }
+
+    #[test]
+    fn without_drops_exactly_the_held_entries_and_keeps_the_rest_as_written() {
+        let text = "# mine\n[core]\n\tbare = false ; note\n\thooksPath = .husky/_\n\
+                    [credential]\n\thelper = \"store \\\n --file x\" # c\n\tflag\n\
+                    [user]\n\temail = a@b\n";
+        let all = entries_of(text.as_bytes());
+        let held = |k: &str| all.iter().position(|(n, _)| n == k).unwrap();
+        let out = without(
+            text.as_bytes(),
+            &[
+                held("core.hookspath"),
+                held("credential.helper"),
+                held("credential.flag"),
+            ],
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "# mine\n[core]\n\tbare = false ; note\n\t\n[credential]\n\t # c\n\t\n[user]\n\temail = a@b\n"
+        );
+        assert_eq!(
+            entries_of(out.as_bytes()),
+            vec![one("core.bare", "false"), one("user.email", "a@b")]
+        );
+        // Nothing dropped: the same bytes.
+        assert_eq!(without(text.as_bytes(), &[]).unwrap(), text.as_bytes());
+        // A file git would not read is never rewritten.
+        assert!(without(b"[core\n\tx = 1\n", &[0]).is_err());
     }
 }

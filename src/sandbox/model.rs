@@ -42,6 +42,9 @@ pub(crate) struct Sandbox {
     // `guard` in `plan --json`, as before the field was named for its defence.
     #[serde(rename = "guard")]
     pub(crate) creation_guard: Vec<PathBuf>,
+    /// The git directories' `hooks` bound to held copies (issue #44,
+    /// [`Mount::ReadWrite`]): the guard lets anything be written there.
+    pub(crate) held_hooks: Vec<PathBuf>,
     /// The session's notices file (issue #44): bound read-only at
     /// `paths::INSIDE_NOTICES`, and appended to by the guard's supervisor.
     pub(crate) notices: bool,

@@ -347,7 +347,10 @@ fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
     } else {
         o.fds.push((
             FD_SHIM_CREATION_GUARD,
-            FdContent::Bytes(super::guard_list::encode(&sb.creation_guard)),
+            FdContent::Bytes(super::guard_list::encode(
+                &sb.creation_guard,
+                &sb.held_hooks,
+            )),
         ));
         OsString::from(FD_SHIM_CREATION_GUARD.to_string())
     };
@@ -414,6 +417,7 @@ mod tests {
             },
             network,
             creation_guard: vec!["/w/.envrc".into()],
+            held_hooks: Vec::new(),
             notices: false,
             limits: Default::default(),
             command: Program {

@@ -19,18 +19,44 @@ use crate::{plan, sys::paths};
 /// The log's directory under [`plan::PRIVATE_STATE`].
 const LOG_DIR: &str = "tripwire";
 
-/// The block printed at the end of a session that changed something.
-pub(super) fn block(changes: &[Change]) -> String {
-    let mut out =
-        String::from("claude-sandbox: this session changed what runs outside the sandbox:\n");
-    for c in changes {
-        out.push_str(&change_line(c));
+/// The block printed at the end of a session that changed something, or
+/// held something for the user (issue #44).
+pub(super) fn block(changes: &[Change], held: &[crate::held::Item]) -> String {
+    let bin = paths::SELF_BIN;
+    let mut out = String::new();
+    if !changes.is_empty() {
+        out.push_str("claude-sandbox: this session changed what runs outside the sandbox:\n");
+        for c in changes {
+            out.push_str(&change_line(c));
+        }
+        out.push_str(&format!(
+            "Review with: {bin} review\nUndo with:   {bin} review --revert\n"
+        ));
     }
-    out.push_str(&format!(
-        "Review with: {bin} review\nUndo with:   {bin} review --revert\n",
-        bin = paths::SELF_BIN
-    ));
+    if !held.is_empty() {
+        out.push_str("claude-sandbox: held for you, not in place outside the sandbox (host git would run or obey it):\n");
+        for h in held {
+            out.push_str(&held_line(h));
+        }
+        out.push_str(&format!(
+            "See each in full: {bin} review\nPut one in place: {bin} review --apply ID\n"
+        ));
+    }
     out
+}
+
+pub(super) fn held_line(h: &crate::held::Item) -> String {
+    let what = match &h.what {
+        crate::held::What::Hook { .. } => "hook".to_string(),
+        crate::held::What::Key { name, value } => {
+            format!("git config {name} = {}", value.as_deref().unwrap_or("true"))
+        }
+    };
+    format!(
+        "  [{}] {}  {what}\n",
+        h.id,
+        shown(&h.target.to_string_lossy())
+    )
 }
 
 pub(super) fn change_line(c: &Change) -> String {
@@ -56,6 +82,9 @@ pub(super) struct Session {
     #[serde(with = "path_text")]
     pub(super) workspace: PathBuf,
     pub(super) changes: Vec<Change>,
+    /// What was held for the user (issue #44); none in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) held: Vec<crate::held::Item>,
 }
 
 /// `$HOME/.local/state/claude-sandbox/tripwire`: never bound into the sandbox.
@@ -122,6 +151,7 @@ mod tests {
     #[test]
     fn the_log_keeps_bytes_and_paths_exactly() {
         let s = Session {
+            held: Vec::new(),
             version: 1,
             started: 1,
             ended: 2,
@@ -160,7 +190,7 @@ mod tests {
             what: format!("(new)  core.pager = {}", shown("a\x1b[2Jb\u{202e}c")),
             items: Vec::new(),
         };
-        let b = block(&[c]);
+        let b = block(&[c], &[]);
         assert_eq!(
             b,
             format!(

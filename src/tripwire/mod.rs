@@ -28,12 +28,14 @@
 //! created and restores only content it recorded; anything else is named
 //! and left alone.
 //!
-//! May import: `plan` (the protected paths, the git config parser, the
+//! May import: `held` (what was held, its apply), `plan` (the protected paths, the git config parser, the
 //! private state directory, the managed settings' command keys), `sys`,
 //! `error`.
 //!
 //! Exports: [`Watch`] (start before the sandbox, finish after it) and
-//! [`review_main`] (`claude-sandbox review [--revert]`).
+//! [`review_main`] (`claude-sandbox review [--revert | --apply ID…]`, the
+//! [`Ask`]); what was held for the user (issue #44, `crate::held`) is
+//! recorded with the session and listed and applied in `held_review`.
 //!
 //! The comparison is pure (`compare` over two snapshots, `settings` for
 //! Claude Code's keys, both into a `change`: what is printed, recorded and
@@ -44,6 +46,7 @@ mod change;
 mod compare;
 #[cfg(test)]
 mod fixtures;
+mod held_review;
 mod log;
 mod place;
 mod review;
@@ -51,5 +54,5 @@ mod scan;
 mod settings;
 mod watch;
 
-pub(crate) use review::review_main;
+pub(crate) use review::{review_main, Ask};
 pub(crate) use watch::Watch;

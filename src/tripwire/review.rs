@@ -15,28 +15,44 @@ use super::scan::Entry;
 use super::settings::{keys_fingerprint, projection};
 use crate::sys::paths;
 
-/// `claude-sandbox review [--revert]` for the calling user.
-pub(crate) fn review_main(revert: bool) -> anyhow::Result<i32> {
+/// What `claude-sandbox review` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// List what is recorded and left.
+    List,
+    /// `--revert`: undo the recorded changes.
+    Revert,
+    /// `--apply ID…` / `--apply-all`: put held items in place (issue #44).
+    Apply { ids: Vec<String>, all: bool },
+}
+
+/// `claude-sandbox review [--revert | --apply ID… | --apply-all]` for the
+/// calling user.
+pub(crate) fn review_main(ask: Ask) -> anyhow::Result<i32> {
     let home = crate::sys::user::identity()
         .map_err(crate::error::bad_input)?
         .home;
     Ok(review(
         &home,
-        revert,
+        ask,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     ))
 }
 
-/// List (or with `revert`, undo) the changes recorded under `home` and not
-/// reverted yet. Returns the exit status: 0 nothing left, 1 something left
-/// (changes listed, or paths the revert refused).
-fn review(home: &Path, revert: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// List (or undo, or apply) what is recorded under `home` and left.
+/// Returns the exit status: 0 nothing left, 1 something left (changes or
+/// held items listed, or paths the revert or apply refused).
+fn review(home: &Path, ask: Ask, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let sessions = sessions(home, err);
-    if revert {
-        revert_all(home, sessions, out, err)
-    } else {
-        list(&sessions, out)
+    match ask {
+        Ask::Revert => revert_all(home, sessions, out, err),
+        Ask::Apply { ids, all } => super::held_review::apply(sessions, &ids, all, out, err),
+        Ask::List => {
+            let changes = list(&sessions, out);
+            let held = super::held_review::list(&sessions, out);
+            i32::from(changes == 1 || held)
+        }
     }
 }
 
@@ -323,6 +339,7 @@ mod tests {
             started: 0,
             ended: 0,
             workspace: ws.to_path_buf(),
+            held: Vec::new(),
             changes: changes.clone(),
         };
         record(home, &session).unwrap();
@@ -349,6 +366,7 @@ mod tests {
             started: 0,
             ended: 0,
             workspace: ws.to_path_buf(),
+            held: Vec::new(),
             changes: vec![Change {
                 path: ws.join(".git/config"),
                 mark: super::super::change::Mark::Added,
@@ -366,7 +384,8 @@ mod tests {
 
     fn review_text(home: &Path, revert: bool) -> (i32, String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = review(home, revert, &mut out, &mut err);
+        let ask = if revert { Ask::Revert } else { Ask::List };
+        let code = review(home, ask, &mut out, &mut err);
         (
             code,
             String::from_utf8(out).unwrap(),
@@ -399,6 +418,7 @@ mod tests {
             started: 0,
             ended: 0,
             workspace: ws.clone(),
+            held: Vec::new(),
             changes,
         };
         record(&home, &session).unwrap();
@@ -475,6 +495,7 @@ mod tests {
             started: 0,
             ended: 0,
             workspace: ws.clone(),
+            held: Vec::new(),
             changes: w.changes(),
         };
         assert_eq!(session.changes.len(), 1);
@@ -682,6 +703,7 @@ mod tests {
             started: 0,
             ended: 0,
             workspace: ws.clone(),
+            held: Vec::new(),
             changes,
         };
         // As an older claude-sandbox wrote it: no `left`.

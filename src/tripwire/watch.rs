@@ -111,30 +111,33 @@ impl Watch {
             })
     }
 
-    /// At the end of a session that ran: record the changes, then print
-    /// them in one block on stderr, then say where the walk ran out of time
-    /// or what it could not list, if so. An unchanged session prints and
-    /// writes nothing.
-    pub(crate) fn finish(self) {
+    /// At the end of a session that ran: record the changes and what was
+    /// held for the user (issue #44: `held`, and the lines naming what
+    /// could not be), then print them in one block on stderr, then say
+    /// where the walk ran out of time or what it could not list, if so.
+    /// An unchanged session that held nothing prints and writes nothing.
+    pub(crate) fn finish(self, held: (Vec<crate::held::Item>, Vec<String>)) {
         let (changes, notes) = self.survey();
+        let (held, held_notes) = held;
         let mut text = String::new();
-        if !changes.is_empty() {
+        if !changes.is_empty() || !held.is_empty() {
             let session = Session {
                 version: VERSION,
                 started: stamp(self.started).0,
                 ended: stamp(SystemTime::now()).0,
                 workspace: self.workspace.clone(),
                 changes,
+                held,
             };
-            text = block(&session.changes);
+            text = block(&session.changes, &session.held);
             if let Err(e) = record(&self.home, &session) {
                 text.push_str(&format!(
-                    "claude-sandbox: these changes could not be recorded in {} ({e}): `review --revert` cannot undo them\n",
+                    "claude-sandbox: these changes could not be recorded in {} ({e}): `review` cannot undo or apply them\n",
                     log_dir(&self.home).display()
                 ));
             }
         }
-        for line in notes {
+        for line in held_notes.into_iter().chain(notes) {
             text.push_str(&line);
             text.push('\n');
         }

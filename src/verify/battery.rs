@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::check_broker::check_broker_no_real_values;
 use super::check_files::{
-    check_dev, check_git_rule, check_masked_files, check_protected, check_protected_creation,
-    check_root_view, check_run, check_tmp, check_workspace,
+    check_dev, check_git_held, check_git_rule, check_masked_files, check_protected,
+    check_protected_creation, check_root_view, check_run, check_tmp, check_workspace,
 };
 use super::check_home::{check_home, check_private_state};
 use super::check_limits::{check_pids, check_private_bounded, check_tmpfs_sized};
@@ -105,6 +105,7 @@ pub(super) const BATTERY: &[Def] = &[
     def("tmpfs-sized", "every tmpfs the sandbox mounts is sized (tmpfs-size; masks 1M): a session cannot fill memory through /tmp, $HOME or /dev/shm (issue #24)", check_tmpfs_sized),
     def("private-state-bounded", "the private ~/.cache and ~/.local/share kept between sessions hold at most private-state-max (issue #24)", check_private_bounded),
     def("broker-no-real-values", "the real value of no brokered credential is readable inside: files, environments, command lines (issue #25)", check_broker_no_real_values),
+    def("git-held", "a transport key git writes into a repository's config, and a hook installed in the workspace's repository, are held for the user: out of host git's reach, told to the agent (issue #44)", check_git_held),
 ];
 
 /// Evaluate every check against `o`.
@@ -224,6 +225,10 @@ mod tests {
             (
                 "git-rule",
                 Box::new(|o| o.git_rule = Ok(vec!["config".into()])),
+            ),
+            (
+                "git-held",
+                Box::new(|o| o.git_held = Ok((0, vec!["config took http.proxy".into()]))),
             ),
             (
                 "protected-creation",

@@ -185,6 +185,21 @@ pub(super) fn check_git_rule(o: &Observed) -> Outcome {
     )
 }
 
+pub(super) fn check_git_held(o: &Observed) -> Outcome {
+    let (held, wrong) = o.git_held.clone()?;
+    if !wrong.is_empty() {
+        return Err(wrong.join("; "));
+    }
+    let hooks = if held > 0 {
+        "the workspace's hooks directory is a held copy"
+    } else {
+        "the workspace has no hooks directory to hold"
+    };
+    Ok(format!(
+        "a transport key (http.proxy) git renamed into a repository's config was held out of it and told to the agent; {hooks}"
+    ))
+}
+
 pub(super) fn check_workspace(o: &Observed) -> Outcome {
     let rec = record(o)?;
     let ws = &rec.workspace;

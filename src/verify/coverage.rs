@@ -43,6 +43,12 @@ pub(super) fn covering_check(m: &sandbox::Mount, rec: &LaunchRecord) -> Option<&
             "private-state"
         }
         sandbox::Mount::ReadOnly { dst, .. } if in_home(plan::HOME_FORGE, dst) => "private-state",
+        // Issue #44: a git directory's hooks, a held copy.
+        sandbox::Mount::ReadWrite { src, dst }
+            if src.starts_with(home.join(crate::held::STATE_REL)) && dst.ends_with("hooks") =>
+        {
+            "git-held"
+        }
         sandbox::Mount::CheckedReadOnly(_) => "protected-paths",
         sandbox::Mount::Checked(_) => "workspace-scoped",
         sandbox::Mount::Tmpfs { dst } if dst == Path::new("/tmp") => "tmp-tmpfs",

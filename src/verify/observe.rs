@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use super::mountinfo::{parse_mountinfo, Mount};
 use super::probe_broker::{scan_for_real_values, Scan};
 use super::probe_files::{
-    config_file_access, git_rule_probe, managed_settings, names_in, nulled_sizes, protected_paths,
-    read_launch_record, root_only_readable, run_sockets, writable, ConfigFileAccess, ProtectedPath,
+    config_file_access, git_held_probe, git_rule_probe, managed_settings, names_in, nulled_sizes,
+    protected_paths, read_launch_record, root_only_readable, run_sockets, writable,
+    ConfigFileAccess, ProtectedPath,
 };
 use super::probe_forwarder::{jail_lookups, ForwarderLookup};
 use super::probe_limits::{nproc_limit, pids_cgroup, private_state, tmpfs_mounts, Tmpfs};
@@ -89,6 +90,10 @@ pub(super) struct Observed {
     /// A repository made in `/tmp`: what of `core.fsmonitor` and a hook
     /// planted in it was not refused, or why none could be made.
     pub(super) git_rule: Result<Vec<String>, String>,
+    /// What of a transport key and the workspace's hooks was not held for
+    /// the user (issue #44), with how many hooks directories were; or why
+    /// nothing could be tried.
+    pub(super) git_held: Result<(usize, Vec<String>), String>,
     /// `publish-port` as `/etc/claude-sandbox.conf` names it inside, or why
     /// it could not be read.
     pub(super) publish_configured: Result<Vec<u16>, String>,
@@ -159,6 +164,7 @@ impl Default for Observed {
             pid1_mem_writable: Vec::new(),
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
+            git_held: Ok((1, Vec::new())),
             publish_configured: Err("not observed".into()),
             listening: Vec::new(),
             forwarder: Vec::new(),
@@ -190,6 +196,8 @@ impl Observed {
         let mountinfo = read("/proc/self/mountinfo");
         let mounts = parse_mountinfo(&mountinfo);
         let root_only_readable = root_only_readable(&rec, &mounts);
+        let git_held = git_held_probe(&rec.workspace, &mounts);
+        let protected = protected_paths(&rec, &mounts);
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
         let config_file = config_file_access();
@@ -205,7 +213,7 @@ impl Observed {
             tmp_entries: names_in("/tmp").unwrap_or_default(),
             run_sockets,
             nulled_sizes,
-            protected: protected_paths(&rec),
+            protected,
             gitconfig: std::fs::read_to_string(paths::GITCONFIG).map_err(|e| e.to_string()),
             gitconfig_writable: writable(Path::new(paths::GITCONFIG)),
             config_file,
@@ -231,6 +239,7 @@ impl Observed {
             pid1_mem_writable: pid1_mem_writable(),
             proxy_probe,
             git_rule: git_rule_probe(),
+            git_held,
             publish_configured: crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
                 .map(|a| a.config.publish_port)
                 .map_err(|e| e.to_string()),

@@ -121,13 +121,15 @@ pub(super) struct ProtectedPath {
     pub(super) creatable: bool,
 }
 
-pub(super) fn protected_paths(rec: &LaunchRecord) -> Vec<ProtectedPath> {
+pub(super) fn protected_paths(rec: &LaunchRecord, mounts: &[Mount]) -> Vec<ProtectedPath> {
     if rec.workspace.as_os_str().is_empty() {
         return Vec::new();
     }
     crate::plan::protect::discover(&rec.workspace)
         .paths
         .into_iter()
+        // A held hooks copy is writable by design (git-held checks it).
+        .filter(|p| !held_copy(p, mounts))
         .map(|path| {
             let exists = path.symlink_metadata().is_ok();
             ProtectedPath {
@@ -160,24 +162,7 @@ fn created_and_removed(path: &Path) -> bool {
 /// It is made in the first of the temporary directory and `$HOME` that
 /// takes a directory (the rule holds wherever it is).
 pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
-    let name = format!("claude-sandbox-verify-git-{}", std::process::id());
-    let places = [
-        Some(std::env::temp_dir()),
-        std::env::var_os("HOME").map(PathBuf::from),
-    ];
-    let Some(dir) = places
-        .into_iter()
-        .flatten()
-        .map(|p| p.join(&name))
-        .find(|d| {
-            let _ = std::fs::remove_dir_all(d);
-            std::fs::create_dir(d).is_ok()
-        })
-    else {
-        return Err(format!(
-            "could not make {name} in the temporary directory or $HOME to test with"
-        ));
-    };
+    let dir = scratch_dir("git")?;
     let made = std::fs::create_dir(dir.join("objects"))
         .and_then(|_| std::fs::create_dir(dir.join("refs")))
         .and_then(|_| std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n"));
@@ -187,8 +172,11 @@ pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
         if std::fs::write(dir.join("config"), fsmonitor).is_ok() {
             planted.push("config".to_string());
         }
+        // Renamed into place, the key may be held (issue #44): left out of
+        // the file, which is what counts.
         if std::fs::write(dir.join("config.lock"), fsmonitor).is_ok()
             && std::fs::rename(dir.join("config.lock"), dir.join("config")).is_ok()
+            && std::fs::read_to_string(dir.join("config")).is_ok_and(|t| t.contains("fsmonitor"))
         {
             planted.push("config (renamed into place)".to_string());
         }
@@ -206,6 +194,93 @@ pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
             dir.display()
         )),
     }
+}
+
+/// A new empty directory named for this process and `tag`, in the first of
+/// the temporary directory and `$HOME` that takes one.
+fn scratch_dir(tag: &str) -> Result<PathBuf, String> {
+    let name = format!("claude-sandbox-verify-{tag}-{}", std::process::id());
+    let places = [
+        Some(std::env::temp_dir()),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    places
+        .into_iter()
+        .flatten()
+        .map(|p| p.join(&name))
+        .find(|d| {
+            let _ = std::fs::remove_dir_all(d);
+            std::fs::create_dir(d).is_ok()
+        })
+        .ok_or_else(|| {
+            format!("could not make {name} in the temporary directory or $HOME to test with")
+        })
+}
+
+/// What is held for the user (issue #44): a transport key git renames into
+/// a repository's config, and the workspace's hooks directory. `Err` when
+/// no repository could be made to test with; else how many hooks
+/// directories were found a held copy, and what was wrong.
+pub(super) fn git_held_probe(ws: &Path, mounts: &[Mount]) -> Result<(usize, Vec<String>), String> {
+    let dir = scratch_dir("held")?;
+    let mut wrong = Vec::new();
+    let made = std::fs::create_dir(dir.join("objects"))
+        .and_then(|_| std::fs::create_dir(dir.join("refs")))
+        .and_then(|_| std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n"))
+        .and_then(|_| {
+            std::fs::write(
+                dir.join("config.lock"),
+                "[http]\n\tproxy = http://127.0.0.1:9\n",
+            )
+        });
+    let renamed = made.and_then(|_| std::fs::rename(dir.join("config.lock"), dir.join("config")));
+    let config = std::fs::read_to_string(dir.join("config")).unwrap_or_default();
+    let told = std::fs::read_to_string(paths::INSIDE_NOTICES).is_ok_and(|t| {
+        let file = dir.join("config");
+        t.lines().any(|l| {
+            l.contains("held for the user")
+                && l.contains("http.proxy")
+                && l.contains(&*file.to_string_lossy())
+        })
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    match renamed {
+        Err(e) => wrong.push(format!(
+            "git's rename of a config with http.proxy was refused, not held ({e})"
+        )),
+        Ok(()) if config.contains("proxy") => {
+            wrong.push("a repository's config took http.proxy".into())
+        }
+        Ok(()) if !told => wrong.push(format!(
+            "http.proxy was held but the agent was not told in {}",
+            paths::INSIDE_NOTICES
+        )),
+        Ok(()) => {}
+    }
+    let hooks = ws.join(".git/hooks");
+    let mut held = 0;
+    if hooks.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        if held_copy(&hooks, mounts) {
+            held += 1;
+        } else {
+            wrong.push(format!(
+                "{} is not a held copy: a hook installed there is refused or reaches host git",
+                hooks.display()
+            ));
+        }
+    }
+    Ok((held, wrong))
+}
+
+/// Whether `path` is a mount of a held copy (issue #44): the launch's
+/// copies live in the private state's `held/`.
+fn held_copy(path: &Path, mounts: &[Mount]) -> bool {
+    top_mount(mounts, path).is_some_and(|m| {
+        m.point == path
+            && m.root
+                .to_string_lossy()
+                .contains("/.local/state/claude-sandbox/held/")
+    })
 }
 
 /// How this process may touch `/etc/claude-sandbox.conf`.
