@@ -341,3 +341,77 @@ fn a_hook_and_hooks_path_set_inside_are_held_and_applied_only_by_review() {
         empty_dir(&w.workspace(who));
     }
 }
+
+/// Inside: a repository copied whole (`cp -r`, whatever order its files
+/// come in), copied with its `HEAD` first, and one whose copied config
+/// plants what host git would run.
+const COPY: &str = r##"
+row() { if out=$(eval "$2" 2>&1); then echo "OK $1"; else echo "FAIL $1: $out"; fi; }
+head_first() { mkdir -p "$1/.git" && cp lib0/.git/HEAD "$1/.git/" && cp -r lib0/.git/objects lib0/.git/refs "$1/.git/"; }
+row cp-r 'cp -r lib0 lib0-copy && git -C lib0-copy log --oneline >/dev/null'
+row head-first 'head_first c1 && cp lib0/.git/config c1/.git/config && git -C c1 log --oneline >/dev/null'
+row planted 'head_first c2 && printf "[core]\n\tfsmonitor = touch MARK\n" > c2/.git/config && git -C c2 log --oneline >/dev/null'
+echo END
+"##;
+
+#[test]
+fn a_repository_copied_file_by_file_works_and_its_config_comes_at_the_end() {
+    if !require("gitwork_copy") {
+        return;
+    }
+    let w = World::with_probe("gitwork-copy");
+    for who in BOTH {
+        let setup = "set -e; git init -q -b main lib0 && git -C lib0 -c user.name=t -c user.email=t@t \
+                     commit -q --allow-empty -m init && git -C lib0 config user.email me@example.com && echo ok";
+        let o = w.run(who, &[], &["sh", "-c", setup]);
+        assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+        let o = w.run(who, &[], &["claude", "shell", COPY]);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(
+            out.contains("END") && !out.contains("FAIL"),
+            "{who:?}: {out}\n{err}"
+        );
+        let ws = w.workspace(who);
+        let original = std::fs::read_to_string(ws.join("lib0/.git/config")).unwrap();
+        for copy in ["lib0-copy", "c1"] {
+            let placed = std::fs::read_to_string(ws.join(copy).join(".git/config"));
+            assert_eq!(
+                placed.ok().as_deref(),
+                Some(original.as_str()),
+                "{who:?}: {copy}\n{err}"
+            );
+        }
+        assert!(
+            !ws.join("c2/.git/config").exists(),
+            "{who:?}: the planted config was put in place"
+        );
+        assert!(
+            err.contains(&format!(
+                "not put in place: {}",
+                ws.join("c2/.git/config").display()
+            )),
+            "{who:?}: {err}"
+        );
+        assert!(
+            err.contains("put in place at the session's end"),
+            "{who:?}: {err}"
+        );
+        // Host git in the copies runs nothing and works.
+        let o = w.run(
+            who,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "git -C c1 log --oneline && git -C c2 status -s; ls MARK c2/MARK 2>&1",
+            ],
+        );
+        assert_eq!(
+            stdout(&o).matches("No such file").count(),
+            2,
+            "{who:?}: {}",
+            stdout(&o)
+        );
+        empty_dir(&ws);
+    }
+}

@@ -98,6 +98,10 @@ fn supervise(sup: Supervisor, listener: OwnedFd, child: libc::pid_t) -> i32 {
     std::thread::spawn(move || forward_signals(child));
     let status = wait_for(child);
     report_refused(sup);
+    // Issue #44: the configs a plain copy made, checked and put in place.
+    for line in sup.asides.place_all(&sup.git) {
+        eprintln!("{line}");
+    }
     end_like(status)
 }
 

@@ -85,7 +85,7 @@ pub(super) fn decides_on(name: &[u8]) -> bool {
     any_case(GITDIR_NAMES) || any_case(INFO_NAMES) || any_case(PROTECTED_FILES)
 }
 /// The largest `config` the rule reads; a larger one is refused.
-const MAX_CONFIG: u64 = 1 << 20;
+pub(super) const MAX_CONFIG: u64 = 1 << 20;
 
 /// What the rule says of a call.
 pub(super) enum Verdict<'a> {
@@ -297,7 +297,7 @@ impl GitRule {
     /// or was already in the file it replaces (`kept`: its unlisted
     /// entries, the user's own), or is a `core.worktree` inside the
     /// workspace (what `git submodule` writes).
-    fn config_is_safe(&self, dir: RawFd, bytes: &[u8], kept: &[RawEntry]) -> bool {
+    pub(super) fn config_is_safe(&self, dir: RawFd, bytes: &[u8], kept: &[RawEntry]) -> bool {
         self.unsafe_entries(dir, bytes, kept)
             .is_some_and(|held| held.is_empty())
     }
@@ -399,6 +399,17 @@ impl GitRule {
         // SAFETY: valid fd and C string.
         unsafe { libc::unlinkat(from_dir, c.as_ptr(), 0) };
         Ok(notices)
+    }
+
+    /// Whether an `open(O_CREAT)` of `name` in `dir` is a git directory's
+    /// missing `config` or `config.worktree`, to be set aside (issue #44
+    /// item 6) rather than refused.
+    pub(super) fn sets_aside(&self, dir: &Dir, name: &[u8]) -> bool {
+        let fd = dir.fd.as_raw_fd();
+        !self.off
+            && matches!(name, b"config" | b"config.worktree")
+            && gitlike_at(fd, b".")
+            && !exists(fd, name)
     }
 
     /// Whether `name` in `dir` is a file the rule protects (so it may not
@@ -533,6 +544,21 @@ fn read_config(dir: RawFd, name: &[u8]) -> Option<(Vec<u8>, u32)> {
 /// Write `bytes` to a new file in `dir` and rename it onto `name`: the
 /// new file is an inode nobody inside holds.
 fn replace_config(dir: RawFd, name: &[u8], bytes: &[u8], mode: u32) -> Result<(), Errno> {
+    write_config(dir, name, bytes, mode, false)
+}
+
+/// [`replace_config`] where nothing is named `name` yet (`EEXIST` else).
+pub(super) fn place_config(dir: RawFd, name: &[u8], bytes: &[u8], mode: u32) -> Result<(), Errno> {
+    write_config(dir, name, bytes, mode, true)
+}
+
+fn write_config(
+    dir: RawFd,
+    name: &[u8],
+    bytes: &[u8],
+    mode: u32,
+    noreplace: bool,
+) -> Result<(), Errno> {
     let cname = cstr(name)?;
     use std::io::Write;
     // SAFETY: gettid takes no arguments.
@@ -551,8 +577,18 @@ fn replace_config(dir: RawFd, name: &[u8], bytes: &[u8], mode: u32) -> Result<()
         undo();
         return Err(libc::EIO);
     }
+    let flags = if noreplace { libc::RENAME_NOREPLACE } else { 0 };
     // SAFETY: valid fds and C strings.
-    let r = unsafe { libc::renameat(dir, ctmp.as_ptr(), dir, cname.as_ptr()) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            dir,
+            ctmp.as_ptr(),
+            dir,
+            cname.as_ptr(),
+            flags,
+        )
+    };
     if r < 0 {
         let e = last_errno();
         undo();

@@ -57,8 +57,11 @@
 //! creation in one `openat2`, decisions 0022 and 0023), `gitrule.rs`
 //! (git directories by rule), `fs_context.rs` (the callers' umasks and
 //! working directories), `fifo_wait.rs` (an existing FIFO's open waited
-//! for apart, given up when its caller is gone).
+//! for apart, given up when its caller is gone), `aside.rs` (a git
+//! directory's `config` made by a plain open, held aside until the
+//! session's end, then checked and put in place: issue #44).
 
+mod aside;
 mod calls;
 mod fifo_wait;
 mod filter;

@@ -197,6 +197,18 @@ impl Supervisor {
         } else {
             How::Write
         };
+        // A repository copied file by file (issue #44): its `config`, made
+        // after its `HEAD`, is set aside, not refused.
+        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        if how == How::File && !tmpfile && self.git.sets_aside(&loc.dir, &loc.name) {
+            if let Ok(fd) = self.asides.set_aside(dir, &loc.name, mode) {
+                self.notice(&format!(
+                    "claude-sandbox: held {}: a git config written by a plain copy is kept aside and put in place when the session ends if every entry is one git writes in ordinary work; until then the repository has no config.",
+                    loc.display()
+                ));
+                return Ok(Step::Opened(fd));
+            }
+        }
         // Held until the call is done (a FIFO's wait is in its own thread,
         // without it).
         let _held = match self.admit(&loc, how) {
@@ -214,7 +226,6 @@ impl Supervisor {
             return open_ctty(c, flags, mode).map(Step::Opened);
         }
         let creates = flags & libc::O_CREAT != 0;
-        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
         // `O_CREAT | O_EXCL` (how tar, cp and git make their files) makes
         // the name or fails with `EEXIST`, whatever is there now, a symlink
         // or a FIFO included: the kernel's answer, with no look first.

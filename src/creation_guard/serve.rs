@@ -51,6 +51,8 @@ pub(super) struct Supervisor {
     /// The session's notices file (issue #44): each refusal is told to the
     /// agent there as it happens.
     notices: Option<std::os::fd::OwnedFd>,
+    /// Git directories' configs made by a plain open, set aside (issue #44).
+    pub(super) asides: super::aside::Asides,
 }
 
 impl Supervisor {
@@ -69,6 +71,7 @@ impl Supervisor {
             proc_view: ProcView::here(),
             refused: Mutex::new(Vec::new()),
             notices,
+            asides: Default::default(),
         }
     }
 
@@ -104,6 +107,13 @@ impl Supervisor {
             std::os::fd::AsRawFd::as_raw_fd(fd),
             &format!("claude-sandbox: refused to write {path}: {why}."),
         );
+    }
+
+    /// Tell the agent `line` (issue #44), if it can be told.
+    pub(super) fn notice(&self, line: &str) {
+        if let Some(fd) = &self.notices {
+            crate::notices::append(fd.as_raw_fd(), line);
+        }
     }
 
     /// The git rule's verdict on making `loc` by `how`, for every call but
@@ -412,11 +422,7 @@ impl Supervisor {
             );
             return match told {
                 Ok(lines) => {
-                    if let Some(fd) = &self.notices {
-                        for l in lines {
-                            crate::notices::append(fd.as_raw_fd(), &l);
-                        }
-                    }
+                    lines.iter().for_each(|l| self.notice(l));
                     Ok(0)
                 }
                 Err(libc::EPERM) => Err(self.refuse(&to)),

@@ -136,7 +136,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&t);
         std::fs::create_dir_all(t.join("ws")).unwrap();
         std::fs::create_dir_all(t.join("elsewhere")).unwrap();
-        for target in [t.join("elsewhere/pre-commit"), t.join("ws/../elsewhere/pre-commit")] {
+        for target in [
+            t.join("elsewhere/pre-commit"),
+            t.join("ws/../elsewhere/pre-commit"),
+        ] {
             let s = session(&t.join("ws"), &target);
             let (mut out, mut err) = (Vec::new(), Vec::new());
             assert_eq!(apply(vec![s], &[], true, &mut out, &mut err), 1);
@@ -146,8 +149,13 @@ mod tests {
         }
         let s = session(&t.join("ws"), &t.join("ws/pre-commit"));
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        assert_eq!(apply(vec![s], &["00000000".into()], false, &mut out, &mut err), 1);
-        assert!(String::from_utf8(err).unwrap().contains("no held item [00000000]"));
+        assert_eq!(
+            apply(vec![s], &["00000000".into()], false, &mut out, &mut err),
+            1
+        );
+        assert!(String::from_utf8(err)
+            .unwrap()
+            .contains("no held item [00000000]"));
         assert!(!t.join("ws/pre-commit").exists());
         std::fs::remove_dir_all(&t).unwrap();
     }
