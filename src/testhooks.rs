@@ -62,6 +62,10 @@ pub(crate) enum Mutation {
     /// environment) refuses a key it would hold.
     #[cfg(feature = "test-mutations")]
     NoHeld,
+    /// `bind(2)` not sent to the supervisor (issue #45): set in the
+    /// sandbox's environment, read by the shim that builds the guard's filter.
+    #[cfg(feature = "test-mutations")]
+    UnsupervisedBind,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -155,6 +159,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::Unguarded => "unguarded",
         Mutation::NoGitRule => "no-git-rule",
         Mutation::NoHeld => "no-held",
+        Mutation::UnsupervisedBind => "unsupervised-bind",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -266,10 +271,18 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
     }
     if active(Mutation::Unguarded) {
         sb.creation_guard.clear();
+        // Without the guard's filter, the sandbox's refuses pidfd_getfd.
+        sb.seccomp.program = crate::seccomp::program_bytes();
     }
     if active(Mutation::NoGitRule) {
         sb.env
             .push(("CLAUDE_SANDBOX_TEST_MUTATION".into(), "no-git-rule".into()));
+    }
+    if active(Mutation::UnsupervisedBind) {
+        sb.env.push((
+            "CLAUDE_SANDBOX_TEST_MUTATION".into(),
+            "unsupervised-bind".into(),
+        ));
     }
     if active(Mutation::NoHeld) {
         // Each hooks directory read-only again, as before issue #44.

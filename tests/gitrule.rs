@@ -87,6 +87,14 @@ t hooked-head 'git init -q --bare hooked'
 mkdir -p evil/objects evil/refs
 t ws-commondir 'echo "$M/evil" > .git/commondir'
 t evil-config 'fsm evil > evil/config'
+# A common directory completed by a unix socket named refs (issue #45):
+# a linked worktree's commondir led to an ordinary directory holding a
+# planted config and objects/; bind(2) made refs unseen.
+git -c user.name=t -c user.email=t@t worktree add -q wt 2>/dev/null || echo NO-WT
+mkdir -p evil2/objects && fsm evil2-sock > evil2/config
+t wt-commondir 'echo "$M/evil2" > .git/worktrees/wt/commondir'
+t sock-refs 'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\"evil2/refs\")"'
+t sock-refs-abs 'python3 -c "import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).bind(\"$M/evil2/refs\")"'
 O=many/x/y/z/w/old/.git
 t old-append 'fsm old-append >> $O/config'
 t old-config-cmd 'git -C many/x/y/z/w/old config core.pager "touch $M/RAN-old-pager"'
@@ -99,7 +107,7 @@ echo END
 
 /// What host git does in each repository the session touched.
 const HOST_GIT: &str = r#"
-for r in . new ex ex2 a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
+for r in . wt new ex ex2 a/b/c/d/e/deep .tools/tool node_modules/x/dep bare bare2 hooked evil many/x/y/z/w/old; do
   [ -d "$r" ] || continue
   git -C "$r" status >/dev/null 2>&1
   git -C "$r" -c user.name=t -c user.email=t@t commit -q --allow-empty -m host >/dev/null 2>&1
@@ -160,24 +168,35 @@ fn planted_git_commands_never_run_on_the_host() {
             [
                 "PLANTED new-config-cmd",
                 "PLANTED new-hookspath",
+                // Written by a plain open: set aside, checked at the end.
+                "PLANTED new-config-worktree",
                 "PLANTED a/b/c/d/e/deep",
                 "PLANTED a/b/c/d/e/deep-rename",
                 "PLANTED .tools/tool",
                 "PLANTED .tools/tool-rename",
                 "PLANTED node_modules/x/dep",
                 "PLANTED node_modules/x/dep-rename",
+                "PLANTED bare2-config",
                 "PLANTED bare2-config-mv",
+                "PLANTED evil-config",
+                "PLANTED wt-commondir",
                 "PLANTED old-config-cmd",
                 "PLANTED old-hook-sample-write"
             ],
             "{who:?}: planted:\n{out}"
         );
-        assert_eq!(out.matches("refused ").count(), 28, "{who:?}:\n{out}");
+        assert_eq!(out.matches("refused ").count(), 27, "{who:?}:\n{out}");
+        assert!(
+            out.contains("refused sock-refs\n") && out.contains("refused sock-refs-abs\n"),
+            "{who:?}:\n{out}"
+        );
+        assert!(!out.contains("NO-WT"), "{who:?}:\n{out}");
         let ws = w.workspace(who);
         for config in [
             "new/.git/config",
             "a/b/c/d/e/deep/.git/config",
             "bare2/config",
+            "evil/config",
             "many/x/y/z/w/old/.git/config",
         ] {
             let text = std::fs::read_to_string(ws.join(config)).unwrap_or_default();
@@ -224,6 +243,7 @@ fn without_the_rule_the_same_session_plants_what_host_git_runs() {
             "RAN-evil",
             "RAN-old-append",
             "RAN-old-hook",
+            "RAN-evil2-sock",
             "RAN-ex-excl-symlink",
             "RAN-ex-excl-abs",
             "RAN-ex-excl-bare",

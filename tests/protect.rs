@@ -919,6 +919,26 @@ got = (err(fd, "rel/x"), err(None, "rel/missing/x"), err(plain, "rel/x"), err(No
 want = (errno.EBADF, errno.ENOENT, errno.ENOTDIR, 0, errno.EEXIST, errno.EEXIST, errno.EEXIST)
 print("ERRNOS-OK" if got == want else "ERRNOS %r" % (got,))
 PY
+# bind(2), performed by the supervisor on the caller's own socket (issue
+# #45): a unix socket by a relative path (its options kept), by an absolute
+# one, an abstract one, TCP on loopback; each works as the kernel's would,
+# and a taken path gives EADDRINUSE.
+python3 - <<'PY'
+import os, socket, errno
+s = socket.socket(socket.AF_UNIX); s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+s.bind("sock-rel"); s.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect("sock-rel"); a, _ = s.accept()
+c.send(b"x"); ok = a.recv(1) == b"x" and s.getsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED) == 1
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind(os.path.abspath("sock-abs"))
+ab = socket.socket(socket.AF_UNIX); ab.bind("\0csb-abstract-%d" % os.getpid())
+t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(1)
+try:
+    socket.socket(socket.AF_UNIX).bind("sock-rel"); taken = None
+except OSError as e: taken = e.errno
+ok = ok and os.path.exists("sock-abs") and t.getsockname()[1] > 0 and taken == errno.EADDRINUSE
+print("BIND-OK" if ok else "BIND-FAILED %r" % taken)
+os.unlink("sock-rel"); os.unlink("sock-abs")
+PY
 # /dev/tty opened for writing is the caller's own terminal: here a new
 # session on a pty of its own (as under tmux), not the launcher's.
 script -qec 'exec 3<>/dev/tty && [ "$(readlink /proc/self/fd/3)" = "$(readlink /proc/self/fd/0)" ] \
@@ -951,6 +971,11 @@ fn ordinary_calls_are_served_as_the_kernel_would() {
             );
             assert!(
                 out.contains("ERRNOS-OK") && w.workspace(who).join("rel/made").is_file(),
+                "{who:?} {setup:?}:\n{out}\n{}",
+                stderr(&o)
+            );
+            assert!(
+                out.contains("BIND-OK"),
                 "{who:?} {setup:?}:\n{out}\n{}",
                 stderr(&o)
             );

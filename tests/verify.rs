@@ -391,6 +391,7 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("unguarded", &["protected-creation", "git-rule", "git-held"]),
         ("no-git-rule", &["git-rule", "git-held"]),
         ("no-held", &["git-held"]),
+        ("unsupervised-bind", &["git-rule"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         // The filter before issue #13: TIOCSTI and keyrings still refused

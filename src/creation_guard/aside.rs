@@ -73,11 +73,21 @@ impl Asides {
             .lock()
             .map(|mut h| std::mem::take(&mut *h))
             .unwrap_or_default();
-        held.into_iter().map(|a| place(git, a)).collect()
+        held.into_iter().filter_map(|a| place(git, a)).collect()
     }
 }
 
-fn place(git: &GitRule, a: Aside) -> String {
+/// `a` checked and put in place: the line for the user; none when its
+/// directory was removed (the repository is gone).
+fn place(git: &GitRule, a: Aside) -> Option<String> {
+    let dir = a.dir.as_raw_fd();
+    if nix::sys::stat::fstat(dir).is_ok_and(|st| st.st_nlink == 0) {
+        return None;
+    }
+    Some(check_and_place(git, a))
+}
+
+fn check_and_place(git: &GitRule, a: Aside) -> String {
     let dir = a.dir.as_raw_fd();
     let mut f = std::fs::File::from(a.file);
     let mut bytes = Vec::new();
@@ -153,6 +163,17 @@ mod tests {
             std::fs::read_to_string(&paths[2]).unwrap(),
             "[user]\n\tname = mine\n"
         );
+        // A repository removed before the end: nothing to say.
+        let gone = ws.join("gone/.git");
+        std::fs::create_dir_all(&gone).unwrap();
+        std::fs::write(gone.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        drop(
+            asides
+                .set_aside(dir(&gone).fd.as_raw_fd(), b"config", 0o644)
+                .unwrap(),
+        );
+        std::fs::remove_dir_all(ws.join("gone")).unwrap();
+        assert!(asides.place_all(&rule).is_empty());
         // Once placed, `config` exists: nothing more is set aside there.
         assert!(!rule.sets_aside(&dir(&ws.join("good/.git")), b"config"));
         assert!(asides.place_all(&rule).is_empty());

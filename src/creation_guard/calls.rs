@@ -51,6 +51,19 @@ pub(super) enum Call {
         path: u64,
         flags: i32,
     },
+    /// `bind(fd, addr, len)`: a path-named unix socket is a new name
+    /// (issue #45).
+    Bind {
+        fd: i32,
+        addr: u64,
+        len: u32,
+    },
+    /// i386's `socketcall(op, args)`: `bind` when `op` is `SYS_BIND`, its
+    /// arguments in memory at `args`.
+    Socketcall {
+        op: u32,
+        args: u64,
+    },
 }
 
 /// The call a notification of syscall `name` (one the guard's filter sends)
@@ -61,6 +74,23 @@ pub(super) fn decode(name: &str, a: [u64; 6]) -> Option<Call> {
         .or_else(|| decode_make(name, a))
         .or_else(|| decode_move(name, a))
         .or_else(|| decode_remove(name, a))
+        .or_else(|| decode_socket(name, a))
+}
+
+/// `bind`, and i386's `socketcall`.
+fn decode_socket(name: &str, a: Args) -> Option<Call> {
+    Some(match name {
+        "bind" => Call::Bind {
+            fd: a.int(0),
+            addr: a.ptr(1),
+            len: a.word(2),
+        },
+        "socketcall" => Call::Socketcall {
+            op: a.word(0),
+            args: a.ptr(1),
+        },
+        _ => return None,
+    })
 }
 
 /// A notification's raw arguments.
@@ -272,7 +302,9 @@ mod tests {
             // Refused by the filter itself, never sent here; or noted and
             // let through before any decoding.
             let noted = crate::creation_guard::filter::NOTED.contains(name);
-            if *name != "openat2" && !noted && !name.starts_with("landlock_") {
+            let refused =
+                matches!(*name, "openat2" | "pidfd_getfd") || name.starts_with("landlock_");
+            if !refused && !noted {
                 assert!(decode(name, a).is_some(), "{name}");
             }
         }

@@ -8,7 +8,7 @@
 use nix::libc;
 
 use crate::seccomp::{
-    arches, by_abi, off_arg, Abi, Asm, Insn, BPF_JEQ_K, BPF_JSET_K, ENOSYS, N, RET_ALLOW,
+    arches, by_abi, off_arg, Abi, Asm, Insn, BPF_JEQ_K, BPF_JSET_K, ENOSYS, EPERM, N, RET_ALLOW,
     RET_ERRNO, RET_USER_NOTIF,
 };
 
@@ -36,6 +36,16 @@ pub(super) const CREATE_SYSCALLS: &[(&str, [i32; 5])] = &[
     ("renameat2",     [316,  316,  353, 276,  382]),
     ("rmdir",         [ 84,   84,   40,   N,   40]),
     ("unlinkat",      [263,  263,  301,  35,  328]),
+    // A unix socket bound to a path is a new name (issue #45): performed
+    // by the supervisor on the caller's own socket, which it takes with
+    // `pidfd_getfd`; i386's (and 32-bit Arm's) `socketcall` multiplexer
+    // too, when its operation may be `SYS_BIND`.
+    ("bind",          [ 49,   49,  361, 200,  282]),
+    ("socketcall",    [  N,    N,  102,   N,  102]),
+    // Not creations: what the supervisor takes a caller's socket with,
+    // refused to everything it serves (the sandbox's own filter lets it
+    // through only where this filter stands; decision 0009).
+    ("pidfd_getfd",   [438,  438,  438, 438,  438]),
     // Not creations: noted and let through (docs/decisions/0020, 0021),
     // so the supervisor knows when a umask or working directory it
     // remembered may have changed.
@@ -71,6 +81,9 @@ const O_PATH: u32 = 0o1000_0000;
 /// `unlinkat`'s flag that makes it `rmdir`.
 pub(super) const AT_REMOVEDIR: u32 = 0x200;
 
+/// `socketcall`'s operation number of `bind`.
+pub(super) const SYS_BIND: u32 = 2;
+
 /// What the guard filter does with one syscall of [`CREATE_SYSCALLS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GuardRule {
@@ -84,10 +97,21 @@ enum GuardRule {
 }
 
 fn guard_rule(name: &str) -> GuardRule {
+    #[cfg(feature = "test-mutations")]
+    if matches!(name, "bind" | "socketcall")
+        && crate::testhooks::active(crate::testhooks::Mutation::UnsupervisedBind)
+    {
+        return GuardRule::NotifyIfAny(0, 0);
+    }
     match name {
         "open" => GuardRule::NotifyIfAny(1, O_WRITES),
         "openat" => GuardRule::NotifyIfAny(2, O_WRITES),
         "unlinkat" => GuardRule::NotifyIfAny(2, AT_REMOVEDIR),
+        // Operations with SYS_BIND's bit (2): bind, and some that create
+        // nothing (let through by the supervisor, on the register's value).
+        "socketcall" => GuardRule::NotifyIfAny(0, SYS_BIND),
+        "pidfd_getfd" => GuardRule::Errno(EPERM),
+
         // Its flags are in memory, out of the filter's reach, and the
         // supervisor would have to honour its RESOLVE_* rules: libcs never
         // use it for open(3), and callers fall back to openat on ENOSYS.
@@ -127,7 +151,7 @@ fn guard_program_for(arches: &[(u32, &[Abi])]) -> Vec<Insn> {
 /// The comparisons of one ABI (syscall number in the accumulator) and
 /// their returns.
 fn guard_chain(a: &mut Asm, abi: Abi) {
-    let (notify, enosys) = (a.label(), a.label());
+    let (notify, enosys, eperm) = (a.label(), a.label(), a.label());
     let mut checks = Vec::new();
     for (name, _) in CREATE_SYSCALLS {
         let Some(nr) = abi.nr_in(CREATE_SYSCALLS, name) else {
@@ -136,6 +160,7 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
         let to = match guard_rule(name) {
             GuardRule::Notify => notify,
             GuardRule::Errno(ENOSYS) => enosys,
+            GuardRule::Errno(EPERM) => eperm,
             GuardRule::Errno(e) => panic!("errno {e} has no return in the guard filter"),
             GuardRule::NotifyIfAny(i, mask) => {
                 let l = a.label();
@@ -150,6 +175,8 @@ fn guard_chain(a: &mut Asm, abi: Abi) {
     a.ret(RET_USER_NOTIF);
     a.bind(enosys);
     a.ret(RET_ERRNO | ENOSYS);
+    a.bind(eperm);
+    a.ret(RET_ERRNO | EPERM);
     for (l, i, mask) in checks {
         a.bind(l);
         a.load(off_arg(i));
@@ -228,6 +255,7 @@ mod tests {
                         "renameat",
                         "renameat2",
                         "rmdir",
+                        "bind",
                         "umask",
                         "chdir",
                         "fchdir",
@@ -279,6 +307,15 @@ mod tests {
                         Some(NOTIFY)
                     );
                     assert_eq!(run1("openat2", [0; 6]), Some(RET_ERRNO | ENOSYS), "{abi:?}");
+                    assert_eq!(
+                        run1("pidfd_getfd", [0; 6]),
+                        Some(RET_ERRNO | EPERM),
+                        "{abi:?}"
+                    );
+                    if let Some(v) = run1("socketcall", [2, 0, 0, 0, 0, 0]) {
+                        assert_eq!(v, NOTIFY, "{abi:?}");
+                        assert_eq!(run1("socketcall", [1, 0, 0, 0, 0, 0]), Some(RET_ALLOW));
+                    }
                     for ll in [
                         "landlock_create_ruleset",
                         "landlock_add_rule",

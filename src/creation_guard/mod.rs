@@ -11,7 +11,8 @@
 //! seccomp filter (`filter.rs`) that hands every creating syscall — `open`/
 //! `openat` with `O_CREAT` (or any flag that writes: the git rule refuses
 //! opening a git directory's `config` or hook for writing), `creat`, `mkdir`, `mknod`, `symlink`, `link`,
-//! `rename`, `rmdir` and their `*at` forms — to the listener, sends the
+//! `rename`, `rmdir` and their `*at` forms, and `bind` (a unix socket's
+//! path, decision 0029) — to the listener, sends the
 //! listener to the parent, and execs the real binary; everything it starts
 //! inherits the filter. The parent becomes the **supervisor**: for each call
 //! it copies the path strings out of the caller's memory *once*, resolves
@@ -59,9 +60,12 @@
 //! working directories), `fifo_wait.rs` (an existing FIFO's open waited
 //! for apart, given up when its caller is gone), `aside.rs` (a git
 //! directory's `config` made by a plain open, held aside until the
-//! session's end, then checked and put in place: issue #44).
+//! session's end, then checked and put in place: issue #44), `bind.rs`
+//! (`bind(2)` of a unix socket to a path, performed on the caller's own
+//! socket: issue #45).
 
 mod aside;
+mod bind;
 mod calls;
 mod fifo_wait;
 mod filter;

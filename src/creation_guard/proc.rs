@@ -75,6 +75,30 @@ pub(super) fn read_path(pid: u32, addr: u64) -> Result<Vec<u8>, Errno> {
     })
 }
 
+/// Exactly `len` bytes at `addr` in process `pid`, copied once (a socket
+/// address, the arguments of `socketcall`).
+pub(super) fn read_mem(pid: u32, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    let mut buf = vec![0u8; len];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: local is `buf`; remote is the caller's, read by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if usize::try_from(n).ok() == Some(len) {
+        Ok(buf)
+    } else {
+        Err(libc::EFAULT)
+    }
+}
+
 /// The string at `addr`, read with `read(at, buf)` (bytes read, 0 on a
 /// fault) one page at a time: the next page may be unmapped, and a string
 /// ending before it must still be read.

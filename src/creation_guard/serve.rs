@@ -249,6 +249,13 @@ impl Supervisor {
                 flags,
             } => self.rename(c, olddirfd, old, newdirfd, new, flags),
             Call::Unlink { dirfd, path, flags } => self.unlink(c, dirfd, path, flags),
+            Call::Bind { fd, addr, len } => self.bind(c, fd, addr, len),
+            Call::Socketcall { op, args } if op == super::filter::SYS_BIND => {
+                self.socketcall_bind(c, args)
+            }
+            // Another operation with SYS_BIND's bit: nothing is made, and
+            // the operation is in a register, not in the caller's memory.
+            Call::Socketcall { .. } => return Reply::Continue,
         };
         match res {
             Ok(v) => Reply::Val(v),

@@ -35,7 +35,7 @@ pub(crate) fn build(
     let mounts = mounts(cfg, facts, rw, &network, resolv_conf);
     // §4.8: what is protected and does not exist cannot be created either
     // (what exists is bound read-only): in the workspace only (issue #22).
-    let creation_guard = facts
+    let creation_guard: Vec<std::path::PathBuf> = facts
         .discovered
         .paths
         .iter()
@@ -71,7 +71,7 @@ pub(crate) fn build(
         // §4.4 terminal-injection defence (TIOCSTI/TIOCLINUX), keyrings, and
         // the kernel interfaces a session does not need (decision 0007).
         seccomp: Seccomp {
-            program: crate::seccomp::program_bytes(),
+            program: seccomp_program(&creation_guard),
         },
         network,
         creation_guard,
@@ -84,6 +84,17 @@ pub(crate) fn build(
             ignored: facts.ignored_at_launch.clone(),
         },
     })
+}
+
+/// The sandbox's seccomp filter: where the creation guard stands, its
+/// filter refuses `pidfd_getfd` itself, which the supervisor needs (issue
+/// #45); everywhere else the sandbox's own refuses it.
+fn seccomp_program(creation_guard: &[std::path::PathBuf]) -> Vec<u8> {
+    if creation_guard.is_empty() {
+        crate::seccomp::program_bytes()
+    } else {
+        crate::seccomp::guarded_program_bytes()
+    }
 }
 
 /// Every mount, in order: the system view and `$HOME` (§4.1, §4.2), the

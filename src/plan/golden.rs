@@ -66,11 +66,15 @@ fn render(cfg: &Config, facts: &Facts, resolv: &Resolv, args: &[&str]) -> String
             // ABIs, or aarch64 and arm); the table records the x86_64 one.
             // Elsewhere the plan must carry this machine's sandbox filter,
             // and the line shows the x86_64 filter it stands for.
-            let x86 = crate::seccomp::x86_64_program_bytes();
+            let guarded = *bytes == crate::seccomp::guarded_program_bytes();
+            let x86 = crate::seccomp::x86_64_program_bytes(guarded);
             let bytes = if cfg!(target_arch = "x86_64") {
                 bytes
             } else {
-                assert_eq!(*bytes, crate::seccomp::program_bytes(), "fd {fd}");
+                assert!(
+                    guarded || *bytes == crate::seccomp::program_bytes(),
+                    "fd {fd}"
+                );
                 &x86
             };
             out.push_str(&format!(

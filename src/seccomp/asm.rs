@@ -12,7 +12,7 @@ pub(super) const BPF_RET_K: u16 = 0x06;
 pub(crate) const RET_ALLOW: u32 = 0x7fff_0000;
 pub(crate) const RET_ERRNO: u32 = 0x0005_0000;
 pub(crate) const RET_USER_NOTIF: u32 = 0x7fc0_0000;
-pub(super) const EPERM: u32 = 1;
+pub(crate) const EPERM: u32 = 1;
 pub(crate) const ENOSYS: u32 = 38;
 
 pub(super) const OFF_NR: u32 = 0;

@@ -72,6 +72,11 @@ enum Rule {
 pub(crate) enum Profile {
     /// The sandbox's filter.
     Sandbox,
+    /// The sandbox's filter where the creation guard stands: `pidfd_getfd`
+    /// is left to the guard's filter, which refuses it to every process the
+    /// supervisor serves; the supervisor takes a caller's socket with it
+    /// to bind it (issue #45).
+    Guarded,
     /// The filter before issue #13: terminal injection and keyrings only.
     #[cfg(any(test, feature = "test-mutations"))]
     Minimal,
@@ -94,6 +99,10 @@ fn rule(name: &str, profile: Profile) -> Option<Rule> {
         BTRFS_IOC_SNAP_CREATE_V2,
         BTRFS_IOC_SUBVOL_CREATE_V2,
     ];
+    // The test profiles stand for a guarded sandbox's filter too.
+    if profile != Profile::Sandbox && name == "pidfd_getfd" {
+        return None;
+    }
     #[cfg(any(test, feature = "test-mutations"))]
     match profile {
         Profile::Minimal => {
@@ -113,7 +122,7 @@ fn rule(name: &str, profile: Profile) -> Option<Rule> {
                 return None;
             }
         }
-        Profile::Sandbox => {}
+        Profile::Sandbox | Profile::Guarded => {}
     }
     let _ = profile;
     Some(match name {
@@ -217,6 +226,11 @@ pub(crate) fn program_bytes() -> Vec<u8> {
     program_bytes_for(Profile::Sandbox)
 }
 
+/// [`Profile::Guarded`]'s filter, as bubblewrap reads it.
+pub(crate) fn guarded_program_bytes() -> Vec<u8> {
+    program_bytes_for(Profile::Guarded)
+}
+
 /// The filter of `profile`, as bubblewrap reads it.
 pub(crate) fn program_bytes_for(profile: Profile) -> Vec<u8> {
     encode(&program(profile))
@@ -226,8 +240,13 @@ pub(crate) fn program_bytes_for(profile: Profile) -> Vec<u8> {
 /// this machine is: the golden plan table (src/golden.rs) pins its hash, so
 /// the table holds on aarch64 too (issue #14).
 #[cfg(test)]
-pub(crate) fn x86_64_program_bytes() -> Vec<u8> {
-    encode(&program_for(X86_ARCHES, Profile::Sandbox))
+pub(crate) fn x86_64_program_bytes(guarded: bool) -> Vec<u8> {
+    let profile = if guarded {
+        Profile::Guarded
+    } else {
+        Profile::Sandbox
+    };
+    encode(&program_for(X86_ARCHES, profile))
 }
 
 #[cfg(test)]

@@ -36,7 +36,8 @@
 //!
 //! Exports:
 //! - the sandbox's filter as bubblewrap reads it: [`program_bytes`] (the
-//!   plan), `program_bytes_for` a `Profile` (testhooks' mutations), and
+//!   plan), [`guarded_program_bytes`] (where the creation guard's filter
+//!   stands over it and refuses `pidfd_getfd` itself), `program_bytes_for` a `Profile` (testhooks' mutations), and
 //!   under test `x86_64_program_bytes` (the golden plans);
 //! - to the creation guard, which builds its own filter from them: the
 //!   assembler ([`Asm`], [`Insn`], the opcodes and returns it uses,
@@ -58,11 +59,11 @@ mod testkit;
 
 pub(crate) use abi::{arches, by_abi, Abi, N};
 pub(crate) use asm::{
-    off_arg, Asm, Insn, BPF_JEQ_K, BPF_JSET_K, ENOSYS, RET_ALLOW, RET_ERRNO, RET_USER_NOTIF,
+    off_arg, Asm, Insn, BPF_JEQ_K, BPF_JSET_K, ENOSYS, EPERM, RET_ALLOW, RET_ERRNO, RET_USER_NOTIF,
 };
-pub(crate) use deny::program_bytes;
 #[cfg(test)]
 pub(crate) use deny::x86_64_program_bytes;
+pub(crate) use deny::{guarded_program_bytes, program_bytes};
 #[cfg(feature = "test-mutations")]
 pub(crate) use deny::{program_bytes_for, Profile};
 #[cfg(test)]

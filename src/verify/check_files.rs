@@ -180,7 +180,7 @@ pub(super) fn check_git_rule(o: &Observed) -> Outcome {
         ));
     }
     Ok(
-        "a new repository's core.fsmonitor (written or renamed into place) and a hook were refused"
+        "a new repository's core.fsmonitor (written or renamed into place), a hook, and a unix socket completing one were refused"
             .into(),
     )
 }

@@ -169,14 +169,19 @@ pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
     let mut planted = Vec::new();
     if made.is_ok() {
         let fsmonitor = "[core]\n\tfsmonitor = true\n";
-        if std::fs::write(dir.join("config"), fsmonitor).is_ok() {
+        // Written by a plain open, it may be set aside until the session
+        // ends (issue #44): what counts is what the file holds.
+        let holds = |d: &Path| {
+            std::fs::read_to_string(d.join("config")).is_ok_and(|t| t.contains("fsmonitor"))
+        };
+        if std::fs::write(dir.join("config"), fsmonitor).is_ok() && holds(&dir) {
             planted.push("config".to_string());
         }
         // Renamed into place, the key may be held (issue #44): left out of
         // the file, which is what counts.
         if std::fs::write(dir.join("config.lock"), fsmonitor).is_ok()
             && std::fs::rename(dir.join("config.lock"), dir.join("config")).is_ok()
-            && std::fs::read_to_string(dir.join("config")).is_ok_and(|t| t.contains("fsmonitor"))
+            && holds(&dir)
         {
             planted.push("config (renamed into place)".to_string());
         }
@@ -185,6 +190,15 @@ pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
         {
             planted.push("hooks/post-checkout".to_string());
         }
+    }
+    // A directory with `objects` and a planted config, completed by a unix
+    // socket named `refs` (issue #45): bind(2) is supervised too.
+    let sock = dir.join("sock");
+    let bound = std::fs::create_dir_all(sock.join("objects")).is_ok()
+        && std::fs::write(sock.join("config"), "[core]\n\tfsmonitor = true\n").is_ok()
+        && std::os::unix::net::UnixListener::bind(sock.join("refs")).is_ok();
+    if bound {
+        planted.push("refs (a unix socket beside objects)".to_string());
     }
     let _ = std::fs::remove_dir_all(&dir);
     match made {
