@@ -196,9 +196,7 @@ fn sweep(dir: &Path) {
         let alive = e
             .file_name()
             .to_str()
-            .and_then(|n| n.rsplit('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+            .is_some_and(crate::sys::kernel::launcher_alive);
         if !alive && e.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir_all(e.path());
         }

@@ -112,11 +112,7 @@ fn sweep(dir: &Path) {
         let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
             continue;
         };
-        let alive = stem
-            .rsplit('-')
-            .next()
-            .and_then(|p| p.parse::<u32>().ok())
-            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        let alive = crate::sys::kernel::launcher_alive(stem);
         if !alive {
             let _ = std::fs::remove_file(e.path());
         }

@@ -1,10 +1,21 @@
 //! Small readers of kernel facts shared by the launch path and `verify`:
 //! namespace identities, loopback listeners from `/proc/net/tcp*`, routes,
-//! a process's children, signal dispositions.
+//! a process's children, signal dispositions, whether a session's launcher
+//! still runs.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt;
+
+/// Whether the launcher a session's name ends with (`TIME-PID`) is still
+/// running: a name that names no pid is a launcher gone.
+pub(crate) fn launcher_alive(session: &str) -> bool {
+    session
+        .rsplit('-')
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+        .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+}
 
 /// Whether signal `sig` is ignored in this process now; asked before the
 /// launch changes any, it tells how the launcher was started (`SIG_IGN`

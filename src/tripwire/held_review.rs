@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use super::change::shown;
-use super::log::{held_line, session_bytes, write_atomic, Session};
+use super::log::{held_line, rewrite, Session};
 use crate::sys::paths;
 
 /// The held items not applied yet, each in full. Whether any was listed.
@@ -78,15 +78,8 @@ pub(super) fn apply(
                 }
             }
         }
-        if touched {
-            if let Err(e) = session_bytes(s).and_then(|b| write_atomic(file, &b, 0o600)) {
-                left += 1;
-                let _ = writeln!(
-                    err,
-                    "claude-sandbox: could not update {}: {e}",
-                    file.display()
-                );
-            }
+        if touched && !rewrite(file, s, err) {
+            left += 1;
         }
     }
     for id in ids.iter().filter(|i| !found.contains(&i.as_str())) {

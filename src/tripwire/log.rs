@@ -112,6 +112,22 @@ pub(super) fn session_bytes(s: &Session) -> std::io::Result<Vec<u8>> {
     Ok(b)
 }
 
+/// Rewrite session record `file` with `s` (what was reverted or applied);
+/// false, with the line said on `err`, when it could not be.
+pub(super) fn rewrite(file: &Path, s: &Session, err: &mut dyn Write) -> bool {
+    match session_bytes(s).and_then(|b| write_atomic(file, &b, 0o600)) {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "claude-sandbox: could not update {}: {e}",
+                file.display()
+            );
+            false
+        }
+    }
+}
+
 /// Replace `path` with `bytes` (mode `mode`) all at once: a temporary file
 /// in the same directory, renamed over it.
 pub(super) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {

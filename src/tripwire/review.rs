@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::change::{fingerprint, shown, Change, Ident, Item, Old, UNREAD};
-use super::log::{change_line, log_dir, session_bytes, write_atomic, Session};
+use super::log::{change_line, log_dir, rewrite, Session};
 use super::place::Place;
 use super::scan::Entry;
 use super::settings::{keys_fingerprint, projection};
@@ -146,13 +146,8 @@ fn revert_all(
         if !touched {
             continue;
         }
-        if let Err(e) = session_bytes(s).and_then(|b| write_atomic(file, &b, 0o600)) {
+        if !rewrite(file, s, err) {
             left += 1;
-            let _ = writeln!(
-                err,
-                "claude-sandbox: could not update {}: {e}",
-                file.display()
-            );
         }
     }
     if done + left == 0 {
@@ -707,7 +702,7 @@ mod tests {
             changes,
         };
         // As an older claude-sandbox wrote it: no `left`.
-        let text = String::from_utf8(session_bytes(&session).unwrap()).unwrap();
+        let text = String::from_utf8(super::super::log::session_bytes(&session).unwrap()).unwrap();
         assert!(!text.contains("\"left\""), "{text}");
         record(&home, &session).unwrap();
         let (code, out, err) = review_text(&home, true);
