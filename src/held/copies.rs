@@ -149,9 +149,9 @@ pub(super) fn digest_of(path: &Path) -> Option<String> {
     })
 }
 
-/// `hooks`' files and symlinks copied into a new directory `copy` (its
-/// parents made owner-only); refused when `hooks` holds more than
-/// [`MAX_ENTRIES`], a larger file, or something else.
+/// `hooks`' files and symlinks but the samples copied into a new directory
+/// `copy` (its parents made owner-only); refused when `hooks` holds more
+/// than [`MAX_ENTRIES`] of them, a larger file, or something else.
 fn copy_dir(hooks: &Path, copy: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -161,6 +161,10 @@ fn copy_dir(hooks: &Path, copy: &Path) -> std::io::Result<()> {
     let mut n = 0;
     for e in std::fs::read_dir(hooks)? {
         let e = e?;
+        // git never runs a sample: not worth a copy at every launch.
+        if e.file_name().as_bytes().ends_with(b".sample") {
+            continue;
+        }
         n += 1;
         if n > MAX_ENTRIES {
             return Err(std::io::Error::other("too many entries"));
