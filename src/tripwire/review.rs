@@ -49,9 +49,12 @@ fn review(home: &Path, ask: Ask, out: &mut dyn Write, err: &mut dyn Write) -> i3
         Ask::Revert => revert_all(home, sessions, out, err),
         Ask::Apply { ids, all } => super::held_review::apply(sessions, &ids, all, out, err),
         Ask::List => {
-            let changes = list(&sessions, out);
+            let changes = list(&sessions, out) == 1;
             let held = super::held_review::list(&sessions, out);
-            i32::from(changes == 1 || held)
+            if !changes && !held {
+                let _ = writeln!(out, "claude-sandbox: no recorded change to review");
+            }
+            i32::from(changes || held)
         }
     }
 }
@@ -104,12 +107,10 @@ fn list(sessions: &[(PathBuf, Session)], out: &mut dyn Write) -> i32 {
             let _ = out.write_all(change_line(c).as_bytes());
         }
     }
-    if !any {
-        let _ = writeln!(out, "claude-sandbox: no recorded change to review");
-        return 0;
+    if any {
+        let _ = writeln!(out, "Undo with: {} review --revert", paths::SELF_BIN);
     }
-    let _ = writeln!(out, "Undo with: {} review --revert", paths::SELF_BIN);
-    1
+    i32::from(any)
 }
 
 /// Undo every recorded change, newest session first (so a path changed by
