@@ -318,6 +318,7 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
     let w = jail_world("killbuild", "");
     for who in BOTH {
         let t = Tracked::new("killbuild");
+        let mut killed = 0;
         for delay_us in (0..30_000).step_by(1_500) {
             let mut child = launch(&w, &lan, &t, who, &["exit", "0"])
                 .stdin(Stdio::null())
@@ -325,13 +326,19 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
-            // The shadow itself, once it runs (the world's set-up comes first).
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            // The shadow itself, once it runs (the world's set-up comes
+            // first, and takes seconds on a machine the other tests of this
+            // file load with a hundred launches).
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
             let shadow = loop {
                 if let Some(pid) =
                     t.find(|exe, comm| exe.ends_with("/claude-sandbox") && comm == "claude")
                 {
-                    break pid;
+                    break Some(pid);
+                }
+                // A whole launch between two looks: nothing to kill here.
+                if child.try_wait().ok().flatten().is_some() {
+                    break None;
                 }
                 assert!(
                     std::time::Instant::now() < deadline,
@@ -339,10 +346,16 @@ fn kill_9_while_the_sandbox_is_being_built_leaves_nothing() {
                 );
                 std::thread::sleep(Duration::from_micros(200));
             };
+            let Some(shadow) = shadow else { continue };
             std::thread::sleep(Duration::from_micros(delay_us));
             unsafe { libc::kill(shadow as i32, libc::SIGKILL) };
+            killed += 1;
             let _ = child.wait();
         }
+        assert!(
+            killed >= 10,
+            "{who:?}: only {killed} of 20 launches were caught building"
+        );
         let left = t.leftovers_after(Duration::from_secs(1));
         assert!(
             left.is_empty(),
