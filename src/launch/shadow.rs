@@ -247,6 +247,8 @@ fn attempts(
             Outcome::SetupFailed(msg) if vanished_root_mask(&sb, &msg).is_some() => {
                 replan_or_fail(&sb, &msg, &mut replans)?
             }
+            // A mount gone while bubblewrap bound / (a jail's netns): retry.
+            Outcome::SetupFailed(msg) if replans < 3 && vanished_submount(&msg) => replans += 1,
             // bubblewrap's own words for a refused procfs ("Can't mount proc on
             // /newroot/proc: …"); other failures naming /proc are not retried.
             Outcome::SetupFailed(msg) if mode == ProcMode::Fresh && msg.contains("mount proc") => {
@@ -442,6 +444,23 @@ fn names(msg: &str, dst: &Path) -> bool {
         })
 }
 
+/// Whether bubblewrap failed because a mount point below `/` went away
+/// while it bound `/` recursively (`remount "/newroot/P": No such file or
+/// directory`, and `P` is gone on the host now): a race with another
+/// session's ending (its jail's `/run/netns` entry), not a refusal.
+fn vanished_submount(msg: &str) -> bool {
+    const AT: &str = "remount \"/newroot";
+    let Some(i) = msg.find(AT) else {
+        return false;
+    };
+    let rest = &msg[i + AT.len()..];
+    let Some(end) = rest.find("\": No such file or directory") else {
+        return false;
+    };
+    let path = &rest[..end];
+    path.starts_with('/') && Path::new(path).symlink_metadata().is_err()
+}
+
 /// A root launch masks what its walk found; one of those removed since (a
 /// rotated log, another program's temporary file) fails the build. Plan
 /// again from a fresh walk, three times; still vanishing, something keeps
@@ -519,6 +538,19 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    #[test]
+    fn a_submount_gone_while_bubblewrap_bound_root_is_retried() {
+        let gone = format!("/run/netns/csb-gone-{}", std::process::id());
+        let msg = |p: &str| {
+            format!("bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount \"/newroot{p}\": No such file or directory")
+        };
+        assert!(vanished_submount(&msg(&gone)));
+        assert!(!vanished_submount(&msg("/etc")), "it is still there");
+        assert!(!vanished_submount(
+            "bwrap: Can't bind mount /oldroot/ on /newroot/: Permission denied"
+        ));
+    }
 
     #[test]
     fn a_vanished_root_mask_is_noticed() {
