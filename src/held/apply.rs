@@ -3,7 +3,7 @@
 //! key's lines are appended to its config file.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use nix::libc;
@@ -45,33 +45,11 @@ pub(crate) fn apply(item: &Item) -> Result<(), String> {
 /// `path` holding `content` with `mode`: made new when `new`, otherwise
 /// replaced at once (a file beside it renamed over it).
 fn write_file(path: &Path, content: &[u8], mode: u32, new: bool) -> std::io::Result<()> {
-    let tmp = path.with_file_name(format!(
-        ".{}.claude-sandbox-{}",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let dst = if new { path } else { tmp.as_path() };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dst)?;
-    let done = f
-        .write_all(content)
-        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode & 0o777)))
-        .and_then(|()| f.sync_all())
-        .and_then(|()| {
-            if new {
-                Ok(())
-            } else {
-                std::fs::rename(&tmp, path)
-            }
-        });
-    if done.is_err() && !new {
-        let _ = std::fs::remove_file(&tmp);
+    if new {
+        crate::sys::files::write_new(path, content, mode & 0o777)
+    } else {
+        crate::sys::files::write_atomic(path, content, mode & 0o777)
     }
-    done
 }
 
 /// `text` appended to config file `path` (made when `new`), on a line of
@@ -93,6 +71,7 @@ fn append(path: &Path, text: &str, new: bool) -> std::io::Result<()> {
 mod tests {
     use super::super::copies::digest_of;
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
     fn tmp(tag: &str) -> PathBuf {

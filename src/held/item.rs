@@ -72,18 +72,13 @@ impl Item {
     pub(crate) fn shown(&self) -> String {
         let target = self.target.display();
         match &self.what {
-            What::Hook { content, mode } => {
-                let mut s = format!(
-                    "[{}] hook {target} (mode {:o}), held: {}; its content:\n",
-                    self.id,
-                    mode & 0o7777,
-                    self.why()
-                );
-                for l in String::from_utf8_lossy(content).lines() {
-                    s.push_str(&format!("    | {l}\n"));
-                }
-                s
-            }
+            What::Hook { content, mode } => format!(
+                "[{}] hook {target} (mode {:o}), held: {}; its content:\n{}",
+                self.id,
+                mode & 0o7777,
+                self.why(),
+                indent(&String::from_utf8_lossy(content))
+            ),
             What::Key { name, .. } => format!(
                 "[{}] git config {name} in {target}, held: {}; --apply adds these lines:\n{}",
                 self.id,
@@ -140,9 +135,7 @@ fn escaped(s: &str) -> String {
     out
 }
 
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(super) use crate::sys::text::hex;
 
 /// The held key's record on a notice line.
 #[derive(Debug, Serialize, Deserialize)]

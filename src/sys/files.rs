@@ -2,9 +2,11 @@
 //! resolv.conf, managed settings) without trusting what is at the path: a
 //! FIFO would block the launch forever, a directory or device is no
 //! configuration, and a multi-megabyte file is a mistake, not a setting.
+//! And the two ways of writing one the project's records and the user's
+//! files are written: a new file of an exact mode, or one replaced at once.
 
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Why a file could not be read as a small text file.
@@ -91,6 +93,37 @@ pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
         return Err(ReadError::TooLarge(bytes.len() as u64));
     }
     String::from_utf8(bytes).map_err(|_| ReadError::NotText)
+}
+
+/// Replace `path` with `bytes` (mode `mode`) all at once: a temporary file
+/// in the same directory, renamed over it.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".csb-{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = write_new(&tmp, bytes, mode).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A new file at `path` (nothing may be there) holding `bytes`, with
+/// exactly `mode` (the umask does not narrow it), on the disk when this
+/// returns.
+pub(crate) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@
 //!   signal dispositions;
 //! - [`inside`]: "am I inside the sandbox?" from kernel facts (SPEC §2.1);
 //! - [`user`]: who is launching (ids, login name, home);
-//! - [`clock`]: UTC times as text without a time-zone database.
+//! - [`clock`]: UTC times as text without a time-zone database;
+//! - [`text`]: bytes as hex.
 
 pub(crate) mod clock;
 pub(crate) mod fd;
@@ -23,4 +24,5 @@ pub(crate) mod files;
 pub(crate) mod inside;
 pub(crate) mod kernel;
 pub(crate) mod paths;
+pub(crate) mod text;
 pub(crate) mod user;

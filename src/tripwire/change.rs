@@ -35,9 +35,7 @@ pub(super) fn sha256(b: &[u8]) -> String {
     hex(&Sha256::digest(b))
 }
 
-pub(super) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub(super) use crate::sys::text::hex;
 
 /// How a watched path changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,9 +4,9 @@
 //! JSON file per session, out of the sandbox's reach. Paths and contents are
 //! kept byte for byte (text when UTF-8, hex otherwise).
 
-use std::ffi::OsString;
+use crate::sys::files::write_atomic;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -128,37 +128,6 @@ pub(super) fn rewrite(file: &Path, s: &Session, err: &mut dyn Write) -> bool {
     }
 }
 
-/// Replace `path` with `bytes` (mode `mode`) all at once: a temporary file
-/// in the same directory, renamed over it.
-pub(super) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("no file name"))?;
-    let mut tmp_name = OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".csb-{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = write_new(&tmp, bytes, mode).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// A new file at `path` (nothing may be there) holding `bytes`, with
-/// exactly `mode` (the umask does not narrow it), on the disk when this
-/// returns.
-pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)?;
-    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-    f.write_all(bytes)?;
-    f.sync_all()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::change::{Item, Mark, Old};
@@ -171,9 +140,11 @@ mod tests {
             version: 1,
             started: 1,
             ended: 2,
-            workspace: PathBuf::from(<OsString as std::os::unix::ffi::OsStringExt>::from_vec(
-                b"/ws/\xff".to_vec(),
-            )),
+            workspace: PathBuf::from(
+                <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(
+                    b"/ws/\xff".to_vec(),
+                ),
+            ),
             changes: vec![Change {
                 path: "/ws/.envrc".into(),
                 mark: Mark::Changed,

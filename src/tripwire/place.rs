@@ -128,7 +128,7 @@ impl Place {
     /// checked it), else only where nothing is.
     pub(super) fn put_file(&self, content: &[u8], mode: u32, replace: bool) -> Result<(), String> {
         let tmp = self.tmp();
-        let made = super::log::write_new(&tmp, content, mode);
+        let made = crate::sys::files::write_new(&tmp, content, mode);
         self.settle(made, &tmp, replace)
     }
 

@@ -623,10 +623,7 @@ pub(crate) struct CredentialDigest {
     pub(crate) sha256: String,
 }
 
-/// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use crate::sys::text::hex;
 
 /// The bytes of lower-case hex `text` (`None`: not hex).
 pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
