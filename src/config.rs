@@ -58,6 +58,9 @@ pub struct Config {
     /// `private-state-max`: the most the private `~/.cache` and
     /// `~/.local/share` keep between sessions; `None`: `off`.
     pub private_state_max: Option<u64>,
+    /// `claude-dir-warn`: past this size of `~/.claude` (read-write inside,
+    /// kept on the host) `doctor` warns; `None`: `off`.
+    pub claude_dir_warn: Option<u64>,
     /// `root-view-max-entries`: how many directory entries a root launch's
     /// walk examines at most outside `/etc`; what it does not reach is
     /// masked whole.
@@ -100,6 +103,8 @@ pub(crate) const DEFAULT_PIDS_LIMIT: u32 = 4096;
 pub(crate) const DEFAULT_TMPFS_SIZE: Amount = Amount::PercentOfMemory(6);
 /// The default `private-state-max`.
 pub(crate) const DEFAULT_PRIVATE_STATE_MAX: u64 = 4 << 30;
+/// The default `claude-dir-warn`.
+pub(crate) const DEFAULT_CLAUDE_DIR_WARN: u64 = 4 << 30;
 
 impl Default for Config {
     fn default() -> Self {
@@ -120,6 +125,7 @@ impl Default for Config {
             pids_limit: Some(DEFAULT_PIDS_LIMIT),
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             private_state_max: Some(DEFAULT_PRIVATE_STATE_MAX),
+            claude_dir_warn: Some(DEFAULT_CLAUDE_DIR_WARN),
             root_view_max_entries: ROOT_VIEW_MAX_ENTRIES,
         }
     }
@@ -276,7 +282,9 @@ fn set(
             }
         }
         "publish-port" => add_ports(cfg, l)?,
-        "pids-limit" | "tmpfs-size" | "private-state-max" => set_limit(cfg, l)?,
+        "pids-limit" | "tmpfs-size" | "private-state-max" | "claude-dir-warn" => {
+            set_limit(cfg, l)?
+        }
         "root-view-max-entries" => {
             let v = l.need()?;
             cfg.root_view_max_entries = v
@@ -293,7 +301,7 @@ fn set(
         }
         other => {
             return Err(l.at(format!(
-                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, publish-port, broker, broker-host, root-view-max-entries)"
+                "unknown key `{other}` (known: workspace-root, no-forge, allow-write, pass-env, egress, egress-jail, allow-ip, allow-domain, allow-domains, allow-env-overrides, pids-limit, tmpfs-size, private-state-max, claude-dir-warn, publish-port, broker, broker-host, root-view-max-entries)"
             )))
         }
     }
@@ -330,14 +338,23 @@ fn set_limit(cfg: &mut Config, l: &Line<'_>) -> anyhow::Result<()> {
             }
             cfg.tmpfs_size = a;
         }
-        _ if off => cfg.private_state_max = None,
         _ => {
-            let a = parse_amount(&v, false)
-                .ok_or_else(|| bad("is not a size (bytes, or with K, M, G or T: `4G`) or `off`"))?;
-            if a.bytes(0) < MIN_SIZE {
-                return Err(bad("is too small: at least 1M"));
+            let size = if off {
+                None
+            } else {
+                let a = parse_amount(&v, false).ok_or_else(|| {
+                    bad("is not a size (bytes, or with K, M, G or T: `4G`) or `off`")
+                })?;
+                if a.bytes(0) < MIN_SIZE {
+                    return Err(bad("is too small: at least 1M"));
+                }
+                Some(a.bytes(0))
+            };
+            if l.key == "claude-dir-warn" {
+                cfg.claude_dir_warn = size;
+            } else {
+                cfg.private_state_max = size;
             }
-            cfg.private_state_max = Some(a.bytes(0));
         }
     }
     Ok(())
@@ -996,15 +1013,16 @@ mod tests {
     #[test]
     fn limits_parse_with_units_shares_and_off() {
         let cfg = parse(
-            "pids-limit = 512\ntmpfs-size = 8M\nprivate-state-max = 2G\n",
+            "pids-limit = 512\ntmpfs-size = 8M\nprivate-state-max = 2G\nclaude-dir-warn = 1G\n",
             "f",
         )
         .unwrap();
         assert_eq!(cfg.pids_limit, Some(512));
         assert_eq!(cfg.tmpfs_size, Amount::Bytes(8 << 20));
         assert_eq!(cfg.private_state_max, Some(2 << 30));
+        assert_eq!(cfg.claude_dir_warn, Some(1 << 30));
         let cfg = parse(
-            "pids-limit = off\ntmpfs-size = 25%\nprivate-state-max = off",
+            "pids-limit = off\ntmpfs-size = 25%\nprivate-state-max = off\nclaude-dir-warn = off",
             "f",
         )
         .unwrap();
@@ -1012,6 +1030,7 @@ mod tests {
         assert_eq!(cfg.tmpfs_size, Amount::PercentOfMemory(25));
         assert_eq!(Amount::PercentOfMemory(25).bytes(8 << 30), 2 << 30);
         assert_eq!(cfg.private_state_max, None);
+        assert_eq!(cfg.claude_dir_warn, None);
         for (text, want) in [
             ("4096", 4096),
             ("64k", 64 << 10),
@@ -1027,8 +1046,18 @@ mod tests {
         // The defaults, documented in etc/claude-sandbox.conf.
         let d = Config::default();
         assert_eq!(
-            (d.pids_limit, d.tmpfs_size, d.private_state_max),
-            (Some(4096), Amount::PercentOfMemory(6), Some(4 << 30))
+            (
+                d.pids_limit,
+                d.tmpfs_size,
+                d.private_state_max,
+                d.claude_dir_warn
+            ),
+            (
+                Some(4096),
+                Amount::PercentOfMemory(6),
+                Some(4 << 30),
+                Some(4 << 30)
+            )
         );
         for (bad, says) in [
             ("pids-limit = 10", "64 to"),
@@ -1043,6 +1072,8 @@ mod tests {
             ("private-state-max = 10%", "not a size"),
             ("private-state-max = -1", "not a size"),
             ("private-state-max = 1K", "too small"),
+            ("claude-dir-warn = 5%", "not a size"),
+            ("claude-dir-warn = 1K", "too small"),
         ] {
             let e = err_of(bad);
             assert!(e.contains(":1:") && e.contains(says), "{bad}: {e}");

@@ -732,7 +732,6 @@ fn environment_cannot_weaken_the_sandbox_unless_etc_allows_it() {
         return;
     }
     const JAIL: &str = "CLAUDE_SANDBOX_EGRESS_JAIL";
-    const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
     // The jail is on and no-forge set in both files, so that turning either
     // off is weakening; the second file allows it.
     let refusing = World::new("envrefuse");

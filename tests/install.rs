@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
 const WRAPPER: &str = "/usr/libexec/claude-sandbox/claude-wrapper";
 const REPIN: &str = "claude-sandbox install --repin";
 

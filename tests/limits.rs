@@ -610,7 +610,10 @@ fn a_private_state_that_cannot_be_walked_safely_stops_the_launch() {
     if !require("limits_prune_closed") {
         return;
     }
-    let w = world("pruneclosed", "egress-jail = 0\nprivate-state-max = 16M\n");
+    let w = world(
+        "pruneclosed",
+        "egress-jail = 0\nprivate-state-max = 16M\nclaude-dir-warn = 1M\n",
+    );
     for who in BOTH {
         let (cache, _) = private_dirs(&w, who);
         // A session that ended normally leaves the total for the next launch.
@@ -621,14 +624,28 @@ fn a_private_state_that_cannot_be_walked_safely_stops_the_launch() {
             marker.exists(),
             "{who:?}: no measure left at the session's end"
         );
-        // Planted between sessions: deeper than the walk goes, over the bound.
+        // The hostile session (issue #45 item 6): deeper than the walk
+        // goes, over the bound, a symlink out at the bottom. It ends
+        // before its end could measure that much: the next launch walks.
         let deep: PathBuf = std::iter::once(cache.join("deep"))
             .chain((0..300).map(|_| PathBuf::from("d")))
             .collect();
-        Planter(who).file(&deep.join("data"), 20 << 20);
-        // The measure vouches for the state: this launch walks nothing.
-        let o = shell(&w, who, "echo TRUSTED");
-        assert!(stdout(&o).contains("TRUSTED"), "{who:?}: {}", stderr(&o));
+        let outside = w.workspace(who).join("keep-me");
+        Planter(who).file(&outside, 10);
+        let o = shell(
+            &w,
+            who,
+            &format!(
+                "d=$HOME/.cache/deep; for i in $(seq 300); do d=$d/d; done; mkdir -p $d && \
+                 ln -s {} $d/out && dd if=/dev/zero of=$d/data bs=1M count=20 2>/dev/null && echo PLANTED",
+                outside.display()
+            ),
+        );
+        assert!(stdout(&o).contains("PLANTED"), "{who:?}: {}", stderr(&o));
+        assert!(
+            deep.join("data").exists(),
+            "{who:?}: the plant is not where the host keeps it"
+        );
         // Its end could not measure: the next launch walks, and refuses.
         assert!(
             !marker.exists(),
@@ -641,7 +658,10 @@ fn a_private_state_that_cannot_be_walked_safely_stops_the_launch() {
         assert_eq!(err.lines().count(), 1, "{who:?}: {err}");
         assert!(
             err.contains("more than 256 directories deep")
-                && err.contains(&cache.join("deep").display().to_string())
+                && err.contains(&format!(
+                    "run `claude-sandbox doctor --fix` (with no session running) to remove {} safely",
+                    cache.join("deep").display()
+                ))
                 && err.contains("private-state-max = off"),
             "{who:?}: {err}"
         );
@@ -649,9 +669,44 @@ fn a_private_state_that_cannot_be_walked_safely_stops_the_launch() {
             deep.join("data").exists(),
             "{who:?}: nothing is removed when the walk fails"
         );
-        // Removed by hand: launches again, and a session that grew the state
-        // past the bound has it pruned at the next launch.
-        std::fs::remove_dir_all(cache.join("deep")).unwrap();
+        // The one command the refusal names: as the user, outside.
+        let o = w.run(who, &[], &[SELF_BIN, "doctor", "--fix"]);
+        let out = stdout(&o);
+        assert!(
+            out.contains(&format!(
+                "fix  private state: removed {}",
+                cache.join("deep").display()
+            )),
+            "{who:?}: {out}{}",
+            stderr(&o)
+        );
+        assert!(!cache.join("deep").exists(), "{who:?}: {out}");
+        assert!(outside.exists(), "{who:?}: --fix followed the symlink out");
+        assert_eq!(
+            entries(&cache),
+            Vec::<String>::new(),
+            "{who:?}: something lifted was left"
+        );
+        // What a session writes to ~/.claude has no bound a launch keeps:
+        // doctor says how much is there, and warns past claude-dir-warn.
+        let claude = w.home(who).join(".claude");
+        Planter(who).file(&claude.join("settings.json"), 2);
+        let o = shell(
+            &w,
+            who,
+            "dd if=/dev/zero of=$HOME/.claude/grown bs=1M count=2 2>/dev/null; echo WROTE",
+        );
+        assert!(stdout(&o).contains("WROTE"), "{who:?}: {}", stderr(&o));
+        let out = stdout(&w.run(who, &[], &[SELF_BIN, "doctor"]));
+        assert!(
+            out.lines().any(|l| l
+                .starts_with(&format!("WARN ~/.claude: {} holds 2", claude.display()))
+                && l.contains("over claude-dir-warn = 1M")),
+            "{who:?}: {out}"
+        );
+        std::fs::remove_dir_all(&claude).unwrap();
+        // Launches again, and a session that grew the state past the bound
+        // has it pruned at the next launch.
         let o = shell(
             &w,
             who,

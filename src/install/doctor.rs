@@ -9,7 +9,14 @@ use crate::{config, egress, launch, launch::integrity, sys::paths};
 
 /// Command-line arguments of `claude-sandbox doctor`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    /// First remove what stops every launch in the sandbox's private
+    /// ~/.cache and ~/.local/share (a tree nested too deep, a directory
+    /// that cannot be read): whole top-level entries, never through a
+    /// symlink or outside them; only while no session of yours runs.
+    #[arg(long)]
+    fix: bool,
+}
 
 struct Report {
     failed: usize,
@@ -121,7 +128,10 @@ fn claude_on_path(path: &str, name: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Run `claude-sandbox doctor`; returns the number of failed facts (capped at 1 for the exit status).
-pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
+    if args.fix {
+        fix_private_state()?;
+    }
     let mut r = Report { failed: 0 };
     check_shadow(&mut r);
     check_login_path(&mut r);
@@ -151,6 +161,21 @@ pub(crate) fn main(_args: &Args) -> anyhow::Result<i32> {
         println!("all in place: `claude` runs sandboxed");
         Ok(0)
     }
+}
+
+/// `--fix`: the private state's entries a launch cannot walk, removed.
+fn fix_private_state() -> anyhow::Result<()> {
+    let home = crate::sys::user::identity()
+        .map_err(crate::error::setup)?
+        .home;
+    let done = crate::limits::clear_unwalkable(&home)?;
+    if done.is_empty() {
+        println!("fix  private state: nothing a launch stops at");
+    }
+    for line in done {
+        println!("fix  private state: {line}");
+    }
+    Ok(())
 }
 
 /// Run by root: what a root launch's walk examines, how long it takes, and
@@ -370,11 +395,12 @@ fn check_limits(r: &mut Report, c: &config::Config) {
             config::show_bytes(crate::plan::MASK_TMPFS_SIZE)
         ),
     );
-    let Some(max) = c.private_state_max else {
-        r.line(true, "private state", "unbounded (private-state-max = off)");
+    let Ok(home) = id.map(|i| i.home) else {
         return;
     };
-    let Ok(home) = id.map(|i| i.home) else {
+    check_claude_dir(r, &home, c.claude_dir_warn);
+    let Some(max) = c.private_state_max else {
+        r.line(true, "private state", "unbounded (private-state-max = off)");
         return;
     };
     let dirs: Vec<std::path::PathBuf> = crate::limits::private_roots(&home)
@@ -395,8 +421,43 @@ fn check_limits(r: &mut Report, c: &config::Config) {
         Err(e) => r.line(
             false,
             "private state",
-            format!("cannot be measured, and every launch refuses until it can: {e}"),
+            format!("cannot be measured, and every launch refuses until it can: {e}; `claude-sandbox doctor --fix` removes what stops it"),
         ),
+    }
+}
+
+/// `~/.claude` (read-write inside, on the host's disk, no bound a launch
+/// enforces: Claude Code's own transcripts live there): its size, with a
+/// warning past `claude-dir-warn`.
+fn check_claude_dir(r: &mut Report, home: &Path, warn: Option<u64>) {
+    let dir = home.join(".claude");
+    if !dir.is_dir() {
+        return;
+    }
+    let Ok(m) = crate::limits::measure(std::slice::from_ref(&dir), false) else {
+        r.warn(
+            "~/.claude",
+            format!(
+                "{} cannot be measured (nested too deep, or unreadable)",
+                dir.display()
+            ),
+        );
+        return;
+    };
+    let size = config::show_bytes(m.bytes);
+    match warn {
+        Some(max) if m.bytes > max => r.warn(
+            "~/.claude",
+            format!(
+                "{} holds {size}, over claude-dir-warn = {} (a session writes there without a bound): look at what grew (du -sh {}/*), or raise claude-dir-warn in {}",
+                dir.display(),
+                config::show_bytes(max),
+                dir.display(),
+                paths::CONFIG_FILE
+            ),
+        ),
+        Some(max) => r.line(true, "~/.claude", format!("{size} (warned past {}, claude-dir-warn)", config::show_bytes(max))),
+        None => r.line(true, "~/.claude", format!("{size} (claude-dir-warn = off)")),
     }
 }
 

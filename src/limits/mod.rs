@@ -17,8 +17,9 @@
 //!
 //! Exports: [`memory`] (what `tmpfs-size = N%` is of), the process limit
 //! ([`detect_pids`], [`describe_pids`], [`Enforced`], [`Spawn`]), the private state's bound
-//! ([`PrivateState`]) and its measure ([`measure`] of [`private_roots`],
-//! for `doctor` and `verify`).
+//! ([`PrivateState`]), its measure ([`measure`] of [`private_roots`],
+//! for `doctor` and `verify`) and its repair ([`clear_unwalkable`], for
+//! `doctor --fix`).
 
 mod cgroup;
 mod pids;
@@ -27,4 +28,4 @@ mod walk;
 
 pub(crate) use cgroup::memory;
 pub(crate) use pids::{describe as describe_pids, detect as detect_pids, Enforced, Spawn};
-pub(crate) use private::{measure, roots as private_roots, PrivateState};
+pub(crate) use private::{clear_unwalkable, measure, roots as private_roots, PrivateState};

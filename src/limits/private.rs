@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -30,6 +31,52 @@ use crate::sys::paths;
 
 /// The file a session that ended last leaves: `private-usage 1 BYTES`.
 const MARKER: &str = "private-usage";
+/// `doctor --fix` (issue #45 item 6): every top-level entry of the
+/// private directories that a launch's walk stops at, removed whole
+/// ([`walk::clear_entry`]: never through a symlink, never across a mount,
+/// never out of its directory), only while no session of this user runs
+/// (the lock every launch holds shared, taken alone). What it removed, a
+/// line each; an error names what it could not.
+pub(crate) fn clear_unwalkable(home: &Path) -> anyhow::Result<Vec<String>> {
+    let dir = home.join(plan::PRIVATE_STATE);
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Ok(Vec::new());
+    }
+    let held = lock_file(&dir)
+        .filter(|f| unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0);
+    if held.is_none() {
+        return Err(setup(format!(
+            "a sandboxed session of this user is running (it holds {}); end it, then run `claude-sandbox doctor --fix` again",
+            dir.join(LOCK).display()
+        )));
+    }
+    let mut done = Vec::new();
+    for root in roots(home) {
+        if !std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let fail = |e: &WalkError| {
+            setup(format!(
+                "cannot clear {}: {e}; remove it by hand",
+                walk::shown(&root)
+            ))
+        };
+        for (name, why) in walk::unwalkable(&root).map_err(|e| fail(&e))? {
+            let p = root.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            walk::clear_entry(&root, &name).map_err(|e| {
+                setup(format!(
+                    "cannot remove {}: {e}; remove it by hand",
+                    walk::shown(&p)
+                ))
+            })?;
+            done.push(format!("removed {} ({why})", walk::shown(&p)));
+        }
+    }
+    // The total a session left no longer holds.
+    let _ = std::fs::remove_file(dir.join(MARKER));
+    Ok(done)
+}
+
 /// The lock every running launch holds shared.
 const LOCK: &str = "private.lock";
 /// How long the measure at a session's end may take.
@@ -145,15 +192,7 @@ impl PrivateState {
 /// session's end measure); `None` when it cannot be had (then no measure
 /// is left at the end).
 fn lock(dir: &Path) -> Option<File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(LOCK))
-        .ok()?;
+    let f = lock_file(dir)?;
     let deadline = Instant::now() + Duration::from_secs(2);
     while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
         if Instant::now() > deadline {
@@ -162,6 +201,19 @@ fn lock(dir: &Path) -> Option<File> {
         std::thread::sleep(Duration::from_millis(10));
     }
     Some(f)
+}
+
+/// The lock file in `dir`, opened (made when absent), not through a symlink.
+fn lock_file(dir: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(LOCK))
+        .ok()
 }
 
 /// The total the last session to end left, taken away (so a session
@@ -223,14 +275,15 @@ fn refusal(e: &WalkError, max: u64, roots: &[PathBuf]) -> anyhow::Error {
             Some(r.join(first))
         })
     });
-    let fix = match unit {
-        Some(u) if u.to_str().is_some_and(|s| !s.chars().any(char::is_control)) => format!(
-            "remove {} (rm -rf -- '{}')",
-            u.display(),
-            u.display().to_string().replace('\'', "'\\''")
+    // `doctor --fix` removes exactly what a walk stops at; a budget or a
+    // mount point is not that.
+    let fix = match (unit, e) {
+        (Some(u), WalkError::TooDeep(_) | WalkError::Io(..)) => format!(
+            "run `claude-sandbox doctor --fix` (with no session running) to remove {} safely",
+            walk::shown(&u)
         ),
-        Some(u) => format!("remove {}", walk::shown(&u)),
-        None => "remove what is not needed there".into(),
+        (Some(u), _) => format!("remove {}", walk::shown(&u)),
+        (None, _) => "remove what is not needed there".into(),
     };
     setup(format!(
         "cannot keep the sandbox's private state within private-state-max = {}: {e}; {fix}, or set `private-state-max = off` in {}",
@@ -311,7 +364,10 @@ mod tests {
         let msg = refusal(&e, 1 << 20, &roots).to_string();
         assert!(
             msg.contains("directories deep")
-                && msg.contains(&format!("rm -rf -- '{}'", root.join("deep").display())),
+                && msg.contains(&format!(
+                    "run `claude-sandbox doctor --fix` (with no session running) to remove {} safely",
+                    root.join("deep").display()
+                )),
             "{msg}"
         );
         assert!(deep.join("f").exists());
@@ -331,6 +387,57 @@ mod tests {
         std::os::unix::fs::symlink(&root, &link).unwrap();
         assert!(walk::units(&[link], &pol).is_err());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn doctor_fix_removes_what_a_launch_cannot_walk_and_nothing_else() {
+        let home = scratch("fix");
+        let outside = home.join("outside");
+        put(&outside.join("keep"), 10);
+        let roots = roots(&home);
+        let cache = &roots[0];
+        // Three times deeper than a walk goes, a symlink out at the bottom.
+        let mut deep = cache.join("deep");
+        for _ in 0..3 * walk::MAX_DEPTH + 5 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::os::unix::fs::symlink(&outside, deep.join("out")).unwrap();
+        put(&deep.join("f"), 10);
+        put(&cache.join("good/file"), 10);
+        std::os::unix::fs::symlink(&outside, cache.join("link")).unwrap();
+        put(&roots[1].join("fine"), 10);
+        let e = PrivateState::at_launch(&home, Some(1 << 30))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("doctor --fix"), "{e}");
+        // A session running holds the lock shared: nothing is done.
+        let running = lock(&home.join(plan::PRIVATE_STATE)).unwrap();
+        let busy = clear_unwalkable(&home).unwrap_err().to_string();
+        assert!(busy.contains("is running") && busy.contains(LOCK), "{busy}");
+        assert!(deep.join("f").exists());
+        drop(running);
+        let done = clear_unwalkable(&home).unwrap();
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(
+            done[0].starts_with(&format!("removed {}", cache.join("deep").display())),
+            "{done:?}"
+        );
+        let mut left: Vec<String> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["good", "link"],
+            "nothing else removed, nothing lifted left"
+        );
+        assert!(roots[1].join("fine").exists());
+        assert!(outside.join("keep").exists(), "never through a symlink");
+        assert!(PrivateState::at_launch(&home, Some(1 << 30)).is_ok());
+        assert_eq!(clear_unwalkable(&home).unwrap(), Vec::<String>::new());
+        std::fs::remove_dir_all(&home).unwrap();
     }
 
     #[test]

@@ -264,6 +264,31 @@ pub(super) fn units(roots: &[PathBuf], pol: &Policy) -> Res<Vec<Unit>> {
     Ok(out)
 }
 
+/// The top-level entries of `root` that a launch's walk stops at (nested
+/// too deep, unreadable, replaced while walked), each with why; an entry
+/// that is or holds a mount point is not one (nothing removes it).
+pub(super) fn unwalkable(root: &Path) -> Res<Vec<(CString, WalkError)>> {
+    let pol = Policy {
+        fix_modes: true,
+        skip_mounts: false,
+        deadline: None,
+    };
+    let (mut dir, rst) = open_root(root)?;
+    let fd = dir.as_raw_fd();
+    let mut out = Vec::new();
+    for name in names(&mut dir, root)? {
+        let p = child(root, &name);
+        let Some(st) = lstat_at(fd, &name, &p)? else {
+            continue;
+        };
+        match tally(fd, &name, &st, rst.st_dev, 1, &pol, &p) {
+            Ok(_) | Err(WalkError::Mount(_)) => {}
+            Err(e) => out.push((name, e)),
+        }
+    }
+    Ok(out)
+}
+
 /// The charge and newest change time of the entry `name` in `parent`
 /// (`st` its `lstat`), everything below it included.
 fn tally(
@@ -311,30 +336,97 @@ fn tally(
 pub(super) fn remove_unit(roots: &[PathBuf], u: &Unit) -> Res<()> {
     let root = &roots[u.root];
     let (dir, rst) = open_root(root)?;
-    let pol = Policy {
-        fix_modes: true,
-        skip_mounts: false,
-        deadline: None,
-    };
     remove(
         dir.as_raw_fd(),
         &u.name,
         rst.st_dev,
         1,
-        &pol,
+        &mut None,
         &child(root, &u.name),
     )
 }
 
+/// Remove the entry `name` of the private directory `root` whole, however
+/// deep it is nested (`doctor --fix`, run while no session is): a
+/// directory met deeper than [`MAX_DEPTH`] is first renamed up into `root`
+/// itself (the same file system, never out of it) under a fresh name and
+/// removed from there in turn, so fds and stack stay bounded.
+pub(super) fn clear_entry(root: &Path, name: &CStr) -> Res<()> {
+    let (dir, rst) = open_root(root)?;
+    let mut lift = Some(Lift {
+        root: dir.as_raw_fd(),
+        lifted: vec![name.to_owned()],
+        count: 0,
+    });
+    while let Some(n) = lift.as_mut().and_then(|l| l.lifted.pop()) {
+        remove(
+            dir.as_raw_fd(),
+            &n,
+            rst.st_dev,
+            1,
+            &mut lift,
+            &child(root, &n),
+        )?;
+    }
+    Ok(())
+}
+
+/// Where [`clear_entry`] puts what it renames up, and what is left to remove.
+struct Lift {
+    root: RawFd,
+    lifted: Vec<CString>,
+    count: usize,
+}
+
+impl Lift {
+    /// Rename the directory `name` of `parent` into the root under a name
+    /// no entry has (`RENAME_NOREPLACE`), to be removed from there.
+    fn up(&mut self, parent: RawFd, name: &CStr, p: &Path) -> Res<()> {
+        loop {
+            self.count += 1;
+            let fresh = CString::new(format!(
+                ".claude-sandbox-clear.{}.{}",
+                std::process::id(),
+                self.count
+            ))
+            .expect("no NUL");
+            let r = unsafe {
+                libc::renameat2(
+                    parent,
+                    name.as_ptr(),
+                    self.root,
+                    fresh.as_ptr(),
+                    libc::RENAME_NOREPLACE,
+                )
+            };
+            if r == 0 {
+                self.lifted.push(fresh);
+                return Ok(());
+            }
+            if errno() != libc::EEXIST {
+                return Err(last_err(p));
+            }
+        }
+    }
+}
+
 /// Remove the entry `name` of `parent` and everything below it.
+/// Removal fixes modes (the session may have taken `u+rwx` from a
+/// directory of ours) and never crosses a mount; past [`MAX_DEPTH`] a
+/// directory is renamed up by `lift` when there is one, else it is an error.
 fn remove(
     parent: RawFd,
     name: &CStr,
     dev: libc::dev_t,
     depth: usize,
-    pol: &Policy,
+    lift: &mut Option<Lift>,
     p: &Path,
 ) -> Res<()> {
+    let pol = &Policy {
+        fix_modes: true,
+        skip_mounts: false,
+        deadline: None,
+    };
     let Some(st) = lstat_at(parent, name, p)? else {
         return Ok(());
     };
@@ -343,7 +435,10 @@ fn remove(
             return Err(WalkError::Mount(p.to_path_buf()));
         }
         if depth > MAX_DEPTH {
-            return Err(WalkError::TooDeep(p.to_path_buf()));
+            return match lift {
+                Some(l) => l.up(parent, name, p),
+                None => Err(WalkError::TooDeep(p.to_path_buf())),
+            };
         }
         // Twice: a session running beside this launch may add an entry.
         for _ in 0..2 {
@@ -355,7 +450,7 @@ fn remove(
                 unsafe { libc::fchmod(dir.as_raw_fd(), (st.st_mode & 0o7777) | 0o700) };
             }
             for n in names(&mut dir, p)? {
-                remove(dir.as_raw_fd(), &n, dev, depth + 1, pol, &child(p, &n))?;
+                remove(dir.as_raw_fd(), &n, dev, depth + 1, lift, &child(p, &n))?;
             }
             drop(dir);
             if unlink(parent, name, libc::AT_REMOVEDIR, p)? {

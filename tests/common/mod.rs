@@ -40,6 +40,10 @@ pub(crate) enum Who {
 
 pub(crate) const BOTH: [Who; 2] = [Who::Root, Who::User];
 
+/// The sandbox's own binary where `install` puts it (in a world's mount
+/// namespace).
+pub(crate) const SELF_BIN: &str = "/usr/libexec/claude-sandbox/claude-sandbox";
+
 /// True when end-to-end prerequisites are present; panics under CI when not.
 pub(crate) fn require(what: &str) -> bool {
     default_signal_dispositions();
