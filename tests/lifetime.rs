@@ -250,6 +250,13 @@ fn control_a_parent_waiting_on_a_running_child_is_found() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Under load the wrapper alone may be running 200 ms later (a CI run
+    // found only it): wait for the child, then give the parent a moment to
+    // reach its wait.
+    assert!(
+        t.wait_for("sleep", Duration::from_secs(30)),
+        "the planted child never started"
+    );
     std::thread::sleep(Duration::from_millis(200));
     let start = std::time::Instant::now();
     let left = t.leftovers_after(Duration::from_secs(1));

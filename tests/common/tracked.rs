@@ -144,6 +144,20 @@ impl Tracked {
     /// ends runs for a moment before it exits itself, and ending the grace
     /// at that moment reported pasta's keeper as left running (about one
     /// launch in four with the machine busy).
+    /// Wait (at most `within`) until a tracked process named `comm` runs:
+    /// a control must not look before what it plants has started, however
+    /// busy the machine is.
+    pub(crate) fn wait_for(&self, comm: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.find(|_, c| c == comm).is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     pub(crate) fn leftovers_after(&self, within: Duration) -> Vec<String> {
         let deadline = Instant::now() + within;
         let mut running_since: Option<Instant> = None;
