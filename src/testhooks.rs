@@ -66,6 +66,11 @@ pub(crate) enum Mutation {
     /// sandbox's environment, read by the shim that builds the guard's filter.
     #[cfg(feature = "test-mutations")]
     UnsupervisedBind,
+    /// A recorded work tree not walked again after a `symlink` or `rename`
+    /// (issue #45): set in the sandbox's environment, read by the
+    /// supervisor inside.
+    #[cfg(feature = "test-mutations")]
+    WorktreeUnkept,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -160,6 +165,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::NoGitRule => "no-git-rule",
         Mutation::NoHeld => "no-held",
         Mutation::UnsupervisedBind => "unsupervised-bind",
+        Mutation::WorktreeUnkept => "worktree-unkept",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -282,6 +288,12 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
         sb.env.push((
             "CLAUDE_SANDBOX_TEST_MUTATION".into(),
             "unsupervised-bind".into(),
+        ));
+    }
+    if active(Mutation::WorktreeUnkept) {
+        sb.env.push((
+            "CLAUDE_SANDBOX_TEST_MUTATION".into(),
+            "worktree-unkept".into(),
         ));
     }
     if active(Mutation::NoHeld) {

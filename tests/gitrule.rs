@@ -380,3 +380,108 @@ fn ordinary_git_work_goes_on() {
         empty_dir(&w.workspace(who));
     }
 }
+
+/// Before the launch: a repository whose `core.worktree` the user set to a
+/// directory inside the workspace, and one the session will point the same
+/// way; each with a committed file that a host checkout writes.
+const WORKTREE_SETUP: &str = r#"
+set -e
+g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+g init -q . && g commit -q --allow-empty -m init
+for r in sub sub2; do
+  g init -q $r && echo data > $r/f && g -C $r add f && g -C $r commit -q -m f
+done
+mkdir wt wt2 && git -C sub2 config core.worktree ../../wt2
+echo ok
+"#;
+
+/// The session (issue #45 item 2): a work tree accepted inside, then
+/// turned outward by a symlink or a rename made later; `V` is the victim
+/// outside the workspace.
+const WORKTREE_LATER: &str = r#"
+t() { if eval "$2" >/dev/null 2>/tmp/err; then echo "PLANTED $1"; else echo "refused $1"; cat /tmp/err >&2; fi; }
+t set-worktree 'git -C sub config core.worktree ../../wt'
+t symlink-later 'rmdir wt && ln -s "$V" wt'
+t rename-later 'ln -s "$V" other && mv -T other wt'
+t symlink-launch 'rmdir wt2 && ln -s "$V" wt2'
+t rename-inside 'mkdir elsewhere && rmdir wt2 2>/dev/null; mv -T elsewhere wt2'
+echo END
+"#;
+
+/// Host git checks out each repository's files into its work tree.
+const WORKTREE_HOST: &str = r#"
+git -C sub checkout -q -f -- . 2>/dev/null
+git -C sub2 checkout -q -f -- . 2>/dev/null
+echo HOST-DONE
+"#;
+
+/// One run of the work-tree session for `who` in `w`; its output, and
+/// whether host git then wrote into the victim.
+fn worktree_session(w: &World, who: Who, env: &[(&str, &str)]) -> (String, String, bool) {
+    let ws = w.workspace(who);
+    let victim = w.root.join(format!("victim-{who:?}"));
+    std::fs::create_dir_all(&victim).unwrap();
+    if who == Who::User {
+        std::os::unix::fs::chown(&victim, Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    let o = w.run(who, &[], &["sh", "-c", WORKTREE_SETUP]);
+    assert!(stdout(&o).contains("ok"), "{who:?}: {}", stderr(&o));
+    // The sandbox passes few variables: the victim is named in the script.
+    let script = format!("V='{}'\n{WORKTREE_LATER}", victim.display());
+    let o = w.run(who, env, &["claude", "shell", &script]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("END"), "{who:?}: {out}{err}");
+    let host = w.run(who, &[], &["sh", "-c", WORKTREE_HOST]);
+    assert!(
+        stdout(&host).contains("HOST-DONE"),
+        "{who:?}: {}",
+        stderr(&host)
+    );
+    let wrote = victim.join("f").exists();
+    empty_dir(&ws);
+    std::fs::remove_dir_all(&victim).unwrap();
+    (out, err, wrote)
+}
+
+#[test]
+fn a_work_tree_cannot_be_turned_outward_after_it_was_accepted() {
+    if !require("gitrule_worktree_later") {
+        return;
+    }
+    let w = World::with_probe("gitrule-wt");
+    for who in BOTH {
+        let (out, err, wrote) = worktree_session(&w, who, &[]);
+        assert_eq!(
+            out.lines()
+                .filter(|l| !l.starts_with("END"))
+                .collect::<Vec<_>>(),
+            [
+                "PLANTED set-worktree",
+                "refused symlink-later",
+                "refused rename-later",
+                "refused symlink-launch",
+                // A real directory renamed there stays inside: allowed.
+                "PLANTED rename-inside",
+            ],
+            "{who:?}: {err}"
+        );
+        assert!(!wrote, "{who:?}: host git checked out into the victim");
+    }
+    // The wall has something behind it: without the rule the same session
+    // turns both work trees outward, and host git writes there.
+    let w = World::new("gitrule-wt-mut");
+    w.use_mutation_binary();
+    w.install_by_hand(&w.root.join("bin/probe"), "egress-jail = 0\n");
+    for who in BOTH {
+        let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "no-git-rule")];
+        let (out, err, wrote) = worktree_session(&w, who, &env);
+        assert!(
+            out.contains("PLANTED symlink-later") && out.contains("PLANTED symlink-launch"),
+            "{who:?}: {out}{err}"
+        );
+        assert!(
+            wrote,
+            "{who:?}: control: host git did not write into the victim\n{out}"
+        );
+    }
+}

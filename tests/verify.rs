@@ -388,10 +388,14 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         ("drop-mount=/etc/csb-root-only", &["root-view"]),
         ("unprotect", &["protected-paths"]),
         // Without the guard or its git rule nothing is held either.
-        ("unguarded", &["protected-creation", "git-rule", "git-held"]),
-        ("no-git-rule", &["git-rule", "git-held"]),
+        (
+            "unguarded",
+            &["protected-creation", "git-rule", "git-held", "git-worktree"],
+        ),
+        ("no-git-rule", &["git-rule", "git-held", "git-worktree"]),
         ("no-held", &["git-held"]),
         ("unsupervised-bind", &["git-rule"]),
+        ("worktree-unkept", &["git-worktree"]),
         ("host-state", &["private-state"]),
         ("allow-userns", &["no-nested-userns"]),
         // The filter before issue #13: TIOCSTI and keyrings still refused

@@ -265,6 +265,18 @@ fn read_table(fd: RawFd) -> Result<Table, String> {
         .filter_map(|p| nix::sys::stat::stat(p).ok())
         .map(|st| (st.st_dev, st.st_ino))
         .collect();
+    // The git directories the launch found (each `hooks` is held, each
+    // `commondir` protected): their work trees are recorded at the start.
+    table.gitdirs = held
+        .iter()
+        .chain(
+            paths
+                .iter()
+                .filter(|p| p.file_name() == Some("commondir".as_ref())),
+        )
+        .filter_map(|p| p.parent())
+        .map(|g| std::os::unix::ffi::OsStrExt::as_bytes(g.as_os_str()).to_vec())
+        .collect();
     Ok(table)
 }
 

@@ -42,6 +42,7 @@ use nix::fcntl::AtFlags;
 use nix::libc;
 
 use super::resolve::{cstr, fd_path, join, last_errno, openat, Dir, Errno};
+use super::worktrees::WorkTrees;
 use crate::plan::gitconfig::RawEntry;
 
 /// How a call gives its name to something.
@@ -111,11 +112,10 @@ pub(super) enum Hold<'a> {
     Write(RwLockWriteGuard<'a, ()>),
 }
 
-/// The rule's state: its lock, and the workspace (where a `core.worktree`
-/// may lead).
+/// The rule's state: its lock, the held hooks, and the work trees configs
+/// name (which lead inside the workspace, and stay so).
 pub(super) struct GitRule {
     lock: RwLock<()>,
-    workspace: Option<Vec<u8>>,
     /// The held hooks directories (issue #44): each git directory's
     /// `hooks` as the launch bound it, a copy in the session's state that
     /// host git never reads; by device and inode. Anything may be written
@@ -125,6 +125,8 @@ pub(super) struct GitRule {
     off: bool,
     /// Only in the test mutation `no-held`: a key is refused, never held.
     pub(super) no_hold: bool,
+    /// The work trees configs name, which must keep leading inside.
+    pub(super) worktrees: WorkTrees,
 }
 
 impl GitRule {
@@ -139,7 +141,7 @@ impl GitRule {
         let no_hold = false;
         GitRule {
             lock: RwLock::new(()),
-            workspace,
+            worktrees: WorkTrees::new(workspace),
             held_hooks,
             off,
             no_hold,
@@ -331,20 +333,35 @@ impl GitRule {
 
     /// Every `core.worktree` in `bytes`, read from the git directory `dir`,
     /// leads inside the workspace: `..` cannot climb out, and neither can a
-    /// symlink on the way (taken as git takes it, physically: issue #45).
+    /// symlink on the way (taken as git takes it, physically: issue #45);
+    /// then recorded, to stay so ([`WorkTrees`]).
     fn worktree_inside(&self, dir: RawFd, bytes: &[u8]) -> bool {
-        let Some(ws) = &self.workspace else {
-            return false;
-        };
         let Some(here) = fd_path(dir) else {
             return false;
         };
-        let values = crate::plan::gitconfig::values(bytes, "core.worktree");
-        !values.is_empty()
-            && values.iter().all(|v| {
-                inside(ws, &lexical(&here, v.as_bytes()))
-                    && physical(&here, v.as_bytes()).is_some_and(|p| inside(ws, &p))
-            })
+        self.worktrees.accept(&here, &worktree_values(bytes))
+    }
+
+    /// At the session's start: the work trees of the git directories the
+    /// launch found, recorded (a value already leading out is the user's,
+    /// and the tripwire names it).
+    pub(super) fn record_worktrees(&self, gitdirs: &[Vec<u8>]) {
+        if self.off {
+            return;
+        }
+        for g in gitdirs {
+            let Ok(d) = openat(libc::AT_FDCWD, g, libc::O_PATH | libc::O_DIRECTORY, 0) else {
+                continue;
+            };
+            for name in [&b"config"[..], b"config.worktree"] {
+                if let Some((bytes, _)) = read_config(d.as_raw_fd(), name) {
+                    let values = worktree_values(&bytes);
+                    if !values.is_empty() {
+                        self.worktrees.accept(g, &values);
+                    }
+                }
+            }
+        }
     }
 
     /// `rename(from → dir/name)` (`config` or `config.worktree`) in a git
@@ -597,98 +614,12 @@ fn write_config(
     Ok(())
 }
 
-/// `value` read from directory `base` (absolute, or relative to it), with
-/// `.` and `..` taken lexically.
-fn lexical(base: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut parts: Vec<&[u8]> = Vec::new();
-    let whole = if value.starts_with(b"/") {
-        value.to_vec()
-    } else {
-        join(base, value)
-    };
-    for c in whole.split(|b| *b == b'/') {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let mut out = Vec::new();
-    for p in parts {
-        out.push(b'/');
-        out.extend_from_slice(p);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    out
-}
-
-/// `value` read from directory `base` as the kernel walks it: each
-/// symlink on the way replaced by its text (absolute, or from the
-/// directory it is in), `..` taken from where that leads. A name that does
-/// not exist is kept as written. None past 40 symlinks (a loop).
-fn physical(base: &[u8], value: &[u8]) -> Option<Vec<u8>> {
-    let mut todo: Vec<Vec<u8>> = value
-        .split(|b| *b == b'/')
-        .rev()
-        .map(<[u8]>::to_vec)
-        .collect();
-    let mut parts: Vec<Vec<u8>> = if value.starts_with(b"/") {
-        Vec::new()
-    } else {
-        base.split(|b| *b == b'/')
-            .filter(|c| !c.is_empty())
-            .map(<[u8]>::to_vec)
-            .collect()
-    };
-    let mut links = 0;
-    while let Some(c) = todo.pop() {
-        match c.as_slice() {
-            b"" | b"." => continue,
-            b".." => {
-                parts.pop();
-                continue;
-            }
-            _ => {}
-        }
-        let mut path = Vec::new();
-        for p in parts.iter().chain(std::iter::once(&c)) {
-            path.push(b'/');
-            path.extend_from_slice(p);
-        }
-        match std::fs::read_link(OsStr::from_bytes(&path)) {
-            Ok(target) => {
-                links += 1;
-                if links > 40 {
-                    return None;
-                }
-                let t = target.into_os_string().into_vec();
-                if t.starts_with(b"/") {
-                    parts.clear();
-                }
-                todo.extend(t.split(|b| *b == b'/').rev().map(<[u8]>::to_vec));
-            }
-            Err(_) => parts.push(c),
-        }
-    }
-    let mut out = Vec::new();
-    for p in parts {
-        out.push(b'/');
-        out.extend_from_slice(&p);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    Some(out)
-}
-
-/// Whether `path` is `root` or below it.
-fn inside(root: &[u8], path: &[u8]) -> bool {
-    let root = root.strip_suffix(b"/").unwrap_or(root);
-    path == root || (path.starts_with(root) && path.get(root.len()) == Some(&b'/'))
+/// The `core.worktree` values of config text `bytes`, as git reads them.
+fn worktree_values(bytes: &[u8]) -> Vec<Vec<u8>> {
+    crate::plan::gitconfig::values(bytes, "core.worktree")
+        .into_iter()
+        .map(String::into_bytes)
+        .collect()
 }
 
 #[cfg(test)]
@@ -1025,15 +956,5 @@ mod tests {
         assert_eq!(set("../../inside/new"), Ok(0));
         fs::remove_dir_all(&ws).unwrap();
         fs::remove_dir_all(&out).unwrap();
-    }
-
-    #[test]
-    fn paths_are_taken_lexically() {
-        assert_eq!(lexical(b"/w/.git/modules/s", b"../../../s"), b"/w/s");
-        assert_eq!(lexical(b"/w/.git", b"/etc"), b"/etc");
-        assert!(inside(b"/w", b"/w/s"));
-        assert!(inside(b"/w", b"/w"));
-        assert!(!inside(b"/w", b"/work"));
-        assert!(!inside(b"/w", &lexical(b"/w/.git", b"../../home")));
     }
 }

@@ -77,5 +77,6 @@ mod proc;
 mod resolve;
 mod serve;
 mod table;
+mod worktrees;
 
 pub(crate) use fork::guarded;

@@ -57,8 +57,10 @@ pub(super) struct Supervisor {
 
 impl Supervisor {
     pub(crate) fn new(table: Table, notices: Option<std::os::fd::OwnedFd>) -> Supervisor {
+        let git = GitRule::new(table.workspace.clone(), table.held_hooks.clone());
+        git.record_worktrees(&table.gitdirs);
         Supervisor {
-            git: GitRule::new(table.workspace.clone(), table.held_hooks.clone()),
+            git,
             fs: FsContexts::default(),
             dev_key: nix::sys::stat::stat("/dev")
                 .ok()
@@ -218,22 +220,7 @@ impl Supervisor {
                 target,
                 dirfd,
                 path,
-            } => {
-                let target = match read_path(c.pid, target).and_then(|t| cstr(&t)) {
-                    Ok(t) => t,
-                    Err(e) => return Reply::Err(e),
-                };
-                self.create(c, dirfd, path, How::Symlink, |loc| {
-                    // SAFETY: valid fd and C strings.
-                    check(unsafe {
-                        libc::symlinkat(
-                            target.as_ptr(),
-                            loc.dir.fd.as_raw_fd(),
-                            loc.cname().as_ptr(),
-                        )
-                    })
-                })
-            }
+            } => self.symlink(c, target, dirfd, path),
             Call::Link {
                 olddirfd,
                 old,
@@ -282,6 +269,33 @@ impl Supervisor {
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         op(&loc).map_err(Reply::Err)
+    }
+
+    /// `symlink`: refused, like any creation, where the table or the git
+    /// rule protects the name; and undone when it turns a recorded work
+    /// tree outward ([`super::worktrees`]).
+    fn symlink(&self, c: &Caller, target: u64, dirfd: i32, path: u64) -> Result<i64, Reply> {
+        let target = read_path(c.pid, target)
+            .and_then(|t| cstr(&t))
+            .map_err(Reply::Err)?;
+        self.create(c, dirfd, path, How::Symlink, |loc| {
+            let alone = self.moves_a_worktree(loc);
+            // SAFETY: valid fd and C strings.
+            let made = check(unsafe {
+                libc::symlinkat(
+                    target.as_ptr(),
+                    loc.dir.fd.as_raw_fd(),
+                    loc.cname().as_ptr(),
+                )
+            })?;
+            if alone.is_some() && !self.git.worktrees.still_inside() {
+                // SAFETY: valid fd and C string.
+                unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), 0) };
+                self.refuse(loc);
+                return Err(libc::EPERM);
+            }
+            Ok(made)
+        })
     }
 
     fn link(
@@ -450,18 +464,69 @@ impl Supervisor {
             }
         }
         let _held = held;
-        // SAFETY: valid fds and C strings.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_renameat2,
-                from.dir.fd.as_raw_fd(),
-                from.cname().as_ptr(),
-                to.dir.fd.as_raw_fd(),
-                to.cname().as_ptr(),
-                flags,
-            )
+        let alone = self
+            .moves_a_worktree(&to)
+            .or_else(|| self.moves_a_worktree(&from));
+        if alone.is_some() {
+            return self.rename_keeping_worktrees(&from, &to, flags);
+        }
+        check(renameat2(&from, &to, flags)).map_err(Reply::Err)
+    }
+
+    /// Whether a name made or replaced at `loc` could change where a
+    /// recorded work tree leads ([`super::worktrees`]): then the guard to
+    /// hold while the call is performed and checked.
+    fn moves_a_worktree(&self, loc: &Loc) -> Option<std::sync::MutexGuard<'_, ()>> {
+        if !self.git.worktrees.any() {
+            return None;
+        }
+        let path =
+            super::resolve::join(&super::resolve::fd_path(loc.dir.fd.as_raw_fd())?, &loc.name);
+        self.git
+            .worktrees
+            .touches(&path)
+            .then(|| self.git.worktrees.alone())
+    }
+
+    /// A rename that could move a recorded work tree: performed, then each
+    /// walked again; when one now leads out of the workspace the rename is
+    /// undone and refused. What it replaced is kept aside (exchanged, not
+    /// overwritten) until the check passes, so an undone rename loses
+    /// nothing.
+    fn rename_keeping_worktrees(&self, from: &Loc, to: &Loc, flags: u32) -> Result<i64, Reply> {
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let replaces = !exchange && flags & libc::RENAME_NOREPLACE == 0 && exists_at(to);
+        let how = if exchange || replaces {
+            libc::RENAME_EXCHANGE
+        } else {
+            flags
         };
-        check(r as libc::c_int).map_err(Reply::Err)
+        check(renameat2(from, to, how)).map_err(Reply::Err)?;
+        if !self.git.worktrees.still_inside() {
+            let back = if how == libc::RENAME_EXCHANGE {
+                libc::RENAME_EXCHANGE
+            } else {
+                libc::RENAME_NOREPLACE
+            };
+            check(renameat2(to, from, back)).map_err(Reply::Err)?;
+            return Err(self.refuse(to));
+        }
+        if replaces {
+            // What the rename replaced, now under the source's name.
+            let dir = if is_dir_at(from) {
+                libc::AT_REMOVEDIR
+            } else {
+                0
+            };
+            // SAFETY: valid fd and C string.
+            if unsafe { libc::unlinkat(from.dir.fd.as_raw_fd(), from.cname().as_ptr(), dir) } != 0 {
+                let e = super::resolve::last_errno();
+                // A rename over a non-empty directory fails; so does this.
+                check(renameat2(to, from, libc::RENAME_EXCHANGE)).map_err(Reply::Err)?;
+                return Err(Reply::Err(e));
+            }
+        }
+        Ok(0)
     }
 
     fn unlink(&self, c: &Caller, dirfd: i32, path: u64, flags: i32) -> Result<i64, Reply> {
@@ -535,6 +600,40 @@ pub(super) fn respond(listener: RawFd, id: u64, reply: Reply) {
     };
     // SAFETY: resp is a valid seccomp_notif_resp; a dead caller (ENOENT) needs nothing.
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
+}
+
+/// `renameat2` of `from` to `to` with `flags`, on their resolved directories.
+fn renameat2(from: &Loc, to: &Loc, flags: u32) -> libc::c_int {
+    // SAFETY: valid fds and C strings.
+    unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            from.dir.fd.as_raw_fd(),
+            from.cname().as_ptr(),
+            to.dir.fd.as_raw_fd(),
+            to.cname().as_ptr(),
+            flags,
+        ) as libc::c_int
+    }
+}
+
+/// `lstat` of `loc`: whether it names anything.
+fn exists_at(loc: &Loc) -> bool {
+    lstat_at(loc).is_some()
+}
+
+/// Whether `loc` names a directory (not through a symlink).
+fn is_dir_at(loc: &Loc) -> bool {
+    lstat_at(loc).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+fn lstat_at(loc: &Loc) -> Option<nix::sys::stat::FileStat> {
+    nix::sys::stat::fstatat(
+        Some(loc.dir.fd.as_raw_fd()),
+        std::ffi::OsStr::from_bytes(&loc.name),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()
 }
 
 #[cfg(test)]

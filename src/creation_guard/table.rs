@@ -38,6 +38,9 @@ pub(super) struct Table {
     /// The held hooks directories (issue #44), by device and inode as
     /// mounted inside: the rule lets anything be written there.
     pub(super) held_hooks: Vec<(u64, u64)>,
+    /// The git directories the launch found (issue #45 item 2: their
+    /// `core.worktree` values are recorded when the session starts).
+    pub(super) gitdirs: Vec<Vec<u8>>,
 }
 
 impl Table {

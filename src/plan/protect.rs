@@ -77,6 +77,8 @@ const MAX_MODULE_DEPTH: usize = 3;
 pub(crate) const EXIT_BUDGET: Duration = Duration::from_secs(2);
 /// How many bytes of a pointer file (`.git`, `commondir`) are read.
 const POINTER_MAX: u64 = 4096;
+/// How many bytes of a git directory's config are read for its work tree.
+const CONFIG_MAX: u64 = 1 << 20;
 
 /// A pointer in the workspace that leads outside it: not followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,9 +97,30 @@ impl Outside {
             .strip_prefix(workspace)
             .unwrap_or(&self.pointer);
         format!(
-            "claude-sandbox: {} points outside the workspace ({}): not followed",
+            "claude-sandbox: {} {}",
             printable(&rel.to_string_lossy(), 200),
-            printable(&self.target.to_string_lossy(), 200)
+            self.what()
+        )
+    }
+
+    /// What it is, after its path: a pointer not followed, or a config
+    /// whose `core.worktree` leads out (issue #45: host git checks files
+    /// out, and cleans, there).
+    pub(crate) fn what(&self) -> String {
+        let target = printable(&self.target.to_string_lossy(), 200);
+        if self.is_config() {
+            format!("names a work tree outside the workspace (core.worktree leads to {target}): host git writes there")
+        } else {
+            format!("points outside the workspace ({target}): not followed")
+        }
+    }
+
+    /// Whether the pointer is a git directory's `config` (or
+    /// `config.worktree`) naming a work tree.
+    pub(crate) fn is_config(&self) -> bool {
+        matches!(
+            self.pointer.file_name().and_then(|n| n.to_str()),
+            Some("config" | "config.worktree")
         )
     }
 }
@@ -424,7 +447,45 @@ impl Walk<'_> {
             if let Some(text) = self.read_pointer(&cd) {
                 todo.extend(self.follow(&cd, g.join(text.trim())));
             }
+            self.work_trees_out(&g);
             self.add_modules(&g.join("modules"), 0);
+        }
+    }
+
+    /// The `core.worktree` values of git directory `g`'s `config` and
+    /// `config.worktree` that lead outside the workspace, symlinks on the
+    /// way followed: listed (the config stays the rule's, not bound).
+    fn work_trees_out(&mut self, g: &Path) {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        for name in GITDIR_RULED.iter().filter(|n| n.starts_with("config")) {
+            let c = g.join(name);
+            let mut text = Vec::new();
+            let read = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+                .open(&c)
+                .ok()
+                .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
+                .and_then(|f| f.take(CONFIG_MAX).read_to_end(&mut text).ok());
+            if read.is_none() {
+                continue;
+            }
+            for v in super::gitconfig::values(&text, "core.worktree") {
+                let t = resolved(&g.join(v));
+                if !t.starts_with(self.ws)
+                    && !self
+                        .out
+                        .outside
+                        .iter()
+                        .any(|o| o.pointer == c && o.target == t)
+                {
+                    self.out.outside.push(Outside {
+                        pointer: c.clone(),
+                        target: t,
+                    });
+                }
+            }
         }
     }
 
@@ -504,6 +565,25 @@ impl Walk<'_> {
 }
 
 /// `p` with `.` and `..` taken lexically (for a target that does not exist).
+/// `p` as the kernel would take it: its longest existing part with every
+/// symlink resolved, the rest (which does not exist) taken lexically.
+fn resolved(p: &Path) -> PathBuf {
+    let mut head = lexical(p);
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = head.canonicalize() {
+            return rest.iter().rev().fold(real, |acc: PathBuf, c| acc.join(c));
+        }
+        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
+            (Some(n), Some(parent)) => {
+                rest.push(n);
+                head = parent.to_path_buf();
+            }
+            _ => return lexical(p),
+        }
+    }
+}
+
 fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::change::{shown, Change, Mark, Old};
+use super::change::{Change, Mark, Old};
 use super::compare::compare;
 use super::log::{block, log_dir, record, Session, VERSION};
 use super::scan::{scan, stamp, targets, untouched_before, Kind, Tree};
@@ -104,11 +104,15 @@ impl Watch {
     /// has not changed since).
     fn named_at_launch(&self, o: &protect::Outside, since: SystemTime) -> bool {
         use std::os::unix::fs::MetadataExt;
+        // A work tree turns outward by a symlink or rename anywhere on its
+        // way, which leaves the config's own times alone: only the
+        // launch's own finding of the same vouches for it.
         self.outside.contains(o)
-            || o.pointer.symlink_metadata().is_ok_and(|m| {
-                !self.outside.iter().any(|b| b.pointer == o.pointer)
-                    && (m.ctime(), m.ctime_nsec()) < stamp(since)
-            })
+            || !o.is_config()
+                && o.pointer.symlink_metadata().is_ok_and(|m| {
+                    !self.outside.iter().any(|b| b.pointer == o.pointer)
+                        && (m.ctime(), m.ctime_nsec()) < stamp(since)
+                })
     }
 
     /// At the end of a session that ran: record the changes and what was
@@ -205,10 +209,7 @@ fn created_only(
 /// A pointer out of the workspace made during the session: added to its
 /// own change (the pointer file is watched), or a change of its own.
 fn note_outside(out: &mut Vec<Change>, o: protect::Outside) {
-    let note = format!(
-        "points outside the workspace ({}): not followed",
-        shown(&o.target.to_string_lossy())
-    );
+    let note = o.what();
     match out.iter_mut().find(|c| c.path == o.pointer) {
         Some(c) if c.what == "(new)" => c.what = format!("(new)  {note}"),
         Some(c) => c.what = format!("{}; {note}", c.what),
@@ -289,6 +290,13 @@ mod tests {
         );
         let outside = base.join("home/.kube");
         write(&outside.join("config"), "secret");
+        // A work tree inside at the launch (issue #45 item 2).
+        write(
+            &ws.join("w/.git/config"),
+            &format!("{CFG}\tworktree = ../../wt\n"),
+        );
+        write(&ws.join("w/.git/HEAD"), "ref: refs/heads/main\n");
+        std::fs::create_dir_all(ws.join("wt")).unwrap();
         std::thread::sleep(SLACK + Duration::from_millis(50));
         let w = Watch::start(&home, &ws, protect::discover(&ws));
         assert_eq!(w.survey(), (Vec::new(), Vec::new()));
@@ -309,6 +317,9 @@ mod tests {
             &ws.join(".git/commondir"),
             &format!("{}\n", outside.display()),
         );
+        // The work tree turned outward by a symlink made later.
+        std::fs::remove_dir(ws.join("wt")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("wt")).unwrap();
         // The existing repository's config replaced as `git config` does.
         let old_cfg = ws.join("a/b/c/d/old/.git/config");
         write(&old_cfg.with_extension("lock"), &armed);
@@ -335,6 +346,10 @@ mod tests {
             "(new)  points outside the workspace ({}): not followed",
             outside.display()
         );
+        let wt = format!(
+            "names a work tree outside the workspace (core.worktree leads to {}): host git writes there",
+            outside.display()
+        );
         let want: Vec<(String, String)> = [
             (".git/commondir", out.as_str()),
             (".tools/t/.git/config", fsm),
@@ -342,6 +357,7 @@ mod tests {
             ("k/.git", out.as_str()),
             ("node_modules/x/.git/config", fsm),
             ("src/config", fsm),
+            ("w/.git/config", wt.as_str()),
         ]
         .iter()
         .map(|(p, w)| (p.to_string(), w.to_string()))

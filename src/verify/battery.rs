@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::check_broker::check_broker_no_real_values;
 use super::check_files::{
-    check_dev, check_git_held, check_git_rule, check_masked_files, check_protected,
-    check_protected_creation, check_root_view, check_run, check_tmp, check_workspace,
+    check_dev, check_git_held, check_git_rule, check_git_worktree, check_masked_files,
+    check_protected, check_protected_creation, check_root_view, check_run, check_tmp,
+    check_workspace,
 };
 use super::check_home::{check_home, check_private_state};
 use super::check_limits::{check_pids, check_private_bounded, check_tmpfs_sized};
@@ -106,6 +107,7 @@ pub(super) const BATTERY: &[Def] = &[
     def("private-state-bounded", "the private ~/.cache and ~/.local/share kept between sessions hold at most private-state-max (issue #24)", check_private_bounded),
     def("broker-no-real-values", "the real value of no brokered credential is readable inside: files, environments, command lines (issue #25)", check_broker_no_real_values),
     def("git-held", "a transport key git writes into a repository's config, and a hook installed in the workspace's repository, are held for the user: out of host git's reach, told to the agent (issue #44)", check_git_held),
+    def("git-worktree", "a work tree a repository's config names stays inside the workspace: a later symlink or rename cannot turn it outward (issue #45)", check_git_worktree),
 ];
 
 /// Evaluate every check against `o`.
@@ -229,6 +231,10 @@ mod tests {
             (
                 "git-held",
                 Box::new(|o| o.git_held = Ok((0, vec!["config took http.proxy".into()]))),
+            ),
+            (
+                "git-worktree",
+                Box::new(|o| o.git_worktree = Ok(vec!["a symlink made at the work tree".into()])),
             ),
             (
                 "protected-creation",

@@ -200,6 +200,17 @@ pub(super) fn check_git_held(o: &Observed) -> Outcome {
     ))
 }
 
+pub(super) fn check_git_worktree(o: &Observed) -> Outcome {
+    let through = o.git_worktree.clone()?;
+    if !through.is_empty() {
+        return Err(format!(
+            "a work tree a repository's config names was turned out of the workspace: {}",
+            through.join(", ")
+        ));
+    }
+    Ok("core.worktree inside the workspace was taken; a symlink to / made at the work tree, and one renamed onto it, were refused".into())
+}
+
 pub(super) fn check_workspace(o: &Observed) -> Outcome {
     let rec = record(o)?;
     let ws = &rec.workspace;

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use super::mountinfo::{parse_mountinfo, Mount};
 use super::probe_broker::{scan_for_real_values, Scan};
 use super::probe_files::{
-    config_file_access, git_held_probe, git_rule_probe, managed_settings, names_in, nulled_sizes,
-    protected_paths, read_launch_record, root_only_readable, run_sockets, writable,
-    ConfigFileAccess, ProtectedPath,
+    config_file_access, git_held_probe, git_rule_probe, git_worktree_probe, managed_settings,
+    names_in, nulled_sizes, protected_paths, read_launch_record, root_only_readable, run_sockets,
+    writable, ConfigFileAccess, ProtectedPath,
 };
 use super::probe_forwarder::{jail_lookups, ForwarderLookup};
 use super::probe_limits::{nproc_limit, pids_cgroup, private_state, tmpfs_mounts, Tmpfs};
@@ -94,6 +94,8 @@ pub(super) struct Observed {
     /// the user (issue #44), with how many hooks directories were; or why
     /// nothing could be tried.
     pub(super) git_held: Result<(usize, Vec<String>), String>,
+    /// What turned a recorded work tree outward (issue #45 item 2).
+    pub(super) git_worktree: Result<Vec<String>, String>,
     /// `publish-port` as `/etc/claude-sandbox.conf` names it inside, or why
     /// it could not be read.
     pub(super) publish_configured: Result<Vec<u16>, String>,
@@ -165,6 +167,7 @@ impl Default for Observed {
             proxy_probe: None,
             git_rule: Ok(Vec::new()),
             git_held: Ok((1, Vec::new())),
+            git_worktree: Ok(Vec::new()),
             publish_configured: Err("not observed".into()),
             listening: Vec::new(),
             forwarder: Vec::new(),
@@ -197,6 +200,7 @@ impl Observed {
         let mounts = parse_mountinfo(&mountinfo);
         let root_only_readable = root_only_readable(&rec, &mounts);
         let git_held = git_held_probe(&rec.workspace, &mounts);
+        let git_worktree = git_worktree_probe(&rec.workspace);
         let protected = protected_paths(&rec, &mounts);
         let syscall_samples = syscall_samples();
         let ns_ino = ns_inodes();
@@ -240,6 +244,7 @@ impl Observed {
             proxy_probe,
             git_rule: git_rule_probe(),
             git_held,
+            git_worktree,
             publish_configured: crate::config::load(Path::new(paths::CONFIG_FILE), &|_| None)
                 .map(|a| a.config.publish_port)
                 .map_err(|e| e.to_string()),

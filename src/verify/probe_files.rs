@@ -210,6 +210,56 @@ pub(super) fn git_rule_probe() -> Result<Vec<String>, String> {
     }
 }
 
+/// Whether a work tree a repository's config names can be turned out of
+/// the workspace after it was accepted (issue #45 item 2): a scratch
+/// repository in the workspace (removed after) gets `core.worktree =
+/// ../wt`, which must be taken; then a symlink to `/` made at `wt`, and one
+/// renamed onto it, must be refused. `Err` when the test could not be set
+/// up; else what got through.
+pub(super) fn git_worktree_probe(ws: &Path) -> Result<Vec<String>, String> {
+    let dir = ws.join(format!(
+        ".claude-sandbox-verify-worktree-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let g = dir.join("g");
+    let set = std::fs::create_dir_all(g.join("objects"))
+        .and_then(|_| std::fs::create_dir(g.join("refs")))
+        .and_then(|_| std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n"))
+        .and_then(|_| std::fs::create_dir(dir.join("wt")))
+        .and_then(|_| std::fs::write(g.join("config.lock"), "[core]\n\tworktree = ../wt\n"))
+        .and_then(|_| std::fs::rename(g.join("config.lock"), g.join("config")))
+        .map_err(|e| {
+            format!(
+                "could not make a repository in {} to test with: {e}",
+                dir.display()
+            )
+        })
+        .and_then(|()| {
+            std::fs::read_to_string(g.join("config"))
+                .ok()
+                .filter(|t| t.contains("worktree = ../wt"))
+                .map(|_| ())
+                .ok_or_else(|| {
+                    "core.worktree = ../wt (inside the workspace) was not taken".to_string()
+                })
+        });
+    let mut through = Vec::new();
+    if set.is_ok() {
+        let wt = dir.join("wt");
+        if std::fs::remove_dir(&wt).is_ok() && std::os::unix::fs::symlink("/", &wt).is_ok() {
+            through.push("a symlink made at the work tree".to_string());
+            let _ = std::fs::remove_file(&wt);
+        }
+        let other = dir.join("other");
+        if std::os::unix::fs::symlink("/", &other).is_ok() && std::fs::rename(&other, &wt).is_ok() {
+            through.push("a symlink renamed onto the work tree".to_string());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    set.map(|()| through)
+}
+
 /// A new empty directory named for this process and `tag`, in the first of
 /// the temporary directory and `$HOME` that takes one.
 fn scratch_dir(tag: &str) -> Result<PathBuf, String> {
