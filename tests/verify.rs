@@ -409,7 +409,13 @@ fn each_deliberate_regression_fails_exactly_its_check() {
         // files are shown to matter with it off too.
         (
             "unguarded,drop-mount=/proc/1/mem,drop-mount=/proc/1/task/1/mem",
-            &["protected-creation", "pid1-sealed", "git-rule", "git-held"],
+            &[
+                "protected-creation",
+                "pid1-sealed",
+                "git-rule",
+                "git-held",
+                "git-worktree",
+            ],
         ),
         ("accept-env-overrides", &["env-overrides"]),
         // The sandbox's view of the managed settings, without the lockdown.
