@@ -44,7 +44,8 @@ pub mod fuzz_targets {
     }
     pub mod hooks {
         pub use crate::plan::managed_settings::{
-            inside_managed, merge_managed, unmerge_managed, API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
+            inside_managed, merge_managed, merge_managed_for, unmerge_managed, OperatorEnv,
+            API_KEY_HELPER_CMD, PROMPT_GATE_CMD,
         };
 
         /// The settings keys Claude Code runs as a command, as the lockdown's

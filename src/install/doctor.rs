@@ -577,8 +577,11 @@ fn check_lockdown(r: &mut Report) {
             true,
             "lockdown",
             format!(
-                "{} keeps the hooks, MCP servers, helpers and other command keys, bypass mode and code-loading env variables of user and project settings from taking effect unsandboxed ({keys})",
-                paths::MANAGED_SETTINGS
+                "{} keeps the hooks, MCP servers, helpers and other command keys, bypass mode, code-loading env variables and the endpoint, proxy and CA variables of user and project settings from taking effect unsandboxed ({keys}){}",
+                paths::MANAGED_SETTINGS,
+                overridden_note(&managed_settings::endpoints_overridden(&settings, |n| {
+                    std::env::var(n).ok()
+                }))
             ),
         ),
         Err(why) => r.line(
@@ -590,6 +593,20 @@ fn check_lockdown(r: &mut Report) {
             ),
         ),
     }
+}
+
+/// The note for endpoint variables this environment sets otherwise than
+/// the managed settings pin them (decision 0031): outside the sandbox
+/// Claude Code uses the pinned value.
+fn overridden_note(vars: &[String]) -> String {
+    if vars.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; note: this environment's {} differ from the pins, and Claude Code started outside the sandbox uses the pinned values: to pin yours, set them in the env of {} (or uninstall, then install with them set)",
+        vars.join(", "),
+        paths::MANAGED_SETTINGS
+    )
 }
 
 /// Host git must ignore bare repositories it discovers (issue #22), or a

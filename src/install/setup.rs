@@ -272,7 +272,11 @@ fn write_managed_settings(
     let settings = ctx.at(paths::MANAGED_SETTINGS);
     let wrapper = supports_process_wrapper(installed_real);
     match settings_text.and_then(|t| {
-        managed_settings::merge_managed(t.as_deref(), wrapper).map(|merged| (t.is_none(), merged))
+        // The endpoint variables take the values of install's own
+        // environment: the operator's gateway, proxy and CA (decision 0031).
+        let operator = managed_settings::OperatorEnv::from_process();
+        managed_settings::merge_managed_for(t.as_deref(), wrapper, &operator)
+            .map(|merged| (t.is_none(), merged))
     }) {
         Ok((created, (text, added))) => {
             if created {

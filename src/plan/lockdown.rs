@@ -3,9 +3,11 @@
 //! sandboxed session can plant in user or project settings — the switches
 //! that restrict hooks and MCP servers, every key Claude Code runs as a
 //! command, the `env` variables that load code into the processes it
-//! starts, and the permission switch that keeps a planted
-//! `bypassPermissions` off — and the dotted-key access the merge, its
-//! undoing and the sandbox's view share. Pure JSON.
+//! starts, the `env` variables that decide where Claude Code sends its
+//! credentials and which TLS certificates it trusts (pinned to the
+//! operator's values, decision 0031), and the permission switch that keeps
+//! a planted `bypassPermissions` off — and the dotted-key access the merge,
+//! its undoing and the sandbox's view share. Pure JSON.
 
 use serde_json::{json, Map, Value};
 
@@ -39,6 +41,11 @@ pub(crate) enum Kind {
     Env,
     /// A permission switch.
     Permission,
+    /// A variable of `env` that decides where Claude Code sends its
+    /// credentials, or which certificates it trusts (decision 0031): pinned
+    /// to the operator's value at install ([`OperatorEnv`]), `ours` (`""`,
+    /// Claude Code's default) where the operator has none.
+    Endpoint,
 }
 
 /// One managed setting of the lockdown. `key` is dotted for a key inside
@@ -83,6 +90,16 @@ const fn env(key: &'static str, stops: &'static str) -> LockKey {
     LockKey {
         key,
         kind: Kind::Env,
+        claim: Claim::IfAbsent,
+        ours: no_command,
+        stops,
+    }
+}
+
+const fn endpoint(key: &'static str, stops: &'static str) -> LockKey {
+    LockKey {
+        key,
+        kind: Kind::Endpoint,
         claim: Claim::IfAbsent,
         ours: no_command,
         stops,
@@ -174,11 +191,85 @@ pub(crate) const LOCKDOWN: &[LockKey] = &[
         ours: system_path,
         stops: "programs (git, sh, ps) found first in a directory a session wrote",
     },
+    endpoint("env.ANTHROPIC_BASE_URL", "the API key and login token sent to a server a session names"),
+    endpoint("env.ANTHROPIC_BEDROCK_BASE_URL", "Bedrock credentials sent to a server a session names"),
+    endpoint("env.ANTHROPIC_BEDROCK_MANTLE_BASE_URL", "Bedrock credentials sent to a server a session names"),
+    endpoint("env.ANTHROPIC_VERTEX_BASE_URL", "Google Cloud credentials sent to a server a session names"),
+    endpoint("env.ANTHROPIC_GOOGLE_CLOUD_BASE_URL", "Google Cloud credentials sent to a server a session names"),
+    endpoint("env.ANTHROPIC_AWS_BASE_URL", "AWS credentials sent to a server a session names"),
+    endpoint("env.ANTHROPIC_FOUNDRY_BASE_URL", "Foundry credentials sent to a server a session names"),
+    endpoint("env.CLAUDE_CODE_API_BASE_URL", "the API key and login token of the Files API sent to a server a session names"),
+    endpoint("env.CLAUDE_CODE_CUSTOM_OAUTH_URL", "the login flow taken to another of Claude Code's approved OAuth servers"),
+    endpoint("env.HTTP_PROXY", "every plain-HTTP request, API key included, through a proxy a session names"),
+    endpoint("env.http_proxy", "every plain-HTTP request, API key included, through a proxy a session names"),
+    endpoint("env.HTTPS_PROXY", "every HTTPS connection through a proxy a session names"),
+    endpoint("env.https_proxy", "every HTTPS connection through a proxy a session names"),
+    endpoint("env.ALL_PROXY", "every request through a proxy a session names"),
+    endpoint("env.all_proxy", "every request through a proxy a session names"),
+    endpoint("env.NO_PROXY", "hosts taken past the operator's proxy"),
+    endpoint("env.no_proxy", "hosts taken past the operator's proxy"),
+    endpoint("env.NODE_TLS_REJECT_UNAUTHORIZED", "TLS certificate checks turned off (0)"),
+    endpoint("env.NODE_EXTRA_CA_CERTS", "a certificate authority a session made trusted, for reading the API key on its way"),
 ];
+
+/// The variable of `env` holding the names of the [`Kind::Endpoint`]
+/// variables install wrote (space separated): the operator's values are
+/// not ours to know later, so the launch drops exactly these inside the
+/// sandbox, and an administrator's own value, never named, stays.
+pub(crate) const ENDPOINT_PINS: &str = "env.CLAUDE_SANDBOX_ENDPOINT_PINS";
+
+/// The operator's values of the [`Kind::Endpoint`] variables: what install
+/// finds in its own environment. A proxy variable takes either case's
+/// value, upper case first, for both (Claude Code reads one case or the
+/// other depending on the call: pinning `HTTPS_PROXY` empty beside an
+/// operator's `https_proxy` would turn the proxy off).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorEnv(std::collections::BTreeMap<String, String>);
+
+impl OperatorEnv {
+    /// The values `lookup` (the environment) gives.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let mut m = std::collections::BTreeMap::new();
+        for k in LOCKDOWN.iter().filter(|k| k.kind == Kind::Endpoint) {
+            let var = split(k.key).1;
+            let names = if var.to_ascii_uppercase().ends_with("_PROXY") {
+                vec![var.to_ascii_uppercase(), var.to_ascii_lowercase()]
+            } else {
+                vec![var.to_string()]
+            };
+            if let Some(v) = names
+                .iter()
+                .find_map(|n| lookup(n).filter(|v| !v.is_empty()))
+            {
+                m.insert(var.to_string(), v);
+            }
+        }
+        OperatorEnv(m)
+    }
+
+    /// This process's environment (install's own).
+    pub fn from_process() -> Self {
+        Self::from_lookup(|n| std::env::var(n).ok())
+    }
+
+    /// The value pinned for dotted `key` (`env.ANTHROPIC_BASE_URL`): the
+    /// operator's, else `""` (Claude Code's default).
+    pub(crate) fn value(&self, key: &str) -> Value {
+        json!(self.0.get(split(key).1).map_or("", String::as_str))
+    }
+}
 
 /// The entries the merge writes (all but [`Claim::Never`]).
 pub(crate) fn pinned() -> impl Iterator<Item = &'static LockKey> {
     LOCKDOWN.iter().filter(|k| k.claim != Claim::Never)
+}
+
+/// The names a managed `env` marks with [`ENDPOINT_PINS`].
+pub(crate) fn endpoint_pins(root: &Map<String, Value>) -> Vec<&str> {
+    get(root, ENDPOINT_PINS)
+        .and_then(Value::as_str)
+        .map(|s| s.split_whitespace().collect())
+        .unwrap_or_default()
 }
 
 /// The settings keys Claude Code runs as a command ([`Kind::Command`]).
@@ -266,7 +357,12 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for k in LOCKDOWN {
             assert!(seen.insert(k.key), "{} twice", k.key);
-            assert_eq!(k.kind == Kind::Env, k.key.starts_with("env."), "{}", k.key);
+            assert_eq!(
+                matches!(k.kind, Kind::Env | Kind::Endpoint),
+                k.key.starts_with("env."),
+                "{}",
+                k.key
+            );
             assert!(k.key.matches('.').count() <= 1, "{}", k.key);
         }
         for k in [

@@ -10,8 +10,11 @@
 use serde_json::{json, Map, Value};
 
 pub(crate) use super::lockdown::command_keys;
+pub use super::lockdown::OperatorEnv;
 pub use super::lockdown::API_KEY_HELPER_CMD;
-use super::lockdown::{get, pinned, remove, set, Claim, Kind};
+use super::lockdown::{
+    endpoint_pins, get, pinned, remove, set, Claim, Kind, LockKey, ENDPOINT_PINS,
+};
 
 pub(crate) const SESSION_START_CMD: &str =
     "/usr/libexec/claude-sandbox/claude-sandbox hook session-start";
@@ -44,6 +47,10 @@ pub struct Added {
     /// `autoUpdates`, and the lockdown keys the merge forces).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub replaced: std::collections::BTreeMap<String, Value>,
+    /// The operator's values the merge wrote for the endpoint variables it
+    /// added (decision 0031), so uninstall leaves an administrator's later edit.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub endpoints: std::collections::BTreeMap<String, Value>,
 }
 
 impl Added {
@@ -60,6 +67,9 @@ impl Added {
         }
         for (k, v) in later.replaced {
             self.replaced.entry(k).or_insert(v);
+        }
+        for (k, v) in later.endpoints {
+            self.endpoints.entry(k).or_insert(v);
         }
     }
 }
@@ -102,9 +112,15 @@ fn unset_ours(
     }
 }
 
-/// [`unset_ours`] for a lockdown key, dotted (`env.PATH`).
-fn unset_pin(root: &mut Map<String, Value>, key: &str, ours: &Value, added: &Added) {
-    if get(root, key) != Some(ours) {
+/// [`unset_ours`] for a lockdown key, dotted (`env.PATH`); an endpoint
+/// variable's own is the operator's value the merge wrote.
+fn unset_pin(root: &mut Map<String, Value>, k: &LockKey, added: &Added) {
+    let key = k.key;
+    let ours = match k.kind {
+        Kind::Endpoint => added.endpoints.get(key).cloned(),
+        _ => Some((k.ours)()),
+    };
+    if ours.is_none() || get(root, key) != ours.as_ref() {
         return;
     }
     if let Some(old) = added.replaced.get(key) {
@@ -128,9 +144,78 @@ fn has_command(groups: &[Value], cmd: &str) -> bool {
     })
 }
 
-/// Merge the guard into managed settings `text` (None: no file yet). Err when
-/// the existing text is not a JSON object (left alone by the caller).
+/// Write the lockdown's entries into `root` where they are absent (or
+/// forced), the endpoint variables with the `operator`'s values, named in
+/// [`ENDPOINT_PINS`]; note in `added` what was written or replaced.
+fn pin_lockdown(
+    root: &mut Map<String, Value>,
+    operator: &OperatorEnv,
+    added: &mut Added,
+) -> Result<(), String> {
+    let mut pins: Vec<String> = endpoint_pins(root)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    for k in pinned() {
+        if k.claim == Claim::IfAbsent && get(root, k.key).is_some() {
+            continue;
+        }
+        let ours = match k.kind {
+            Kind::Endpoint => operator.value(k.key),
+            _ => (k.ours)(),
+        };
+        match set(root, k.key, ours.clone())? {
+            None => added.lockdown.push(k.key.into()),
+            Some(old) if old != ours => {
+                added.replaced.insert(k.key.into(), old);
+            }
+            Some(_) => {}
+        }
+        if k.kind == Kind::Endpoint {
+            added.endpoints.insert(k.key.into(), ours);
+            pins.push(k.key["env.".len()..].to_string());
+        }
+    }
+    set_pins(root, &pins);
+    Ok(())
+}
+
+/// [`ENDPOINT_PINS`] naming `names`, or gone when there are none.
+fn set_pins(root: &mut Map<String, Value>, names: &[String]) {
+    if names.is_empty() {
+        remove(root, ENDPOINT_PINS);
+    } else {
+        // `env` is an object here: the endpoint variables are in it.
+        let _ = set(root, ENDPOINT_PINS, json!(names.join(" ")));
+    }
+}
+
+/// Whether lockdown key `k` of `root` holds our value: an endpoint
+/// variable when [`ENDPOINT_PINS`] names it (the operator's value is not
+/// ours to know later), any other when it holds `ours`.
+fn holds_ours(root: &Map<String, Value>, k: &LockKey) -> bool {
+    match k.kind {
+        Kind::Endpoint => {
+            get(root, k.key).is_some() && endpoint_pins(root).contains(&&k.key["env.".len()..])
+        }
+        _ => get(root, k.key) == Some(&(k.ours)()),
+    }
+}
+
+/// Merge the guard into managed settings `text` (None: no file yet), the
+/// endpoint variables pinned to Claude Code's defaults. Err when the
+/// existing text is not a JSON object (left alone by the caller).
 pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added), String> {
+    merge_managed_for(text, wrapper, &OperatorEnv::default())
+}
+
+/// [`merge_managed`] with the endpoint variables pinned to `operator`'s
+/// values (decision 0031).
+pub fn merge_managed_for(
+    text: Option<&str>,
+    wrapper: bool,
+    operator: &OperatorEnv,
+) -> Result<(String, Added), String> {
     let mut root: Map<String, Value> = match text {
         None => Map::new(),
         Some(t) => match serde_json::from_str::<Value>(t) {
@@ -181,19 +266,7 @@ pub fn merge_managed(text: Option<&str>, wrapper: bool) -> Result<(String, Added
         &mut added.auto_updates,
         &mut added.replaced,
     );
-    for k in pinned() {
-        if k.claim == Claim::IfAbsent && get(&root, k.key).is_some() {
-            continue;
-        }
-        let ours = (k.ours)();
-        match set(&mut root, k.key, ours.clone())? {
-            None => added.lockdown.push(k.key.into()),
-            Some(old) if old != ours => {
-                added.replaced.insert(k.key.into(), old);
-            }
-            Some(_) => {}
-        }
-    }
+    pin_lockdown(&mut root, operator, &mut added)?;
     Ok((
         serde_json::to_string_pretty(&Value::Object(root)).expect("serializes") + "\n",
         added,
@@ -228,8 +301,9 @@ pub fn unmerge_managed(text: &str, added: &Added) -> Option<String> {
         }
     }
     for k in pinned() {
-        unset_pin(&mut root, k.key, &(k.ours)(), added);
+        unset_pin(&mut root, k, added);
     }
+    remove(&mut root, ENDPOINT_PINS);
     if let Some(Value::Object(env)) = root.get_mut("env") {
         unset_ours(
             env,
@@ -276,11 +350,14 @@ pub fn inside_managed(text: &str) -> Option<String> {
     let Ok(Value::Object(mut root)) = serde_json::from_str::<Value>(text) else {
         return None;
     };
-    for k in pinned() {
-        if get(&root, k.key) == Some(&(k.ours)()) {
-            remove(&mut root, k.key);
-        }
+    let ours: Vec<&str> = pinned()
+        .filter(|k| holds_ours(&root, k))
+        .map(|k| k.key)
+        .collect();
+    for key in ours {
+        remove(&mut root, key);
     }
+    remove(&mut root, ENDPOINT_PINS);
     Some(serde_json::to_string(&Value::Object(root)).expect("serializes"))
 }
 
@@ -288,7 +365,7 @@ pub fn inside_managed(text: &str) -> Option<String> {
 /// our values (what [`inside_managed`] removes).
 pub(crate) fn lockdown_in_effect(root: &Map<String, Value>) -> Vec<&'static str> {
     pinned()
-        .filter(|k| get(root, k.key) == Some(&(k.ours)()))
+        .filter(|k| holds_ours(root, k))
         .map(|k| k.key)
         .collect()
 }
@@ -304,7 +381,7 @@ pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
     let mut foreign = Vec::new();
     for k in pinned() {
         match (get(&root, k.key), k.claim) {
-            (Some(v), _) if *v == (k.ours)() => {}
+            (Some(_), _) if holds_ours(&root, k) => {}
             (Some(_), Claim::IfAbsent) => foreign.push(k.key),
             _ => missing.push(format!("{} (stops {})", k.key, k.stops)),
         }
@@ -313,11 +390,15 @@ pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
         return Err(format!("missing: {}", missing.join("; ")));
     }
     let keys: Vec<&str> = pinned()
-        .filter(|k| k.kind != Kind::Env)
+        .filter(|k| !matches!(k.kind, Kind::Env | Kind::Endpoint))
         .map(|k| k.key)
         .collect();
     let vars = pinned().filter(|k| k.kind == Kind::Env).count();
-    let summary = format!("{}; env: {vars} variables that load code", keys.join(", "));
+    let summary = format!(
+        "{}; env: {vars} variables that load code; {}",
+        keys.join(", "),
+        endpoints_summary(&root)
+    );
     Ok(if foreign.is_empty() {
         summary
     } else {
@@ -326,6 +407,69 @@ pub(crate) fn lockdown_report(text: &str) -> Result<String, String> {
             foreign.join(", ")
         )
     })
+}
+
+/// What the endpoint variables of `root` are pinned to (decision 0031):
+/// those at Claude Code's default (`""`) by name, the others with their value.
+fn endpoints_summary(root: &Map<String, Value>) -> String {
+    let (mut default, mut set) = (Vec::new(), Vec::new());
+    for k in pinned().filter(|k| k.kind == Kind::Endpoint) {
+        let var = &k.key["env.".len()..];
+        match get(root, k.key) {
+            Some(Value::String(v)) if v.is_empty() => default.push(var.to_string()),
+            Some(v) => set.push(format!(
+                "{var}={}",
+                without_userinfo(&v.as_str().map_or(v.to_string(), str::to_string))
+            )),
+            None => {}
+        }
+    }
+    let mut parts = vec![format!(
+        "endpoints pinned to the default: {}",
+        or_none(&default)
+    )];
+    if !set.is_empty() {
+        parts.push(format!("to the operator's values: {}", set.join(", ")));
+    }
+    parts.join("; ")
+}
+
+/// `url` without a user and password (a proxy's `http://user:pass@host`),
+/// for a report.
+fn without_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) if !scheme.is_empty() => format!("{scheme}://…@{}", &rest[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+fn or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// The endpoint variables whose value in this environment (`lookup`)
+/// differs from the one the managed settings `text` pin: outside the
+/// sandbox Claude Code uses the pinned one (decision 0031). Names only:
+/// a proxy's value may hold a password.
+pub(crate) fn endpoints_overridden(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let here = OperatorEnv::from_lookup(lookup);
+    pinned()
+        .filter(|k| k.kind == Kind::Endpoint)
+        .filter(|k| get(&root, k.key).is_some_and(|v| *v != here.value(k.key)))
+        .map(|k| k.key["env.".len()..].to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -500,6 +644,7 @@ mod tests {
         for k in pinned() {
             remove(expected.as_object_mut().unwrap(), k.key);
         }
+        remove(expected.as_object_mut().unwrap(), ENDPOINT_PINS);
         assert_eq!(inside["env"]["CORP"], "1");
         assert!(inside["env"].get("PATH").is_none(), "{inside}");
         assert!(inside["permissions"]
@@ -587,6 +732,147 @@ mod tests {
         assert_eq!(later.lockdown.len(), pinned().count() - 4, "{later:?}");
         added.absorb(later);
         assert_eq!(unmerge_managed(&text, &added), None, "everything was ours");
+    }
+
+    /// An operator whose environment has a gateway, a lower-case proxy
+    /// with a password and a CA.
+    fn operator() -> OperatorEnv {
+        OperatorEnv::from_lookup(|n| {
+            match n {
+                "ANTHROPIC_BASE_URL" => Some("https://gw.corp.example"),
+                "https_proxy" => Some("http://u:secret@proxy.corp:3128"),
+                "NODE_EXTRA_CA_CERTS" => Some("/etc/corp/ca.pem"),
+                "HTTP_PROXY" => Some(""),
+                _ => None,
+            }
+            .map(str::to_string)
+        })
+    }
+
+    #[test]
+    fn endpoints_are_pinned_to_the_operators_values_or_the_default() {
+        let (text, added) = merge_managed_for(Some(FOREIGN), false, &operator()).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["env"]["ANTHROPIC_BASE_URL"], "https://gw.corp.example");
+        // Either case of a proxy, upper first, for both cases.
+        assert_eq!(v["env"]["HTTPS_PROXY"], "http://u:secret@proxy.corp:3128");
+        assert_eq!(v["env"]["https_proxy"], "http://u:secret@proxy.corp:3128");
+        assert_eq!(v["env"]["HTTP_PROXY"], "", "an empty value is none");
+        assert_eq!(v["env"]["NODE_EXTRA_CA_CERTS"], "/etc/corp/ca.pem");
+        for var in [
+            "ANTHROPIC_BEDROCK_BASE_URL",
+            "NODE_TLS_REJECT_UNAUTHORIZED",
+            "no_proxy",
+        ] {
+            assert_eq!(v["env"][var], "", "{var}: {text}");
+        }
+        let pins = v["env"]["CLAUDE_SANDBOX_ENDPOINT_PINS"].as_str().unwrap();
+        assert_eq!(pins.split(' ').count(), 19, "{pins}");
+        assert!(pins.starts_with("ANTHROPIC_BASE_URL "), "{pins}");
+        // Idempotent, whatever the environment of a later install.
+        let (again, later) = merge_managed(Some(&text), false).unwrap();
+        assert_eq!(again, text);
+        assert!(later.endpoints.is_empty(), "{later:?}");
+        // doctor's summary names the pins, a proxy's password left out.
+        let report = lockdown_report(&text).unwrap();
+        assert!(
+            report.contains("endpoints pinned to the default: ANTHROPIC_BEDROCK_BASE_URL,"),
+            "{report}"
+        );
+        assert!(report.contains("to the operator's values: ANTHROPIC_BASE_URL=https://gw.corp.example, HTTPS_PROXY=http://…@proxy.corp:3128"), "{report}");
+        assert!(!report.contains("secret"), "{report}");
+        assert!(!report.contains("set by the administrator"), "{report}");
+        // Inside: every pin and the marker go (the sandbox's own proxy and
+        // CA, and the user's gateway, work there).
+        let inside: Value = serde_json::from_str(&inside_managed(&text).unwrap()).unwrap();
+        assert_eq!(
+            inside["env"],
+            json!({"CORP": "1", "DISABLE_AUTOUPDATER": "1"})
+        );
+        // Uninstall takes them all out.
+        let back: Value = serde_json::from_str(&unmerge_managed(&text, &added).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(FOREIGN).unwrap());
+    }
+
+    #[test]
+    fn an_administrators_endpoint_stays_theirs_inside_and_out() {
+        let foreign =
+            r#"{ "env": { "ANTHROPIC_BASE_URL": "https://admin.gw", "HTTPS_PROXY": "" } }"#;
+        let (text, added) = merge_managed_for(Some(foreign), false, &operator()).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["env"]["ANTHROPIC_BASE_URL"], "https://admin.gw");
+        assert_eq!(v["env"]["HTTPS_PROXY"], "");
+        assert_eq!(v["env"]["https_proxy"], "http://u:secret@proxy.corp:3128");
+        let pins = v["env"]["CLAUDE_SANDBOX_ENDPOINT_PINS"].as_str().unwrap();
+        assert!(
+            !pins
+                .split(' ')
+                .any(|p| p == "ANTHROPIC_BASE_URL" || p == "HTTPS_PROXY"),
+            "{pins}"
+        );
+        let report = lockdown_report(&text).unwrap();
+        assert!(
+            report.contains("env.ANTHROPIC_BASE_URL, env.HTTPS_PROXY set by the administrator"),
+            "{report}"
+        );
+        let inside: Value = serde_json::from_str(&inside_managed(&text).unwrap()).unwrap();
+        assert_eq!(
+            inside["env"],
+            json!({"ANTHROPIC_BASE_URL": "https://admin.gw", "HTTPS_PROXY": "", "DISABLE_AUTOUPDATER": "1"})
+        );
+        assert_eq!(
+            lockdown_in_effect(inside.as_object().unwrap()),
+            Vec::<&str>::new()
+        );
+        // An administrator's later edit of one we pinned survives uninstall.
+        let edited = text.replace("\"/etc/corp/ca.pem\"", "\"/etc/corp/new-ca.pem\"");
+        assert_ne!(edited, text);
+        let back: Value = serde_json::from_str(&unmerge_managed(&edited, &added).unwrap()).unwrap();
+        assert_eq!(back["env"]["NODE_EXTRA_CA_CERTS"], "/etc/corp/new-ca.pem");
+        assert_eq!(back["env"]["ANTHROPIC_BASE_URL"], "https://admin.gw");
+        assert!(back["env"].get("https_proxy").is_none(), "{back}");
+        assert!(
+            back["env"].get("CLAUDE_SANDBOX_ENDPOINT_PINS").is_none(),
+            "{back}"
+        );
+        // Without a pin the report names what is missing.
+        let unpinned = text.replace("\"NODE_TLS_REJECT_UNAUTHORIZED\": \"\",", "");
+        assert_ne!(unpinned, text);
+        let err = lockdown_report(&unpinned).unwrap_err();
+        assert!(
+            err.contains(
+                "env.NODE_TLS_REJECT_UNAUTHORIZED (stops TLS certificate checks turned off (0))"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn doctor_names_the_endpoints_this_environment_sets_otherwise() {
+        let (text, _) = merge_managed_for(None, false, &operator()).unwrap();
+        let same = endpoints_overridden(&text, |n| match n {
+            "ANTHROPIC_BASE_URL" => Some("https://gw.corp.example".into()),
+            "https_proxy" => Some("http://u:secret@proxy.corp:3128".into()),
+            "NODE_EXTRA_CA_CERTS" => Some("/etc/corp/ca.pem".into()),
+            _ => None,
+        });
+        assert_eq!(same, Vec::<String>::new());
+        let other = endpoints_overridden(&text, |n| {
+            (n == "ANTHROPIC_BASE_URL" || n == "NODE_TLS_REJECT_UNAUTHORIZED").then(|| "x".into())
+        });
+        assert_eq!(
+            other,
+            [
+                "ANTHROPIC_BASE_URL",
+                "HTTPS_PROXY",
+                "https_proxy",
+                "NODE_TLS_REJECT_UNAUTHORIZED",
+                "NODE_EXTRA_CA_CERTS"
+            ]
+        );
+        assert_eq!(endpoints_overridden("[", |_| None), Vec::<String>::new());
+        assert_eq!(without_userinfo("http://a:b@h:1/p@q"), "http://…@h:1/p@q");
+        assert_eq!(without_userinfo("/etc/ca@x.pem"), "/etc/ca@x.pem");
     }
 
     #[test]
