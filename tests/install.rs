@@ -661,14 +661,14 @@ impl Drop for FakeApi {
 
 /// Install the real Claude Code in `w` for root, with the jail off and the
 /// variables that point it at the fake Messages API passed through.
-fn install_real_for_fake_api(w: &World, real: &Path) {
+fn install_real_for_fake_api(w: &World, real: &Path, base: &str) {
     std::fs::write(
         w.root.join("bin/conf"),
         "egress-jail = 0\npass-env = ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\n",
     )
     .unwrap();
     let o = w.run_root_raw(&format!(
-        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {real} --config {r}/bin/conf",
+        "ANTHROPIC_BASE_URL={base} {r}/bin/claude-sandbox install --no-packages --user root --real-claude {real} --config {r}/bin/conf",
         r = w.root.display(),
         real = real.display()
     ));
@@ -682,9 +682,9 @@ fn managed_hooks_fire_in_the_real_claude_code() {
     }
     let Some(real) = real_claude() else { return };
     let w = World::new("realgate");
-    install_real_for_fake_api(&w, &real);
     let mut api = FakeApi::start(&w, 120);
     let (base, log) = (api.base.clone(), api.log.clone());
+    install_real_for_fake_api(&w, &real, &base);
     let env = [
         ("ANTHROPIC_BASE_URL", base.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),
@@ -740,7 +740,6 @@ fn a_refusal_reaches_the_model_with_the_tool_call_that_caused_it() {
     }
     let Some(real) = real_claude() else { return };
     let w = World::new("realnotices");
-    install_real_for_fake_api(&w, &real);
     let mut api = FakeApi::start_with(
         &w,
         180,
@@ -752,6 +751,7 @@ fn a_refusal_reaches_the_model_with_the_tool_call_that_caused_it() {
         ],
     );
     let (base, log) = (api.base.clone(), api.log.clone());
+    install_real_for_fake_api(&w, &real, &base);
     let env = [
         ("ANTHROPIC_BASE_URL", base.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),
@@ -839,17 +839,21 @@ fn planted_user_code_runs_only_inside_the_sandbox() {
     }
     let Some(real) = real_claude() else { return };
     let w = World::new("lockdown");
-    install_real_for_fake_api(&w, &real);
+    let mut api = FakeApi::start(&w, 300);
+    let (base, log) = (api.base.clone(), api.log.clone());
+    install_real_for_fake_api(&w, &real, &base);
     let installed = stdout(&w.run_root_raw("cat /etc/claude-code/managed-settings.json"));
     let v: serde_json::Value =
         serde_json::from_str(&installed).unwrap_or_else(|e| panic!("{e}: {installed}"));
     assert_eq!(v["allowManagedHooksOnly"], true, "{installed}");
+    // The endpoint pins hold the operator's gateway: install's own
+    // environment (decision 0031).
+    assert_eq!(v["env"]["ANTHROPIC_BASE_URL"], base.as_str(), "{installed}");
+    assert_eq!(v["env"]["NODE_TLS_REJECT_UNAUTHORIZED"], "", "{installed}");
     // The markers live in the workspace: writable outside and inside alike.
     let markers = w.workspace(Who::Root).join("markers");
     std::fs::create_dir_all(&markers).unwrap();
     plant_user_code(&w, &markers);
-    let mut api = FakeApi::start(&w, 300);
-    let (base, log) = (api.base.clone(), api.log.clone());
     let env = [
         ("ANTHROPIC_BASE_URL", base.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),

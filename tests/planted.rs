@@ -737,6 +737,24 @@ fn a_planted_endpoint_gets_no_credential_from_an_unwrapped_claude_code() {
     set_managed(&w, &installed);
     let o = w.run_root_raw("rm -f /etc/claude-code/allow-unwrapped");
     assert!(o.status.success(), "{}", stderr(&o));
+    // doctor names the pins, and the variable this environment sets otherwise.
+    let o = w.run(
+        Who::Root,
+        &[("ANTHROPIC_BASE_URL", PLANTED_API)],
+        &[BIN, "doctor"],
+    );
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("ok") && l.contains(" lockdown: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no lockdown line: {}", all_output(&o)));
+    for part in [
+        "endpoints pinned to the default: ANTHROPIC_BEDROCK_BASE_URL,",
+        &format!("to the operator's values: ANTHROPIC_BASE_URL={API}"),
+        "not used by Claude Code started outside the sandbox: ANTHROPIC_BASE_URL;",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
 }
 
 #[test]

@@ -603,7 +603,7 @@ fn overridden_note(vars: &[String]) -> String {
         return String::new();
     }
     format!(
-        "; note: this environment's {} differ from the pins, and Claude Code started outside the sandbox uses the pinned values: to pin yours, set them in the env of {} (or uninstall, then install with them set)",
+        "; note: set otherwise in this environment than pinned, so not used by Claude Code started outside the sandbox: {}; to pin yours, set them in the env of {} (or uninstall, then install with them set)",
         vars.join(", "),
         paths::MANAGED_SETTINGS
     )
