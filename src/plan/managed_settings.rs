@@ -173,7 +173,10 @@ fn pin_lockdown(
         }
         if k.kind == Kind::Endpoint {
             added.endpoints.insert(k.key.into(), ours);
-            pins.push(k.key["env.".len()..].to_string());
+            let var = &k.key["env.".len()..];
+            if !pins.iter().any(|p| p == var) {
+                pins.push(var.to_string());
+            }
         }
     }
     set_pins(root, &pins);
@@ -773,6 +776,13 @@ mod tests {
         let (again, later) = merge_managed(Some(&text), false).unwrap();
         assert_eq!(again, text);
         assert!(later.endpoints.is_empty(), "{later:?}");
+        // A pin an administrator deleted comes back, named once.
+        let deleted = text.replace("\"NODE_TLS_REJECT_UNAUTHORIZED\": \"\",", "");
+        assert_ne!(deleted, text);
+        let back: Value =
+            serde_json::from_str(&merge_managed(Some(&deleted), false).unwrap().0).unwrap();
+        assert_eq!(back["env"]["NODE_TLS_REJECT_UNAUTHORIZED"], "");
+        assert_eq!(back["env"]["CLAUDE_SANDBOX_ENDPOINT_PINS"], pins);
         // doctor's summary names the pins, a proxy's password left out.
         let report = lockdown_report(&text).unwrap();
         assert!(
