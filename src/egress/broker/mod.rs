@@ -65,11 +65,11 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConnection};
 
 use crate::egress::policy::broker::{
-    digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, replace_all,
-    without_comments, Digests, Inside, Swap, Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH,
-    GITHUB, GITLAB, SYSTEM_BUNDLE,
+    digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, Digests, Inside, Swap,
+    Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, GITLAB, SYSTEM_BUNDLE,
 };
 use crate::egress::policy::claude_oauth::token_path;
+use crate::egress::policy::token_files::{copy_of, Node};
 use crate::error::setup;
 use ca::SessionCa;
 use standin::draw;
@@ -168,13 +168,11 @@ impl Gather {
         Ok(s)
     }
 
-    /// The copy of `p` (comments dropped, every real value a stand-in).
-    fn copy(&mut self, p: &std::path::Path, text: &str) {
-        let pairs: Vec<(String, String)> = self.pairs.clone();
-        self.files.push((
-            p.to_path_buf(),
-            replace_all(&without_comments(text), &pairs),
-        ));
+    /// The copy of `p`, read as `root`: the values its tool reads, every
+    /// real one a stand-in, nothing else of the file (issue #45).
+    fn copy(&mut self, p: &std::path::Path, root: &Node) {
+        let copy = copy_of(root, &self.pairs);
+        self.files.push((p.to_path_buf(), copy));
     }
 
     /// `gh`'s `hosts.yml`: each host's token a credential of its own,
@@ -182,8 +180,7 @@ impl Gather {
     /// under `/api/v3` of the host, or `api.HOST` on GHE.com).
     fn gh(&mut self, p: &std::path::Path) -> anyhow::Result<()> {
         let text = read(p)?;
-        // Read without comments: a trailing one is not part of the value.
-        let tokens = gh_tokens(&without_comments(&text));
+        let (root, tokens) = gh_tokens(&text).map_err(|e| unreadable(p, "gh", &e))?;
         for (key, real) in &tokens {
             match forge_host(key) {
                 Some(h) => {
@@ -195,7 +192,7 @@ impl Gather {
             };
         }
         if !tokens.is_empty() {
-            self.copy(p, &text);
+            self.copy(p, &root);
         }
         Ok(())
     }
@@ -205,7 +202,7 @@ impl Gather {
     /// in it (a refresh token) a stand-in that is swapped nowhere.
     fn glab(&mut self, p: &std::path::Path) -> anyhow::Result<()> {
         let text = read(p)?;
-        let g = glab_config(&text).map_err(|e| fail(format!("{}: {e}", p.display())))?;
+        let (root, g) = glab_config(&text).map_err(|e| unreadable(p, "glab", &e))?;
         for s in &g.secrets {
             let host = s.host.as_deref().and_then(forge_host);
             match (&host, s.token) {
@@ -224,10 +221,19 @@ impl Gather {
             };
         }
         if !g.secrets.is_empty() {
-            self.copy(p, &text);
+            self.copy(p, &root);
         }
         Ok(())
     }
+}
+
+/// A token file the broker cannot read as `tool` does (issue #45): the
+/// launch stops rather than bind it, one line naming it and what to do.
+fn unreadable(p: &std::path::Path, tool: &str, why: &str) -> anyhow::Error {
+    fail(format!(
+        "{} is not read here as {tool} reads it: {why}; rewrite it as {tool} writes it (log in again with `{tool} auth login`, or remove the line)",
+        p.display()
+    ))
 }
 
 fn read(p: &std::path::Path) -> anyhow::Result<String> {

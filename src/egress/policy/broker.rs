@@ -12,6 +12,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::token_files::{self, get, read_yaml, secrets, Node};
+
 pub(crate) use super::claude_oauth::CLAUDE_OAUTH;
 
 /// The GitHub token of `gh` for `github.com` (`~/.config/gh/hosts.yml`,
@@ -293,27 +295,23 @@ pub(crate) fn standin(real: &str, random: &[u8]) -> Option<String> {
     (s != real).then_some(s)
 }
 
-/// The `oauth_token`s of `gh`'s `hosts.yml`, with the host each is under
-/// (a top-level key). Quoted values are unquoted.
-pub(crate) fn gh_tokens(text: &str) -> Vec<(String, String)> {
-    let mut host = String::new();
+/// The `oauth_token`s of `gh`'s `hosts.yml`, read as gh reads it
+/// ([`token_files`]; issue #45), each with the host it is under (its
+/// top-level key, lower case; empty for one outside a host), and the file
+/// as read, for the sandbox's copy; or why the file is refused (one line).
+pub(crate) fn gh_tokens(text: &str) -> Result<(Node, Vec<(String, String)>), String> {
+    let root = read_yaml(text)?;
     let mut out = Vec::new();
-    for line in text.lines() {
-        if !line.starts_with([' ', '\t', '#', '-']) {
-            if let Some(h) = line.trim_end().strip_suffix(':') {
-                host = h.trim().trim_matches(['"', '\'']).to_ascii_lowercase();
-            }
-            continue;
-        }
-        let t = line.trim();
-        if let Some(v) = t.strip_prefix("oauth_token:") {
-            let v = v.trim().trim_matches(['"', '\'']).to_string();
-            if !v.is_empty() && !out.contains(&(host.clone(), v.clone())) {
-                out.push((host.clone(), v));
-            }
+    for (path, v) in secrets(&root, &["oauth_token"])? {
+        let host = match path.as_slice() {
+            [h, _, ..] => h.to_ascii_lowercase(),
+            _ => String::new(),
+        };
+        if !out.contains(&(host.clone(), v.clone())) {
+            out.push((host, v));
         }
     }
-    out
+    Ok((root, out))
 }
 
 /// One secret of `glab`'s `config.yml`.
@@ -339,150 +337,35 @@ pub(crate) struct Glab {
 /// The keys of `glab`'s configuration whose values are secrets.
 const GLAB_SECRET_KEYS: &[&str] = &["token", "oauth2_refresh_token", "job_token"];
 
-/// `glab`'s `config.yml` (`hosts:` → HOST → `token`, `api_host`; a
-/// top-level `token` of older versions is the top-level `host`'s, by
-/// default `gitlab.com`). Comments are not read. A secret that is not a
-/// plain or quoted scalar is refused: the broker would not find it.
-pub(crate) fn glab_config(text: &str) -> Result<Glab, String> {
+/// `glab`'s `config.yml`, read as glab reads it ([`token_files`]; issue
+/// #45): `hosts` → HOST → `token`, `api_host`; a top-level `token` of
+/// older versions is the top-level `host`'s, by default `gitlab.com`; any
+/// other secret (a refresh token, a token elsewhere) gets a stand-in only.
+/// Also the file as read, for the sandbox's copy; or why it is refused.
+pub(crate) fn glab_config(text: &str) -> Result<(Node, Glab), String> {
+    let root = read_yaml(text)?;
+    let lower = |s: &str| s.to_ascii_lowercase();
+    let default_host = token_files::text(get(&root, "host"))
+        .filter(|h| !h.is_empty())
+        .map_or("gitlab.com".to_string(), lower);
     let mut g = Glab::default();
-    let mut default_host = "gitlab.com".to_string();
-    let (mut in_hosts, mut host_indent, mut host) = (false, None, None::<String>);
-    for line in text.lines() {
-        let body = strip_comment(line);
-        let t = body.trim();
-        let t = t.strip_prefix("- ").unwrap_or(t);
-        if t.is_empty() || t == "-" {
-            continue;
+    if let Some(Node::Map(hosts)) = get(&root, "hosts") {
+        for (h, n) in hosts {
+            if let Some(a) = token_files::text(get(n, "api_host")).filter(|a| !a.is_empty()) {
+                g.api_hosts.push((lower(h), lower(a)));
+            }
         }
-        let indent = body.len() - body.trim_start().len();
-        let (key, value) = match t.strip_suffix(':') {
-            Some(k) => (unquote(k), ""),
-            None => match value_at(t) {
-                Some(i) => (unquote(&t[..i]), t[i + 2..].trim()),
-                None => continue,
-            },
+    }
+    for (path, value) in secrets(&root, GLAB_SECRET_KEYS)? {
+        let is_token = path.last().is_some_and(|k| lower(k) == "token");
+        let (host, token) = match path.as_slice() {
+            [_] => (is_token.then(|| default_host.clone()), is_token),
+            [top, h, _, ..] if top == "hosts" => (Some(lower(h)), is_token),
+            _ => (None, false),
         };
-        let key = key.to_ascii_lowercase();
-        if indent == 0 {
-            (in_hosts, host_indent, host) = (key == "hosts" && value.is_empty(), None, None);
-            if key == "host" && !value.is_empty() {
-                default_host = unquote(value).to_ascii_lowercase();
-            }
-        } else if in_hosts && *host_indent.get_or_insert(indent) == indent {
-            if !value.is_empty() {
-                return Err(format!(
-                    "host `{key}` is not written as a block of keys under it"
-                ));
-            }
-            host = Some(key.clone());
-            continue;
-        }
-        let under = if indent == 0 { None } else { host.clone() };
-        if key == "api_host" && !value.is_empty() {
-            if let Some(h) = &under {
-                g.api_hosts
-                    .push((h.clone(), unquote(value).to_ascii_lowercase()));
-            }
-        }
-        if !GLAB_SECRET_KEYS.contains(&key.as_str()) || value.is_empty() {
-            continue;
-        }
-        let v = plain_scalar(value).ok_or_else(|| {
-            format!("its `{key}` is not written as `{key}: VALUE` (a plain or quoted value)")
-        })?;
-        let top_token = indent == 0 && key == "token";
-        g.secrets.push(GlabSecret {
-            host: if top_token {
-                Some(String::new())
-            } else {
-                under.clone()
-            },
-            token: key == "token" && (under.is_some() || top_token),
-            value: v,
-        });
+        g.secrets.push(GlabSecret { host, token, value });
     }
-    for s in &mut g.secrets {
-        if s.host.as_deref() == Some("") {
-            s.host = Some(default_host.clone());
-        }
-    }
-    Ok(g)
-}
-
-/// `line` without its YAML comment (a `#` at the start or after a blank,
-/// outside a quoted value).
-fn strip_comment(line: &str) -> &str {
-    let line = line.trim_end_matches('\r');
-    let start = match value_at(line) {
-        Some(i) => {
-            let v = line[i + 2..].trim_start();
-            let at = line.len() - v.len();
-            match v.chars().next() {
-                Some(q @ ('"' | '\'')) => v[1..].find(q).map_or(line.len(), |e| at + e + 2),
-                _ => 0,
-            }
-        }
-        None => 0,
-    };
-    let b = line.as_bytes();
-    let cut = (start..b.len())
-        .find(|&i| b[i] == b'#' && (i == 0 || b[i - 1] == b' ' || b[i - 1] == b'\t'));
-    &line[..cut.unwrap_or(line.len())]
-}
-
-/// Where the `:` that ends a YAML key is: followed by a blank (a space or
-/// a tab, which YAML allows there too).
-fn value_at(line: &str) -> Option<usize> {
-    let b = line.as_bytes();
-    (0..b.len().saturating_sub(1))
-        .find(|&i| b[i] == b':' && (b[i + 1] == b' ' || b[i + 1] == b'\t'))
-}
-
-fn unquote(s: &str) -> &str {
-    let s = s.trim();
-    for q in ['"', '\''] {
-        if let Some(inner) = s.strip_prefix(q).and_then(|x| x.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    s
-}
-
-/// A plain or quoted YAML scalar's text; `None` for anything else (a block
-/// scalar, an alias, a flow collection, a tag, an escape).
-fn plain_scalar(v: &str) -> Option<String> {
-    let u = unquote(v);
-    let quoted = u.len() != v.len();
-    if !quoted && v.starts_with(['|', '>', '&', '*', '!', '{', '[', '"', '\'', '%', '@', '`']) {
-        return None;
-    }
-    if u.is_empty() || u.contains(['\\', '"', '\'', ' ']) {
-        return None;
-    }
-    Some(u.to_string())
-}
-
-/// `text` without comments: the stand-in copies carry none, so a real
-/// value kept in a comment (an old token) is not readable inside either.
-pub(crate) fn without_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let body = strip_comment(line).trim_end();
-        if !body.trim().is_empty() || line.trim().is_empty() {
-            out.push_str(body);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// `text` with every real value replaced by its stand-in.
-pub(crate) fn replace_all(text: &str, pairs: &[(String, String)]) -> String {
-    let mut t = text.to_string();
-    for (real, standin) in pairs {
-        t = t.replace(real.as_str(), standin);
-    }
-    t
+    Ok((root, g))
 }
 
 /// One credential as the broker swaps it: its name, stand-in and value.
@@ -735,17 +618,44 @@ mod tests {
     #[test]
     fn gh_hosts_tokens_are_found_under_their_host() {
         let text = "github.com:\n    users:\n        octo:\n            oauth_token: gho_AAAA1111\n    git_protocol: https\n    oauth_token: gho_AAAA1111\n    user: octo\nghe.corp.example:\n    oauth_token: \"ghp_BBBB2222\"\n";
+        let (root, tokens) = gh_tokens(text).unwrap();
         assert_eq!(
-            gh_tokens(text),
+            tokens,
             [
                 ("github.com".to_string(), "gho_AAAA1111".to_string()),
                 ("ghe.corp.example".to_string(), "ghp_BBBB2222".to_string())
             ]
         );
         let pairs = vec![("gho_AAAA1111".to_string(), "gho_ZZZZ9999".to_string())];
-        let out = replace_all(text, &pairs);
+        let out = token_files::copy_of(&root, &pairs);
         assert!(!out.contains("gho_AAAA1111") && out.matches("gho_ZZZZ9999").count() == 2);
         assert!(out.contains("ghp_BBBB2222"), "other hosts stay as they are");
+    }
+
+    #[test]
+    fn gh_tokens_written_as_gh_reads_them_are_found_issue_45() {
+        // Issue #45: a quoted key or a blank before the colon hid the
+        // token from the line reader, and the real file was bound.
+        for text in [
+            "github.com:\n    \"oauth_token\": gho_CCCC3333\n",
+            "github.com:\n    oauth_token : gho_CCCC3333\n",
+            "github.com: {oauth_token: gho_CCCC3333, user: me}\n",
+            "'github.com':\n  'oauth_token': \"gho_\\x43CCC3333\" # gho_OLD\n",
+        ] {
+            let (_, tokens) = gh_tokens(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(
+                tokens,
+                [("github.com".into(), "gho_CCCC3333".into())],
+                "{text}"
+            );
+        }
+        for bad in [
+            "github.com:\n    oauth_token: gho_1\n    oauth_token: gho_2\n",
+            "x: &t gho_X\ngithub.com:\n    oauth_token: *t\n",
+            "github.com:\n    oauth_token: [gho_X\n",
+        ] {
+            assert!(gh_tokens(bad).is_err(), "{bad}");
+        }
     }
 
     fn swaps() -> Vec<Swap<'static>> {
@@ -920,8 +830,6 @@ hosts:
         token: 'glpat-BBBBBBBBBBBBBBBBBBBB'
         oauth2_refresh_token: \"REFRESH0123456789\"
         is_oauth2: true
-    gitlab.example.test:
-        token: glpat-DUPLICATE00000000000
     example.test/gitlab:
         token: glpat-PATHPATHPATHPATH0000
     gitlab.example.test:8443:
@@ -932,7 +840,7 @@ aliases:
 
     #[test]
     fn glab_tokens_are_found_under_their_host_and_comments_are_not_read() {
-        let g = glab_config(GLAB).unwrap();
+        let (root, g) = glab_config(GLAB).unwrap();
         let got: Vec<(Option<&str>, bool, &str)> = g
             .secrets
             .iter()
@@ -948,12 +856,6 @@ aliases:
                     "glpat-BBBBBBBBBBBBBBBBBBBB"
                 ),
                 (Some("gitlab.example.test"), false, "REFRESH0123456789"),
-                // A duplicated host: both its tokens.
-                (
-                    Some("gitlab.example.test"),
-                    true,
-                    "glpat-DUPLICATE00000000000"
-                ),
                 (
                     Some("example.test/gitlab"),
                     true,
@@ -977,39 +879,51 @@ aliases:
             ]
         );
         // The copy inside carries no comment, so none of the tokens in them.
-        let copy = without_comments(GLAB);
+        let copy = token_files::copy_of(&root, &[]);
         for gone in ["INCOMMENT", "OLDTOKEN", "TRAILING"] {
             assert!(!copy.contains(gone), "{gone}: {copy}");
         }
-        assert!(
-            copy.contains("token: glpat-AAAAAAAAAAAAAAAAAAAA\n"),
-            "{copy}"
+        assert!(copy.contains("\"glpat-AAAAAAAAAAAAAAAAAAAA\""), "{copy}");
+        assert_eq!(glab_config(&copy).unwrap().1, g);
+        // A host written twice: glab reads the first, the broker refuses.
+        let twice = GLAB.replace(
+            "aliases:",
+            "    gitlab.com:\n        token: glpat-X\naliases:",
         );
-        assert!(copy.contains("\"REFRESH0123456789\"\n"), "{copy}");
-        assert_eq!(glab_config(&copy).unwrap(), g);
+        assert!(glab_config(&twice).unwrap_err().contains("second time"));
     }
 
     #[test]
     fn a_glab_secret_the_broker_could_miss_is_refused() {
+        let g = |t: &str| glab_config(t).map(|(_, g)| g);
         // An old glab's top-level token: the top-level host's.
-        let g = glab_config("host: gitlab.example.test\ntoken: glpat-TOPTOPTOPTOP\n").unwrap();
-        assert_eq!(g.secrets[0].host.as_deref(), Some("gitlab.example.test"));
-        assert!(g.secrets[0].token);
-        let g = glab_config("token: glpat-TOPTOPTOPTOP\n").unwrap();
-        assert_eq!(g.secrets[0].host.as_deref(), Some("gitlab.com"));
-        // A tab after the colon is YAML too.
-        let g = glab_config("hosts:\n  gitlab.com:\n    token:\tglpat-TABTABTABTAB\n").unwrap();
-        assert_eq!(g.secrets[0].value, "glpat-TABTABTABTAB");
+        let got = g("host: gitlab.example.test\ntoken: glpat-TOPTOPTOPTOP\n").unwrap();
+        assert_eq!(got.secrets[0].host.as_deref(), Some("gitlab.example.test"));
+        assert!(got.secrets[0].token);
+        let got = g("token: glpat-TOPTOPTOPTOP\n").unwrap();
+        assert_eq!(got.secrets[0].host.as_deref(), Some("gitlab.com"));
+        // A tab after the colon is YAML too, but not to the parser: refused.
+        assert!(g("hosts:\n  gitlab.com:\n    token:\tglpat-TABTABTABTAB\n").is_err());
         // No token (kept in a keyring): nothing to broker.
-        let g = glab_config("hosts:\n  gitlab.com:\n    token:\n    user: me\n").unwrap();
-        assert!(g.secrets.is_empty());
-        for bad in [
-            "hosts:\n  gitlab.com:\n    token: |\n      glpat-XXXXXXXXXXXXXXXXXXXX\n",
+        let got = g("hosts:\n  gitlab.com:\n    token:\n    user: me\n").unwrap();
+        assert!(got.secrets.is_empty());
+        // Read as glab reads them (issue #45): anchors, flow, escapes.
+        for ok in [
             "hosts:\n  gitlab.com:\n    token: &t glpat-XXXXXXXXXXXXXXXXXXXX\n",
             "hosts:\n  gitlab.com: {token: glpat-XXXXXXXXXXXXXXXXXXXX}\n",
-            "hosts:\n  gitlab.com:\n    token: \"glpat-\\u0041XXXXXXXXXXXXXXXXXX\"\n",
+            "hosts:\n  gitlab.com:\n    token: \"glpat-\\u0058XXXXXXXXXXXXXXXXXXX\"\n",
+            "hosts:\n  gitlab.com:\n    \"token\" : glpat-XXXXXXXXXXXXXXXXXXXX\n",
         ] {
-            assert!(glab_config(bad).is_err(), "{bad}");
+            let got = g(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(got.secrets[0].value, "glpat-XXXXXXXXXXXXXXXXXXXX", "{ok}");
+            assert_eq!(got.secrets[0].host.as_deref(), Some("gitlab.com"), "{ok}");
+        }
+        for bad in [
+            "hosts:\n  gitlab.com:\n    token: |\n      glpat-XXXXXXXXXXXXXXXXXXXX\n",
+            "t: &t glpat-XXXXXXXXXXXXXXXXXXXX\nhosts:\n  gitlab.com:\n    token: *t\n",
+            "hosts:\n  gitlab.com:\n    token: [glpat-XXXXXXXXXXXXXXXXXXXX]\n",
+        ] {
+            assert!(g(bad).is_err(), "{bad}");
         }
     }
 

@@ -17,7 +17,9 @@
 //! hosts, stand-ins and header swap, and the salted digests `verify` finds
 //! the real values by (issue #25, decision 0015).
 //! `claude_oauth.rs`: Claude Code's login file, its token endpoint and the
-//! JSON of a refresh and its answer (decision 0017).
+//! JSON of a refresh and its answer (decision 0017). `token_files.rs`:
+//! `gh`'s and `glab`'s token files read as the tools read them, or
+//! refused, and the sandbox's copy of them (issue #45).
 //!
 //! May import: `sys` only.
 //!
@@ -31,6 +33,7 @@ mod decide;
 mod log;
 mod routes;
 mod rules;
+pub(crate) mod token_files;
 
 // The property tests name these (lib.rs `fuzz_targets`).
 pub use rules::{DomainRule, Egress, Preset};
