@@ -82,6 +82,22 @@ pub mod fuzz_targets {
             crate::plan::gitconfig::unlisted_keys(bytes)
         }
     }
+    /// The credential broker's reading of `gh`'s `hosts.yml` (issue #45;
+    /// tests/fuzz.rs compares it with `gh auth token`).
+    pub mod broker {
+        /// The (host, token) pairs the broker takes from `hosts.yml`
+        /// `text`, or why it refuses the file.
+        pub fn gh_tokens(text: &str) -> Result<Vec<(String, String)>, String> {
+            crate::egress::policy::broker::gh_tokens(text).map(|(_, t)| t)
+        }
+
+        /// The sandbox's copy of `hosts.yml` `text`, each real value of
+        /// `pairs` (real, stand-in) replaced.
+        pub fn gh_copy(text: &str, pairs: &[(String, String)]) -> Result<String, String> {
+            let (root, _) = crate::egress::policy::broker::gh_tokens(text)?;
+            Ok(crate::egress::policy::token_files::copy_of(&root, pairs))
+        }
+    }
     /// The two parsers of allowlist mode that read what a session sends:
     /// the proxy's request heads and, through the log, the report.
     pub mod egress {

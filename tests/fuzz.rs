@@ -697,3 +697,231 @@ fn git_config_reader_reads_what_git_reads_or_refuses() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One `hosts.yml` generated from YAML's odd corners as gh reads them: the
+/// file's text and every token written in it (comments included).
+#[derive(Debug, Clone)]
+struct GhHosts {
+    text: String,
+    tokens: Vec<String>,
+}
+
+/// A token `n` of the generated file: distinct from every other one.
+fn gh_token(n: usize, tail: &str) -> String {
+    format!("gho_{n}x{tail}")
+}
+
+/// `oauth_token` written as gh reads it in many ways (and some it does not).
+fn gh_token_entry(n: usize) -> impl Strategy<Value = (String, Vec<String>)> {
+    let key = prop_oneof![
+        Just("oauth_token:"),
+        Just("\"oauth_token\":"),
+        Just("'oauth_token':"),
+        Just("oauth_token :"),
+        Just("oauth_token  :"),
+        Just("OAuth_Token:"),
+        Just("\"oauth_\\x74oken\":"),
+    ];
+    let value = prop_oneof![
+        6 => Just("{t}"),
+        4 => Just("\"{t}\""),
+        2 => Just("'{t}'"),
+        2 => Just("\"{t}\\u0021\""),
+        2 => Just("&a{n} {t}"),
+        2 => Just("!!str {t}"),
+        2 => Just("{t} # was {old}"),
+        2 => Just("\"{t}\" # {old}"),
+        1 => Just("*a0"),
+        1 => Just("|\n        {t}"),
+        1 => Just("\t{t}"),
+    ];
+    (key, "(| |  )", value, "[A-Za-z0-9]{8,20}").prop_map(move |(k, sp, v, tail)| {
+        let t = gh_token(n, &tail);
+        let old = gh_token(n + 50, &tail);
+        let v = v
+            .replace("{t}", &t)
+            .replace("{old}", &old)
+            .replace("{n}", &n.to_string());
+        (format!("{k}{sp}{v}"), vec![t, old])
+    })
+}
+
+fn gh_hosts_text() -> impl Strategy<Value = GhHosts> {
+    let host = prop_oneof![
+        4 => Just("github.com"),
+        2 => Just("ghe.example.test"),
+        1 => Just("\"github.com\""),
+        1 => Just("'ghe.example.test'"),
+        1 => Just("GitHub.com"),
+    ];
+    let other = prop_oneof![
+        Just("user: octo".to_string()),
+        Just("git_protocol: https".to_string()),
+        Just("# a comment: oauth_token: gho_COMMENTED0".to_string()),
+        Just("users:\n        octo: {}".to_string()),
+    ];
+    let block = (
+        host,
+        prop::collection::vec(other, 0..3),
+        prop::collection::vec((0usize..6).prop_flat_map(gh_token_entry), 1..3).prop_map(|mut v| {
+            // Mostly one token a host: two are refused (a key twice).
+            if v.len() > 1 && v[0].0.len() % 3 != 0 {
+                v.truncate(1);
+            }
+            v
+        }),
+        any::<bool>(),
+        prop_oneof![Just("  "), Just("    ")],
+    )
+        .prop_map(|(h, others, entries, flow, ind)| {
+            let mut tokens = vec!["gho_COMMENTED0".to_string()];
+            let mut lines: Vec<String> = others;
+            for (e, t) in entries {
+                lines.push(e);
+                tokens.extend(t);
+            }
+            let text = if flow && lines.iter().all(|l| !l.contains(['\n', '#', '|'])) {
+                format!("{h}: {{{}}}\n", lines.join(", "))
+            } else {
+                let body: Vec<String> = lines.iter().map(|l| format!("{ind}{l}")).collect();
+                format!("{h}:\n{}\n", body.join("\n"))
+            };
+            (text, tokens)
+        });
+    (
+        "(|# gh's file\n|---\n)",
+        prop_oneof![3 => prop::collection::vec(block.clone(), 1..2), 1 => prop::collection::vec(block, 2..3)],
+        "(|\n|---\n|# end: gho_COMMENTED0\n)",
+    )
+        .prop_map(|(head, blocks, tail)| {
+            let mut text = head;
+            let mut tokens = Vec::new();
+            for (b, t) in blocks {
+                text.push_str(&b);
+                tokens.extend(t);
+            }
+            text.push_str(&tail);
+            GhHosts { text, tokens }
+        })
+}
+
+/// `gh auth token --hostname host` on `hosts.yml` `text`, in `dir` (a
+/// temporary HOME and GH_CONFIG_DIR, never the machine's own).
+fn gh_reads(dir: &std::path::Path, text: &str, host: &str) -> Option<String> {
+    std::fs::write(dir.join("gh/hosts.yml"), text).unwrap();
+    let out = std::process::Command::new("gh")
+        .args(["auth", "token", "--hostname", host])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir)
+        .env("GH_CONFIG_DIR", dir.join("gh"))
+        .output()
+        .expect("gh runs");
+    let t = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !t.is_empty()).then_some(t)
+}
+
+/// Issue #45: every token `gh auth token` reads from a generated
+/// `hosts.yml` is one the broker found for that host, or the broker
+/// refuses the file; the sandbox's copy gives gh the stand-in, never a
+/// real value, and holds none of the file's tokens (comments included).
+#[test]
+fn gh_hosts_reader_reads_what_gh_reads_or_refuses() {
+    use claude_sandbox::fuzz_targets::broker::{gh_copy, gh_tokens};
+    if std::process::Command::new("gh")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        let msg = "gh is not installed (Debian's package `gh`)";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{msg}; CI is set: a failure"
+        );
+        eprintln!("\n!!!! SKIPPED gh_hosts_reader_reads_what_gh_reads_or_refuses: {msg} !!!!\n");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("csb-fuzz-gh-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("gh")).unwrap();
+    let check = |h: &GhHosts| -> Result<bool, TestCaseError> {
+        let ours = match gh_tokens(&h.text) {
+            Ok(t) => t,
+            Err(e) => {
+                prop_assert!(!e.contains('\n'), "one line: {}", e);
+                return Ok(false);
+            }
+        };
+        let pairs: Vec<(String, String)> = ours
+            .iter()
+            .enumerate()
+            .map(|(i, (_, t))| (t.clone(), format!("gho_STANDIN{i:04}")))
+            .collect();
+        let copy = gh_copy(&h.text, &pairs).unwrap();
+        for t in &h.tokens {
+            prop_assert!(!copy.contains(t.as_str()), "{} in the copy:\n{}", t, copy);
+        }
+        for host in ["github.com", "ghe.example.test"] {
+            let Some(real) = gh_reads(&dir, &h.text, host) else {
+                continue;
+            };
+            prop_assert!(
+                ours.contains(&(host.to_string(), real.clone())),
+                "gh reads {} for {}, the broker found {:?}",
+                real,
+                host,
+                ours
+            );
+            let inside = gh_reads(&dir, &copy, host);
+            let want = pairs
+                .iter()
+                .find(|(r, _)| *r == real)
+                .map(|(_, s)| s.clone());
+            prop_assert_eq!(inside, want, "gh on the copy:\n{}", copy);
+        }
+        Ok(true)
+    };
+    // The finding's own files first (positive controls of the old reader's
+    // miss): gh reads each, so the broker must find the token.
+    for text in [
+        "github.com:\n    \"oauth_token\": gho_FINDING1quoted\n",
+        "github.com:\n    oauth_token : gho_FINDING2spaced\n",
+    ] {
+        let h = GhHosts {
+            text: text.into(),
+            tokens: vec![],
+        };
+        assert_eq!(
+            gh_reads(&dir, text, "github.com")
+                .as_deref()
+                .map(|t| t.len() > 4),
+            Some(true)
+        );
+        assert_eq!(check(&h).map_err(|e| e.to_string()), Ok(true), "{text}");
+    }
+    let cases: u32 = std::env::var("CSB_GH_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    let accepted = std::sync::atomic::AtomicU32::new(0);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let r = runner.run(&gh_hosts_text(), |h| {
+        if check(&h)? {
+            accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = r {
+        panic!("gh-hosts-reader: {e}");
+    }
+    let accepted = accepted.into_inner();
+    eprintln!("gh-hosts-reader: {cases} files, {accepted} read by the broker, the rest refused");
+    assert!(
+        accepted * 4 >= cases,
+        "only {accepted} of {cases} files were read"
+    );
+}

@@ -234,7 +234,7 @@ const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 /// The forges' documented token prefixes: a stand-in keeps exactly these
 /// (their random part may hold `-` or `_`, which the rule below would take
 /// for the prefix's end and keep some of the secret).
-const KNOWN_PREFIXES: &[&str] = &[
+pub(crate) const KNOWN_PREFIXES: &[&str] = &[
     "github_pat_",
     "gho_",
     "ghp_",
@@ -311,6 +311,8 @@ pub(crate) fn gh_tokens(text: &str) -> Result<(Node, Vec<(String, String)>), Str
             out.push((host, v));
         }
     }
+    let found: Vec<&str> = out.iter().map(|(_, v)| v.as_str()).collect();
+    token_files::stray_token(&root, &found, KNOWN_PREFIXES)?;
     Ok((root, out))
 }
 
@@ -365,6 +367,8 @@ pub(crate) fn glab_config(text: &str) -> Result<(Node, Glab), String> {
         };
         g.secrets.push(GlabSecret { host, token, value });
     }
+    let found: Vec<&str> = g.secrets.iter().map(|s| s.value.as_str()).collect();
+    token_files::stray_token(&root, &found, KNOWN_PREFIXES)?;
     Ok((root, g))
 }
 

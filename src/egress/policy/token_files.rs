@@ -214,6 +214,40 @@ fn walk(
     Ok(())
 }
 
+/// A token of a forge (`prefixes`, then at least 8 characters) written in
+/// a key or a value of `root` that is none of `found` (a token under
+/// another key, or run into other text, as `oauth_token :gho_…` without a
+/// blank is one value): the broker would not swap it, and the copy would
+/// carry it, so the file is refused.
+pub(crate) fn stray_token(root: &Node, found: &[&str], prefixes: &[&str]) -> Result<(), String> {
+    let check = |s: &str| -> Result<(), String> {
+        for p in prefixes {
+            for (i, _) in s.match_indices(p) {
+                let rest = &s[i + p.len()..];
+                let n = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                    .unwrap_or(rest.len());
+                let token = &s[i..i + p.len() + n];
+                if n >= 8 && !found.contains(&token) {
+                    return Err(format!(
+                        "a token (`{p}…`) outside the keys the tool reads tokens from"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    };
+    match root {
+        Node::Scalar(s) => check(s),
+        Node::Seq(items) => items
+            .iter()
+            .try_for_each(|v| stray_token(v, found, prefixes)),
+        Node::Map(entries) => entries
+            .iter()
+            .try_for_each(|(k, v)| check(k).and_then(|_| stray_token(v, found, prefixes))),
+    }
+}
+
 /// The scalar at `key` of mapping `n`, if any.
 pub(crate) fn get<'n>(n: &'n Node, key: &str) -> Option<&'n Node> {
     match n {
@@ -361,6 +395,19 @@ mod tests {
         ] {
             assert!(secrets(&map(bad), &["oauth_token"]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_token_outside_the_tools_keys_is_refused() {
+        let p = ["gho_", "glpat-"];
+        let root = map("h:\n  oauth_token :gho_ABCDEFGH1\n");
+        assert!(stray_token(&root, &[], &p).unwrap_err().contains("gho_"));
+        let root = map(
+            "h:\n  oauth_token: gho_ABCDEFGH1\n  url: https://x:gho_ABCDEFGH1@h/\n  u: gho_short\n",
+        );
+        assert_eq!(stray_token(&root, &["gho_ABCDEFGH1"], &p), Ok(()));
+        let root = map("h:\n  glpat-ABCDEFGH123: x\n");
+        assert!(stray_token(&root, &[], &p).is_err());
     }
 
     #[test]
