@@ -158,8 +158,14 @@ fn ask(b: &Broker, host: &str, port: u16, auth: &str) -> (String, Vec<String>, R
 
 fn standin_of(b: &Broker) -> String {
     let text = &b.inside().files[0].1;
-    let s = text.split("\"oauth_token\": \"").nth(1).unwrap();
-    s.split('"').next().unwrap().to_string()
+    let s = text
+        .split("oauth_token: ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap();
+    s.to_string()
 }
 
 #[test]

@@ -887,7 +887,10 @@ aliases:
         for gone in ["INCOMMENT", "OLDTOKEN", "TRAILING"] {
             assert!(!copy.contains(gone), "{gone}: {copy}");
         }
-        assert!(copy.contains("\"glpat-AAAAAAAAAAAAAAAAAAAA\""), "{copy}");
+        assert!(
+            copy.contains("token: glpat-AAAAAAAAAAAAAAAAAAAA\n"),
+            "{copy}"
+        );
         assert_eq!(glab_config(&copy).unwrap().1, g);
         // A host written twice: glab reads the first, the broker refuses.
         let twice = GLAB.replace(

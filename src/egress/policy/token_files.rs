@@ -17,10 +17,9 @@
 //! the launch stops rather than bind a file whose tokens it may have
 //! missed.
 //!
-//! The sandbox's copy ([`copy_of`]) is the tree written out as JSON (which
-//! is YAML, read by both tools to the same values): no comment, anchor or
-//! second document of the original reaches it, and every real value in it
-//! is a stand-in.
+//! The sandbox's copy ([`copy_of`]) is the tree written out again, in
+//! gh's block style: no comment, anchor or second document of the
+//! original reaches it, and every real value in it is a stand-in.
 //!
 //! May import: nothing of the crate.
 
@@ -264,26 +263,62 @@ pub(crate) fn text(n: Option<&Node>) -> Option<&str> {
     }
 }
 
-/// The sandbox's copy of `root`: JSON (YAML the tools read to the same
-/// values), every occurrence of a real value of `pairs` (real, stand-in)
-/// in a key or a value replaced by its stand-in.
+/// The sandbox's copy of `root`: the tree written out again in gh's own
+/// block style, each scalar plain when it is plainly a word and else
+/// double-quoted (JSON's escapes, which YAML's double quotes share), so
+/// the tools read the same values; every occurrence of a real value of
+/// `pairs` (real, stand-in) in a key or a value replaced by its stand-in.
 pub(crate) fn copy_of(root: &Node, pairs: &[(String, String)]) -> String {
-    let mut s = serde_json::to_string_pretty(&json(root, pairs)).unwrap_or_default();
-    s.push('\n');
-    s
+    let mut out = String::new();
+    match root {
+        Node::Map(e) if !e.is_empty() => emit(root, 0, pairs, &mut out),
+        _ => out.push_str("{}\n"),
+    }
+    out
 }
 
-fn json(n: &Node, pairs: &[(String, String)]) -> serde_json::Value {
-    use serde_json::Value;
-    match n {
-        Node::Scalar(s) => Value::String(replaced(s, pairs)),
-        Node::Seq(items) => Value::Array(items.iter().map(|v| json(v, pairs)).collect()),
-        Node::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (replaced(k, pairs), json(v, pairs)))
-                .collect(),
-        ),
+/// `n` (a non-empty mapping or sequence) at `indent`.
+fn emit(n: &Node, indent: usize, pairs: &[(String, String)], out: &mut String) {
+    let pad = " ".repeat(indent);
+    let items: Vec<(Option<&str>, &Node)> = match n {
+        Node::Map(e) => e.iter().map(|(k, v)| (Some(k.as_str()), v)).collect(),
+        Node::Seq(v) => v.iter().map(|v| (None, v)).collect(),
+        Node::Scalar(_) => return,
+    };
+    for (k, v) in items {
+        out.push_str(&pad);
+        match k {
+            Some(k) => {
+                out.push_str(&scalar(&replaced(k, pairs)));
+                out.push(':');
+            }
+            None => out.push('-'),
+        }
+        match v {
+            Node::Scalar(s) => {
+                out.push(' ');
+                out.push_str(&scalar(&replaced(s, pairs)));
+                out.push('\n');
+            }
+            Node::Map(e) if e.is_empty() => out.push_str(" {}\n"),
+            Node::Seq(e) if e.is_empty() => out.push_str(" []\n"),
+            _ => {
+                out.push('\n');
+                emit(v, indent + 4, pairs, out);
+            }
+        }
+    }
+}
+
+/// `s` as a YAML scalar: plain when it is a word that cannot be read as
+/// anything but itself, else double-quoted.
+fn scalar(s: &str) -> String {
+    let word = s.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./@+-".contains(c));
+    match word {
+        true => s.to_string(),
+        false => serde_json::to_string(s).unwrap_or_default(),
     }
 }
 
