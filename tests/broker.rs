@@ -409,6 +409,123 @@ fn a_broker_that_cannot_start_stops_the_launch() {
 }
 
 // ---------------------------------------------------------------------------
+// issue #45 item 3: token files read as the tools read them, or refused.
+
+/// `hosts.yml` with github.com's token written as gh reads it but the old
+/// line reader did not (a quoted key, a blank before the colon).
+fn hosts_yml_as_gh_reads_it(real: &str, shape: usize) -> String {
+    match shape {
+        0 => format!("github.com:\n    \"oauth_token\": {real}\n    user: octo\n"),
+        _ => format!("github.com:\n    oauth_token : {real} # gh reads this\n    user: octo\n"),
+    }
+}
+
+#[test]
+fn a_token_gh_reads_however_written_is_brokered_never_bound() {
+    if !require("broker_yaml") {
+        return;
+    }
+    let n = net("brkyaml");
+    let script = format!(
+        "T=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | head -1)\n\
+         echo \"standin=$T\"\n\
+         echo \"forge=$(curl -sS -m 10 -H \"Authorization: token $T\" https://api.github.com/user)\"\n\
+         echo \"found={}\"\n",
+        search(&n)
+    );
+    for who in BOTH {
+        for shape in 0..2 {
+            let real = n.reals.gh.as_str();
+            n.w.put(
+                who,
+                ".config/gh/hosts.yml",
+                &hosts_yml_as_gh_reads_it(real, shape),
+            );
+            let o = session(&n, who, &script);
+            let out = stdout(&o);
+            assert!(o.status.success(), "{who:?} {shape}: {}", shown(&o));
+            let standin = value(&out, "standin");
+            assert!(
+                standin.starts_with("gho_") && standin.len() == real.len() && standin != real,
+                "{who:?} {shape}: {out}"
+            );
+            // Brokered: the stand-in works towards its host...
+            assert_eq!(
+                value(&out, "forge"),
+                "authenticated",
+                "{who:?} {shape}: {}",
+                shown(&o)
+            );
+            // ...and the real value is nowhere inside (the file not bound).
+            assert_eq!(value(&out, "found"), "", "{who:?} {shape}: {}", shown(&o));
+        }
+    }
+    // Positive control: not brokered (broker = off), the same file is
+    // bound as it is and the search finds the real token in it: what the
+    // line reader's miss let through.
+    let o =
+        n.w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for who in BOTH {
+        n.w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &hosts_yml_as_gh_reads_it(&n.reals.gh, 1),
+        );
+        let o = session(&n, who, &format!("echo \"found={}\"", search(&n)));
+        let want = format!("{}/.config/gh/hosts.yml", n.w.home(who).display());
+        assert!(
+            value(&stdout(&o), "found").contains(&want),
+            "{who:?}: {}",
+            shown(&o)
+        );
+    }
+}
+
+#[test]
+fn a_token_file_the_broker_cannot_read_as_gh_stops_the_launch() {
+    if !require("broker_yaml_refused") {
+        return;
+    }
+    // No network is needed: the launch stops before anything is spawned.
+    let w = jail_world("brkyamlno", CONF);
+    let real = real("gho_", "brkyamlno");
+    for who in BOTH {
+        for bad in [
+            // gh reads the first of a key written twice; the broker refuses.
+            format!("github.com:\n    oauth_token: {real}\n    oauth_token: gho_x\n"),
+            // gh reads an alias as the anchor's name.
+            format!("t: &t {real}\ngithub.com:\n    oauth_token: *t\n"),
+        ] {
+            let p = w.put(who, ".config/gh/hosts.yml", &bad);
+            let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+            assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
+            assert!(!stdout(&o).contains("ran"), "{who:?}: {}", shown(&o));
+            let e = stderr(&o);
+            let line = e
+                .lines()
+                .find(|l| l.contains("credential broker"))
+                .unwrap_or_else(|| panic!("{who:?}: {e}"));
+            assert!(
+                line.contains(&p.display().to_string())
+                    && line.contains("as gh reads it")
+                    && line.contains("broker = off")
+                    && !line.contains(&real),
+                "{who:?}: {e}"
+            );
+        }
+        // The control: the same token written plainly launches.
+        w.put(
+            who,
+            ".config/gh/hosts.yml",
+            &format!("github.com:\n    oauth_token: {real}\n"),
+        );
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
+    }
+}
+
+// ---------------------------------------------------------------------------
 // forges (issue #25 items 1-2): glab's hosts, gh's GitHub Enterprise hosts,
 // GITLAB_TOKEN, and a `broker-host` line; each host's token its own
 // credential, swapped only towards its own hosts.
