@@ -637,7 +637,7 @@ fn forges_script(n: &Net, f: &ForgeReals) -> String {
         "GH=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | sed -n 1p)\n\
          GHE=$(sed -n 's/^ *oauth_token: //p' ~/.config/gh/hosts.yml | sed -n 2p)\n\
          GL=$(sed -n 's/^ *token: //p' ~/.config/glab-cli/config.yml | sed -n 1p)\n\
-         export GLX=$(sed -n 's/^ *token: \"\\(.*\\)\"$/\\1/p' ~/.config/glab-cli/config.yml)\n\
+         export GLX=$(sed -n 's/^ *token: //p' ~/.config/glab-cli/config.yml | sed -n 2p)\n\
          echo \"gh=$GH\"; echo \"ghe=$GHE\"; echo \"gl=$GL\"; echo \"glx=$GLX\"; echo \"env=$GITLAB_TOKEN\"\n\
          echo \"mode=$(stat -c %a ~/.config/glab-cli/config.yml)\"\n\
          echo \"gl_private=$({curl} -H \"PRIVATE-TOKEN: $GL\" https://gitlab.com/user)\"\n\

@@ -371,6 +371,9 @@ fn start_broker(
         // Code refuses a symbolic link there too).
         claude_credentials: Some(home.join(egress::policy::claude_oauth::CREDENTIALS_REL))
             .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
+        // Its Console API key (issue #45, decision 0030).
+        claude_json: Some(home.join(egress::policy::claude_oauth::CLAUDE_JSON_REL))
+            .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
     };
     let broker = egress::Broker::start(&src)?;
     if broker.is_some() {

@@ -66,9 +66,11 @@ use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerCo
 
 use crate::egress::policy::broker::{
     digest_of, forge_credential, forge_host, gh_tokens, glab_config, hex, Digests, Inside, Swap,
-    Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, GITLAB, SYSTEM_BUNDLE,
+    Table, ANTHROPIC_API_KEY, BROKERED_PORT, CLAUDE_OAUTH, GITHUB, GITLAB, MASKED, SYSTEM_BUNDLE,
 };
-use crate::egress::policy::claude_oauth::token_path;
+use crate::egress::policy::claude_oauth::{
+    mcp_secrets, primary_api_key, token_path, with_mcp_standins, MCP_OAUTH,
+};
 use crate::egress::policy::token_files::{copy_of, Node};
 use crate::error::setup;
 use ca::SessionCa;
@@ -98,6 +100,9 @@ pub(crate) struct Sources {
     /// `~/.claude/.credentials.json`, when it is a regular file (decision
     /// 0017): brokered when it holds a login.
     pub(crate) claude_credentials: Option<PathBuf>,
+    /// `~/.claude.json`, when it is a regular file: a Console API key in
+    /// it (`primaryApiKey`) stops the launch (decision 0030).
+    pub(crate) claude_json: Option<PathBuf>,
 }
 
 /// One brokered credential: one real value of it (a credential may have
@@ -227,6 +232,66 @@ impl Gather {
     }
 }
 
+impl Gather {
+    /// Claude Code's credentials file (decision 0017; `mcpOAuth`: decision
+    /// 0030): its login brokered, each MCP server's access token swapped
+    /// towards the server's host (`https://HOST[:443]/…`), every other
+    /// secret of `mcpOAuth` a stand-in swapped nowhere; the sandbox's
+    /// private writable copy when any was found.
+    #[allow(clippy::type_complexity)]
+    fn claude_credentials(
+        &mut self,
+        p: &std::path::Path,
+    ) -> anyhow::Result<(Option<oauth::Oauth>, Vec<(PathBuf, String)>)> {
+        let text = read(p)?;
+        let bad = |e: String| fail(format!("{}: {e}", p.display()));
+        let login = oauth::Oauth::start(p, self.provider.clone(), &text).map_err(bad)?;
+        let mcp = mcp_secrets(&text);
+        let mut pairs = Vec::new();
+        for s in &mcp {
+            let host = s
+                .server_url
+                .as_deref()
+                .filter(|u| u.starts_with("https://"))
+                .and_then(forge_host);
+            let standin = match host {
+                Some(h) if s.access => {
+                    let name = format!("{MCP_OAUTH}:{h}");
+                    self.cred(&name, &s.value, std::slice::from_ref(&h))?
+                }
+                _ => self.standin(&s.value)?,
+            };
+            pairs.push((s.value.clone(), standin));
+        }
+        let (oauth, inside) = match login {
+            Some((o, inside)) => (Some(o), inside),
+            None if mcp.is_empty() => return Ok((None, Vec::new())),
+            None => (None, text),
+        };
+        let inside = match mcp.is_empty() {
+            true => inside,
+            false => with_mcp_standins(&inside, &pairs)
+                .ok_or_else(|| bad("it cannot be rewritten".into()))?,
+        };
+        Ok((oauth, vec![(p.to_path_buf(), inside)]))
+    }
+}
+
+/// A Console API key in `~/.claude.json` (`primaryApiKey`) stops the
+/// launch (decision 0030): Claude Code rewrites that file all session
+/// long, so the sandbox sees the host's own and the broker cannot keep
+/// the key out of it.
+fn no_primary_api_key(p: &std::path::Path) -> anyhow::Result<()> {
+    let text = read(p)?;
+    if primary_api_key(&text).is_some() {
+        return Err(fail(format!(
+            "{} holds a Console API key (primaryApiKey) that the sandbox would read; pass it as ANTHROPIC_API_KEY (pass-env = ANTHROPIC_API_KEY, brokered) and remove it from that file (claude /logout outside the sandbox)",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
 /// A token file the broker cannot read as `tool` does (issue #45): the
 /// launch stops rather than bind it, one line naming it and what to do.
 fn unreadable(p: &std::path::Path, tool: &str, why: &str) -> anyhow::Error {
@@ -270,15 +335,12 @@ impl Broker {
             let s = g.cred(ANTHROPIC_API_KEY, real, &[])?;
             g.env.push(("ANTHROPIC_API_KEY".to_string(), s));
         }
-        let mut writable = Vec::new();
-        let oauth = match &src.claude_credentials {
-            Some(p) => oauth::Oauth::start(p, provider.clone(), &read(p)?)
-                .map_err(|e| fail(format!("{}: {e}", p.display())))?
-                .map(|(o, inside)| {
-                    writable.push((p.clone(), inside));
-                    o
-                }),
-            None => None,
+        if let Some(p) = &src.claude_json {
+            no_primary_api_key(p)?;
+        }
+        let (oauth, writable) = match &src.claude_credentials {
+            Some(p) => g.claude_credentials(p)?,
+            None => (None, Vec::new()),
         };
         if g.pairs.is_empty() && oauth.is_none() {
             return Ok(None);
@@ -294,7 +356,7 @@ impl Broker {
         })?;
         let upstream =
             Upstream::start(&system, provider.clone(), src.bundle.clone()).map_err(fail)?;
-        let digests = digests(&g.creds, oauth.as_ref(), provider.secure_random)?;
+        let digests = digests(&g.creds, &g.pairs, oauth.as_ref(), provider.secure_random)?;
         let ca = SessionCa::new(&src.session, &table.hosts(), provider).map_err(fail)?;
         let bundle = format!("{}\n{}", system.trim_end(), ca.pem());
         let hosts = table.hosts().into_iter().map(String::from).collect();
@@ -448,6 +510,7 @@ impl Broker {
 /// value's salted digest, never the value (decision 0015, "Visible").
 fn digests(
     creds: &[Cred],
+    pairs: &[(String, String)],
     login: Option<&oauth::Oauth>,
     random: &dyn rustls::crypto::SecureRandom,
 ) -> anyhow::Result<Digests> {
@@ -459,6 +522,13 @@ fn digests(
         .iter()
         .map(|c| digest_of(&c.name, &c.real, &salt))
         .collect();
+    // The values that only got a stand-in (a refresh token, a token of a
+    // host the broker cannot serve): never inside either (issue #45).
+    for (real, _) in pairs {
+        if !creds.iter().any(|c| c.real == *real) {
+            credentials.push(digest_of(MASKED, real, &salt));
+        }
+    }
     // The login's tokens at launch (a refresh's new ones are never inside:
     // the sandbox is only ever handed new stand-ins for them).
     for real in login.map(|o| o.launch_reals()).unwrap_or_default() {

@@ -411,3 +411,95 @@ fn verify_is_told_a_salted_digest_never_the_value() {
         "a salt per session"
     );
 }
+
+/// Issue #45, decision 0030: MCP servers' OAuth tokens in Claude Code's
+/// credentials file. The access token is swapped towards its server's
+/// host only, the refresh token and client secret are stand-ins swapped
+/// nowhere, the sandbox's writable copy holds none of them, and `verify`
+/// knows each one's digest; without a login of Claude Code's own too.
+#[test]
+fn mcp_oauth_tokens_are_brokered_for_their_server_and_masked_elsewhere() {
+    let f = fixture();
+    let (access, refresh, secret) = (
+        "mcpacc_AAAAAAAAAAAAAAAAAAAA",
+        "mcpref_BBBBBBBBBBBBBBBBBBBB",
+        "mcpsec_CCCCCCCCCCCCCCCCCCCC",
+    );
+    let p = f.dir.join("credentials.json");
+    std::fs::write(
+        &p,
+        format!(r#"{{"mcpOAuth":{{"srv|1":{{"serverName":"srv","serverUrl":"https://mcp.example.test/mcp","accessToken":"{access}","refreshToken":"{refresh}","clientId":"cid","clientSecret":"{secret}"}},"plain|2":{{"serverUrl":"http://10.0.0.5:8080/","accessToken":"mcpacc_IPIPIPIPIPIPIPIPIPIP"}}}}}}"#),
+    )
+    .unwrap();
+    let b = Broker::start(&Sources {
+        session: "t".into(),
+        claude_credentials: Some(p.clone()),
+        bundle: f.dir.join("public.pem"),
+        ..Default::default()
+    })
+    .unwrap()
+    .expect("the MCP tokens to broker");
+    let swaps = b.swaps("mcp.example.test");
+    assert_eq!(swaps.len(), 1);
+    assert_eq!(
+        (swaps[0].credential, swaps[0].real),
+        ("mcp-oauth:mcp.example.test", access)
+    );
+    assert!(b.intercepts("mcp.example.test", 443));
+    assert!(!b.intercepts("10.0.0.5", 443) && b.swaps("api.github.com").is_empty());
+    let inside = b.inside();
+    assert_eq!(inside.writable.len(), 1);
+    let (at, copy) = &inside.writable[0];
+    assert_eq!(at, &p);
+    for real in [access, refresh, secret, "mcpacc_IPIP"] {
+        assert!(!copy.contains(real), "{real}: {copy}");
+    }
+    assert!(
+        copy.contains(swaps[0].standin) && copy.contains("\"cid\""),
+        "{copy}"
+    );
+    let names: Vec<&str> = inside
+        .digests
+        .credentials
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["mcp-oauth:mcp.example.test", "masked", "masked", "masked"]
+    );
+}
+
+/// Issue #45, decision 0030: a Console API key in `~/.claude.json` stops
+/// the launch (the sandbox sees that file as it is); without one, nothing.
+#[test]
+fn a_console_api_key_in_claude_json_stops_the_launch() {
+    let f = fixture();
+    let p = f.dir.join("claude.json");
+    std::fs::write(
+        &p,
+        r#"{"projects":{},"primaryApiKey":"sk-ant-api03-PrimaryPrimary"}"#,
+    )
+    .unwrap();
+    let start = || {
+        Broker::start(&Sources {
+            session: "t".into(),
+            claude_json: Some(p.clone()),
+            bundle: f.dir.join("public.pem"),
+            ..Default::default()
+        })
+    };
+    let err = start().err().expect("refused");
+    assert_eq!(crate::error::exit_code(&err), 125);
+    let e = err.to_string();
+    assert!(
+        e.contains(&p.display().to_string())
+            && e.contains("primaryApiKey")
+            && e.contains("ANTHROPIC_API_KEY")
+            && !e.contains("PrimaryPrimary")
+            && !e.contains('\n'),
+        "{e}"
+    );
+    std::fs::write(&p, r#"{"projects":{}}"#).unwrap();
+    assert!(start().unwrap().is_none());
+}

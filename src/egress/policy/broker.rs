@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::token_files::{self, get, read_yaml, secrets, Node};
 
-pub(crate) use super::claude_oauth::CLAUDE_OAUTH;
+pub(crate) use super::claude_oauth::{CLAUDE_OAUTH, MCP_OAUTH};
 
 /// The GitHub token of `gh` for `github.com` (`~/.config/gh/hosts.yml`,
 /// `oauth_token`); another host's is `github:HOST` ([`forge_credential`]).
@@ -25,6 +25,9 @@ pub(crate) const GITLAB: &str = "gitlab";
 /// The variables a GitLab token is brokered from when `pass-env`
 /// forwards them (`glab`'s names and the GitLab CI one).
 pub(crate) const GITLAB_VARS: &[&str] = &["GITLAB_TOKEN", "GLAB_TOKEN", "GITLAB_ACCESS_TOKEN"];
+/// What `verify` calls a real value that only got a stand-in, swapped
+/// nowhere (a refresh token, a token of a host the broker cannot serve).
+pub(crate) const MASKED: &str = "masked";
 /// `ANTHROPIC_API_KEY`, when `pass-env` forwards it.
 pub(crate) const ANTHROPIC_API_KEY: &str = "anthropic-api-key";
 
@@ -77,6 +80,7 @@ fn headers_of(credential: &str) -> &'static [&'static str] {
     match kind {
         GITHUB => &["authorization"],
         GITLAB => &["authorization", "private-token"],
+        MCP_OAUTH => &["authorization"],
         _ => &["authorization", "x-api-key"],
     }
 }
@@ -126,7 +130,7 @@ pub(crate) fn parse_broker_host(v: &str) -> Result<(String, String), String> {
     let known = known_credential(cred);
     if !known {
         return Err(format!(
-            "`{cred}` is not a credential the broker knows (known: {}, or github:HOST, gitlab:HOST)",
+            "`{cred}` is not a credential the broker knows (known: {}, or github:HOST, gitlab:HOST, mcp-oauth:HOST)",
             KNOWN.join(", ")
         ));
     }
@@ -136,18 +140,19 @@ pub(crate) fn parse_broker_host(v: &str) -> Result<(String, String), String> {
 /// The credentials a `broker-host` line may name without a host.
 const KNOWN: [&str; 4] = [GITHUB, GITLAB, ANTHROPIC_API_KEY, CLAUDE_OAUTH];
 
-/// A credential name a `broker-host` line may give a host.
+/// A credential name a `broker-host` line may give a host: a known one,
+/// a forge's `KIND:HOST` (not its public host's), or an MCP server's
+/// `mcp-oauth:HOST` (decision 0030).
 fn known_credential(c: &str) -> bool {
     if KNOWN.contains(&c) {
         return true;
     }
-    match c.split_once(':') {
-        Some((kind, host)) => {
-            FORGES.iter().any(|(k, _)| *k == kind)
-                && dns_name(host).is_some_and(|h| h == host && forge_credential(kind, &h) == c)
-        }
-        None => false,
-    }
+    let Some((kind, host)) = c.split_once(':') else {
+        return false;
+    };
+    let canonical = dns_name(host).is_some_and(|h| h == host);
+    let forge = FORGES.iter().any(|(k, _)| *k == kind) && forge_credential(kind, host) == c;
+    canonical && (forge || kind == MCP_OAUTH)
 }
 
 /// The one table of a session: [`BROKERED`], then the rows of its forge

@@ -158,6 +158,103 @@ pub(crate) fn answer_with(
     serde_json::to_vec(&Value::Object(o)).map_err(|e| e.to_string())
 }
 
+/// MCP servers' OAuth logins in the credentials file (`mcpOAuth`; issue
+/// #45, decision 0030): the credential of a server's access token is
+/// `mcp-oauth:HOST`, swapped towards its `serverUrl`'s host only.
+pub(crate) const MCP_OAUTH: &str = "mcp-oauth";
+
+/// One secret of `mcpOAuth`: an entry's `accessToken` (with the entry's
+/// `serverUrl`), or any other string under a key naming a token or a
+/// secret (`refreshToken`, `clientSecret`, …), which only gets a stand-in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct McpSecret {
+    pub(crate) server_url: Option<String>,
+    pub(crate) access: bool,
+    pub(crate) value: String,
+}
+
+/// Whether the key `k` of an `mcpOAuth` entry names a secret.
+fn secret_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    k.contains("token") || k.contains("secret")
+}
+
+/// The secrets of `mcpOAuth` in a credentials file `text` (none when it
+/// is not JSON: Claude Code reads nothing of it either).
+pub(crate) fn mcp_secrets(text: &str) -> Vec<McpSecret> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let Some(Value::Object(servers)) = v.get("mcpOAuth") else {
+        return out;
+    };
+    for entry in servers.values() {
+        let url = entry.get("serverUrl").and_then(Value::as_str);
+        mcp_walk(entry, None, url, &mut out);
+    }
+    out
+}
+
+fn mcp_walk(v: &Value, key: Option<&str>, url: Option<&str>, out: &mut Vec<McpSecret>) {
+    match v {
+        Value::String(s) if !s.is_empty() && key.is_some_and(secret_key) => {
+            let access = key == Some("accessToken");
+            out.push(McpSecret {
+                server_url: url.filter(|_| access).map(str::to_string),
+                access,
+                value: s.clone(),
+            });
+        }
+        Value::Object(m) => {
+            for (k, v) in m {
+                // Only an entry's own accessToken goes towards its server.
+                let url = url.filter(|_| key.is_none());
+                mcp_walk(v, Some(k), url, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| mcp_walk(v, key, None, out)),
+        _ => {}
+    }
+}
+
+/// `text` (a credentials file) with each string of `mcpOAuth` equal to a
+/// real value of `pairs` (real, stand-in) replaced by its stand-in;
+/// everything else as it was. `None`: not JSON.
+pub(crate) fn with_mcp_standins(text: &str, pairs: &[(String, String)]) -> Option<String> {
+    let mut v: Value = serde_json::from_str(text).ok()?;
+    if let Some(m) = v.get_mut("mcpOAuth") {
+        replace_strings(m, pairs);
+    }
+    serde_json::to_string(&v).ok()
+}
+
+fn replace_strings(v: &mut Value, pairs: &[(String, String)]) {
+    match v {
+        Value::String(s) => {
+            if let Some((_, standin)) = pairs.iter().find(|(r, _)| r == s) {
+                *s = standin.clone();
+            }
+        }
+        Value::Object(m) => m.values_mut().for_each(|v| replace_strings(v, pairs)),
+        Value::Array(a) => a.iter_mut().for_each(|v| replace_strings(v, pairs)),
+        _ => {}
+    }
+}
+
+/// The Console API key Claude Code keeps in `~/.claude.json`
+/// (`primaryApiKey`), when `text` holds one.
+pub(crate) fn primary_api_key(text: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    v.get("primaryApiKey")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// `~/.claude.json`, under `$HOME`.
+pub(crate) const CLAUDE_JSON_REL: &str = ".claude.json";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +340,56 @@ mod tests {
         assert!(is_path("/v1/oauth/token?x=1", "/v1/oauth/token"));
         assert!(!is_path("/v1/oauth/token/revoke", "/v1/oauth/token"));
         assert!(!is_path("/v1/oauth/tokens", "/v1/oauth/token"));
+    }
+
+    #[test]
+    fn mcp_oauth_secrets_are_found_and_replaced_in_mcp_oauth_only() {
+        let text = r#"{"claudeAiOauth":{"accessToken":"sk-ant-oat01-A"},"mcpOAuth":{"linear|ab12":{"serverName":"linear","serverUrl":"https://mcp.linear.app/sse","accessToken":"lin_oauth_AAAA","refreshToken":"lin_refresh_BBBB","clientId":"cid","clientSecret":"shh-CCCC","expiresAt":1,"discoveryState":{"authorizationServerUrl":"https://linear.app"}},"x":{"accessToken":"tok-DDDD"}},"other":"lin_oauth_AAAA"}"#;
+        let got = mcp_secrets(text);
+        assert_eq!(
+            got,
+            [
+                McpSecret {
+                    server_url: Some("https://mcp.linear.app/sse".into()),
+                    access: true,
+                    value: "lin_oauth_AAAA".into()
+                },
+                McpSecret {
+                    server_url: None,
+                    access: false,
+                    value: "lin_refresh_BBBB".into()
+                },
+                McpSecret {
+                    server_url: None,
+                    access: false,
+                    value: "shh-CCCC".into()
+                },
+                McpSecret {
+                    server_url: None,
+                    access: true,
+                    value: "tok-DDDD".into()
+                },
+            ]
+        );
+        let pairs: Vec<(String, String)> = got
+            .iter()
+            .map(|s| (s.value.clone(), format!("S-{}", s.value.len())))
+            .collect();
+        let out = with_mcp_standins(text, &pairs).unwrap();
+        for s in &got {
+            assert!(!out.contains(&format!("\"{}\"", s.value)) || s.value == "lin_oauth_AAAA");
+        }
+        // Outside mcpOAuth nothing changes (the login is decision 0017's).
+        assert!(out.contains(r#""other":"lin_oauth_AAAA""#), "{out}");
+        assert!(
+            out.contains("sk-ant-oat01-A") && out.contains("\"cid\""),
+            "{out}"
+        );
+        assert!(mcp_secrets("not json").is_empty());
+        assert_eq!(
+            primary_api_key(r#"{"primaryApiKey":"sk-ant-api03-X"}"#).as_deref(),
+            Some("sk-ant-api03-X")
+        );
+        assert_eq!(primary_api_key(r#"{"primaryApiKey":""}"#), None);
     }
 }
