@@ -522,6 +522,86 @@ fn a_token_file_the_broker_cannot_read_as_gh_stops_the_launch() {
         );
         let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
         assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
+        // A Console API key in ~/.claude.json (bound as the host's own
+        // file) is a credential the broker cannot keep out: 125 too
+        // (decision 0030); without it the same launch runs.
+        let key = real_key("brkyamlno");
+        let p = w.put(
+            who,
+            ".claude.json",
+            &format!("{{\"projects\":{{}},\"primaryApiKey\":\"{key}\"}}"),
+        );
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(&p.display().to_string())
+                && e.contains("primaryApiKey")
+                && e.contains("pass-env")
+                && !e.contains(&key),
+            "{who:?}: {e}"
+        );
+        w.put(who, ".claude.json", "{\"projects\":{}}");
+        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
+        assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
+    }
+}
+
+fn real_key(salt: &str) -> String {
+    real("sk-ant-api03-", salt)
+}
+
+/// Decision 0030: an MCP server's OAuth login in Claude Code's credentials
+/// file. Inside, its access token is a stand-in that works towards the
+/// server's host only; neither it nor the refresh token is readable.
+#[test]
+fn mcp_oauth_tokens_are_brokered_for_their_server_and_never_inside() {
+    if !require("broker_mcp") {
+        return;
+    }
+    let n = net("brkmcp");
+    let (access, refresh) = (real("mcpat_", "brkmcp-a"), real("mcprt_", "brkmcp-r"));
+    let tokens = n.site.dir.join("auth-token");
+    let listed = std::fs::read_to_string(&tokens).unwrap();
+    std::fs::write(&tokens, format!("{listed}{access}\n")).unwrap();
+    // Positive control: the server takes the real access token from anywhere.
+    let bearer = format!("Authorization: Bearer {access}");
+    assert_eq!(
+        from_host(&n, "allowed.test", "/user", &bearer),
+        "authenticated\n"
+    );
+    let file = format!(
+        r#"{{"mcpOAuth":{{"srv|0a1b":{{"serverName":"srv","serverUrl":"https://allowed.test/mcp","accessToken":"{access}","refreshToken":"{refresh}","expiresAt":4102444800000,"clientId":"cid"}}}}}}"#
+    );
+    let script = format!(
+        "A=$(grep -o '\"accessToken\":\"[^\"]*\"' ~/.claude/.credentials.json | cut -d'\"' -f4)\n\
+         echo \"standin=$A\"\n\
+         echo \"mcp=$(curl -sS -m 10 -H \"Authorization: Bearer $A\" https://allowed.test/user)\"\n\
+         echo \"elsewhere=$(curl -sS -m 10 -H \"Authorization: Bearer $A\" https://api.github.com/user)\"\n\
+         echo \"found=$(grep -rlsaE '{}|{}' ~ /etc /tmp \"$PWD\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\n' ' ')\"\n",
+        pattern(&access),
+        pattern(&refresh)
+    );
+    for who in BOTH {
+        let p = n.w.put(who, ".claude/.credentials.json", &file);
+        let o = session(&n, who, &script);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{who:?}: {}", shown(&o));
+        let standin = value(&out, "standin");
+        assert!(
+            standin.starts_with("mcpat_") && standin.len() == access.len() && standin != access,
+            "{who:?}: {out}"
+        );
+        assert_eq!(
+            value(&out, "mcp"),
+            "authenticated",
+            "{who:?}: {}",
+            shown(&o)
+        );
+        assert_ne!(value(&out, "elsewhere"), "authenticated", "{who:?}: {out}");
+        assert_eq!(value(&out, "found"), "", "{who:?}: {}", shown(&o));
+        // The host's file is left as it was (nothing of mcpOAuth written back).
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), file, "{who:?}");
     }
 }
 

@@ -641,6 +641,13 @@ fn check_broker(r: &mut Report, c: &config::Config) {
         gateway,
         login: has(crate::egress::policy::claude_oauth::CREDENTIALS_REL),
         login_elsewhere: std::env::var_os("CLAUDE_CONFIG_DIR").is_some(),
+        primary_key: home.as_ref().is_some_and(|h| {
+            let p = h.join(crate::egress::policy::claude_oauth::CLAUDE_JSON_REL);
+            crate::sys::files::read_text(&p)
+                .ok()
+                .and_then(|t| crate::egress::policy::claude_oauth::primary_api_key(&t))
+                .is_some()
+        }),
     };
     let (ok, detail) = broker_summary(
         c,
@@ -670,6 +677,9 @@ struct Held {
     login: bool,
     /// `CLAUDE_CONFIG_DIR` is set: the login the session uses is elsewhere.
     login_elsewhere: bool,
+    /// `~/.claude.json` holds a Console API key (`primaryApiKey`), which
+    /// stops a launch that brokers (decision 0030).
+    primary_key: bool,
 }
 
 /// The broker's line for [`check_broker`]: what is brokered, what is not
@@ -699,6 +709,9 @@ fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) 
     } else if h.login {
         held.push("Claude Code's own login (~/.claude/.credentials.json)");
     }
+    if h.primary_key {
+        held.push("the Console API key in ~/.claude.json (primaryApiKey)");
+    }
     let mode = crate::plan::egress(c);
     if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
         let why = if c.broker {
@@ -716,6 +729,12 @@ fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) 
             format!("readable inside: {}", held.join(", "))
         };
         return (true, format!("off: {why}; {readable}"));
+    }
+    if h.primary_key {
+        return (
+            false,
+            "~/.claude.json holds a Console API key (primaryApiKey), which the broker cannot keep out of that file: every launch stops (exit 125); pass it as ANTHROPIC_API_KEY (pass-env) and remove it from the file (decision 0030)".to_string(),
+        );
     }
     if !held.is_empty() && !bundle {
         return (
@@ -847,6 +866,16 @@ mod tests {
             "{d}"
         );
         assert!(broker_summary(&allow, &Held::default(), false).0);
+        // A Console API key in ~/.claude.json: every brokering launch stops.
+        let key = Held {
+            primary_key: true,
+            ..Held::default()
+        };
+        let (ok, d) = broker_summary(&allow, &key, true);
+        assert!(
+            !ok && d.contains("primaryApiKey") && d.contains("exit 125"),
+            "{d}"
+        );
         let off = config::Config {
             broker: false,
             ..allow.clone()
