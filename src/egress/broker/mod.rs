@@ -25,7 +25,12 @@
 //! that cannot start stops the launch (exit 125); the root store towards
 //! the upstreams is parsed on a thread of its own, off the launch's path
 //! (a bundle none of whose certificates parse then fails each intercepted
-//! connection with a 502, never a fallback).
+//! connection with a 502, never a fallback). The forges' token files are
+//! read as `gh` and `glab` read them, or the launch stops naming the file
+//! (issue #45, decision 0030); MCP servers' OAuth tokens in Claude Code's
+//! credentials file are stand-ins, each access token swapped towards its
+//! server's host only; a Console API key in `~/.claude.json` stops the
+//! launch (the sandbox sees that file as it is).
 //!
 //! `ca.rs`: the session CA and its leaves. `framing.rs`: HTTP/1.1's
 //! framing, one framer for requests and responses. `http.rs`: requests
@@ -295,6 +300,7 @@ fn no_primary_api_key(p: &std::path::Path) -> anyhow::Result<()> {
 /// A token file the broker cannot read as `tool` does (issue #45): the
 /// launch stops rather than bind it, one line naming it and what to do.
 fn unreadable(p: &std::path::Path, tool: &str, why: &str) -> anyhow::Error {
+    let why = why.replace(['\n', '\r'], " ");
     fail(format!(
         "{} is not read here as {tool} reads it: {why}; rewrite it as {tool} writes it (log in again with `{tool} auth login`, or remove the line)",
         p.display()

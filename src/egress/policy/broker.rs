@@ -1,7 +1,8 @@
 //! The credential broker's pure half (issue #25, docs/decisions/0015): the
 //! table of brokered hosts ([`BROKERED`], a session's [`Table`], the
 //! `broker-host` lines), stand-ins, the forges' files read (`gh`'s
-//! `hosts.yml`, `glab`'s `config.yml`) and their stand-in copies, the
+//! `hosts.yml`, `glab`'s `config.yml`, through `token_files`: as the tools
+//! read them, or refused; issue #45) and their stand-in copies, the
 //! header swap (each credential in its own protocol's headers), the log
 //! line of an injection, what the plan binds inside ([`Inside`]), and
 //! what `verify` is told of the real values ([`Digests`]: salted SHA-256,
