@@ -635,6 +635,31 @@ fn broker_no_real_values_passes_brokered_and_fails_with_the_real_file_bound() {
             "{who:?}: a value shown"
         );
     }
+    // Issue #45, decision 0030: an MCP server's login is brokered (its
+    // access token) and masked (its refresh token); check 39 knows both,
+    // so a copy of the masked one planted where the session reads it is
+    // reported by its name, never its value.
+    let (access, refresh) = (broker_real("mcpat_"), broker_real("mcprt_"));
+    w.put(
+        Who::User,
+        ".claude/.credentials.json",
+        &format!(
+            r#"{{"mcpOAuth":{{"s|1":{{"serverUrl":"https://mcp.example.test/x","accessToken":"{access}","refreshToken":"{refresh}"}}}}}}"#
+        ),
+    );
+    let leak = w.workspace(Who::User).join("leak.txt");
+    std::fs::write(&leak, format!("kept: {refresh}\n")).unwrap();
+    let env = [("ANTHROPIC_API_KEY", key.as_str())];
+    let o = verify_inside(&w, &lan, Who::User, &env, "--json");
+    let (status, detail) = check_39(&o);
+    assert_eq!(status, "FAIL", "{detail}");
+    assert!(
+        detail.ends_with(&format!("masked in {}", leak.display())),
+        "{detail}"
+    );
+    assert!(!stdout(&o).contains(&refresh) && !stdout(&o).contains(&access));
+    std::fs::remove_file(&leak).unwrap();
+    std::fs::remove_file(w.home(Who::User).join(".claude/.credentials.json")).unwrap();
     let o = w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
     assert!(o.status.success(), "{}", stderr(&o));
     let o = verify_inside(
