@@ -48,7 +48,7 @@ impl<'a> Reader<'a> {
     fn next(&mut self) -> Result<(Event<'a>, Span), String> {
         match self.events.next() {
             Some(Ok(e)) => Ok(e),
-            Some(Err(e)) => Err(format!("it is not YAML the tool reads ({e})")),
+            Some(Err(e)) => Err(format!("the broker's YAML parser does not read it ({e})")),
             None => Err("it ends in the middle of a value".to_string()),
         }
     }
@@ -386,8 +386,11 @@ mod tests {
             ("a: 1\n---\nb: 2\n", "second YAML document"),
             // YAML allows a tab after the colon and gh reads it; the parser
             // does not: refused, never misread.
-            ("h:\n  oauth_token:\tgho_X\n", "not YAML"),
-            ("github.com:\n  oauth_token: [a\n", "not YAML"),
+            ("h:\n  oauth_token:\tgho_X\n", "YAML parser does not read"),
+            (
+                "github.com:\n  oauth_token: [a\n",
+                "YAML parser does not read",
+            ),
             ("- a\n", "not a mapping"),
             (
                 &format!("a: {}{}\n", "[".repeat(40), "]".repeat(40)),
