@@ -735,7 +735,8 @@ fn gh_token_entry(n: usize) -> impl Strategy<Value = (String, Vec<String>)> {
         1 => Just("|\n        {t}"),
         1 => Just("\t{t}"),
     ];
-    (key, "(| |  )", value, "[A-Za-z0-9]{8,20}").prop_map(move |(k, sp, v, tail)| {
+    let sp = prop_oneof![1 => Just(""), 4 => Just(" "), 1 => Just("  ")];
+    (key, sp, value, "[A-Za-z0-9]{8,20}").prop_map(move |(k, sp, v, tail)| {
         let t = gh_token(n, &tail);
         let old = gh_token(n + 50, &tail);
         let v = v
@@ -921,7 +922,7 @@ fn gh_hosts_reader_reads_what_gh_reads_or_refuses() {
     let accepted = accepted.into_inner();
     eprintln!("gh-hosts-reader: {cases} files, {accepted} read by the broker, the rest refused");
     assert!(
-        accepted * 4 >= cases,
+        accepted * 5 >= cases,
         "only {accepted} of {cases} files were read"
     );
 }
