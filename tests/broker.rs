@@ -522,28 +522,55 @@ fn a_token_file_the_broker_cannot_read_as_gh_stops_the_launch() {
         );
         let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
         assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
-        // A Console API key in ~/.claude.json (bound as the host's own
-        // file) is a credential the broker cannot keep out: 125 too
-        // (decision 0030); without it the same launch runs.
-        let key = real_key("brkyamlno");
-        let p = w.put(
+    }
+}
+
+/// Decision 0030: a Console API key in `~/.claude.json` (the host's own
+/// file, read-write inside) is brokered: the session sees a private copy
+/// of the file with a stand-in of the key's shape, writes to that copy,
+/// and the host's file keeps the real key and nothing the session wrote.
+/// Control: with `broker = off` the real key is readable inside.
+#[test]
+fn a_console_api_key_in_claude_json_is_never_readable_inside() {
+    if !require("broker_console_key") {
+        return;
+    }
+    let w = jail_world("brkconsole", CONF);
+    let key = real_key("brkconsole");
+    let inside = "python3 -c 'import json,os; p=os.path.expanduser(\"~/.claude.json\"); \
+        v=json.load(open(p)); print(\"key=\"+v[\"primaryApiKey\"]); v[\"numStartups\"]=7; \
+        json.dump(v, open(p, \"w\"))'";
+    for who in BOTH {
+        let text = format!("{{\"projects\":{{}},\"primaryApiKey\":\"{key}\"}}");
+        let p = w.put(who, ".claude.json", &text);
+        let o = w.run(who, &[], &["claude", "shell", inside]);
+        let out = stdout(&o);
+        let seen = value(&out, "key");
+        assert!(
+            seen.starts_with("sk-ant-api03-") && seen.len() == key.len() && seen != key,
+            "{who:?}: {}",
+            shown(&o)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            text,
+            "{who:?}: the host's file changed"
+        );
+    }
+    w.run_root_raw("echo 'broker = off' >> /etc/claude-sandbox.conf");
+    for who in BOTH {
+        w.put(
             who,
             ".claude.json",
             &format!("{{\"projects\":{{}},\"primaryApiKey\":\"{key}\"}}"),
         );
-        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
-        assert_eq!(o.status.code(), Some(125), "{who:?}: {}", shown(&o));
-        let e = stderr(&o);
-        assert!(
-            e.contains(&p.display().to_string())
-                && e.contains("primaryApiKey")
-                && e.contains("pass-env")
-                && !e.contains(&key),
-            "{who:?}: {e}"
+        let o = w.run(who, &[], &["claude", "shell", inside]);
+        assert_eq!(
+            value(&stdout(&o), "key"),
+            key,
+            "{who:?}: control: {}",
+            shown(&o)
         );
-        w.put(who, ".claude.json", "{\"projects\":{}}");
-        let o = w.run(who, &[], &["claude", "shell", "echo ran"]);
-        assert_eq!(stdout(&o), "ran\n", "{who:?}: {}", shown(&o));
     }
 }
 

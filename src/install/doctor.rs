@@ -677,8 +677,8 @@ struct Held {
     login: bool,
     /// `CLAUDE_CONFIG_DIR` is set: the login the session uses is elsewhere.
     login_elsewhere: bool,
-    /// `~/.claude.json` holds a Console API key (`primaryApiKey`), which
-    /// stops a launch that brokers (decision 0030).
+    /// `~/.claude.json` holds a Console API key (`primaryApiKey`),
+    /// brokered with a private copy of the file (decision 0030).
     primary_key: bool,
 }
 
@@ -709,8 +709,10 @@ fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) 
     } else if h.login {
         held.push("Claude Code's own login (~/.claude/.credentials.json)");
     }
-    if h.primary_key {
-        held.push("the Console API key in ~/.claude.json (primaryApiKey)");
+    match (h.primary_key, h.gateway) {
+        (true, false) => held.push("the Console API key in ~/.claude.json (primaryApiKey; the session writes a private copy of that file, which is not kept)"),
+        (true, true) => not.push("the Console API key in ~/.claude.json (ANTHROPIC_BASE_URL names a gateway, which a stand-in would break)"),
+        _ => {}
     }
     let mode = crate::plan::egress(c);
     if !c.broker || !crate::egress::policy::broker::brokers_in(mode) {
@@ -729,12 +731,6 @@ fn broker_summary(c: &config::Config, h: &Held, bundle: bool) -> (bool, String) 
             format!("readable inside: {}", held.join(", "))
         };
         return (true, format!("off: {why}; {readable}"));
-    }
-    if h.primary_key {
-        return (
-            false,
-            "~/.claude.json holds a Console API key (primaryApiKey), which the broker cannot keep out of that file: every launch stops (exit 125); pass it as ANTHROPIC_API_KEY (pass-env) and remove it from the file (decision 0030)".to_string(),
-        );
     }
     if !held.is_empty() && !bundle {
         return (
@@ -873,7 +869,7 @@ mod tests {
         };
         let (ok, d) = broker_summary(&allow, &key, true);
         assert!(
-            !ok && d.contains("primaryApiKey") && d.contains("exit 125"),
+            ok && d.contains("primaryApiKey; the session writes a private copy"),
             "{d}"
         );
         let off = config::Config {

@@ -372,7 +372,10 @@ fn start_broker(
         claude_credentials: Some(home.join(egress::policy::claude_oauth::CREDENTIALS_REL))
             .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
         // Its Console API key (issue #45, decision 0030).
+        // With a gateway, a stand-in would break the key there (as for a
+        // forwarded ANTHROPIC_API_KEY): the file is then left as it is.
         claude_json: Some(home.join(egress::policy::claude_oauth::CLAUDE_JSON_REL))
+            .filter(|_| !base_url_elsewhere(cfg, &home))
             .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file())),
     };
     let broker = egress::Broker::start(&src)?;

@@ -106,7 +106,8 @@ pub(crate) struct Sources {
     /// 0017): brokered when it holds a login.
     pub(crate) claude_credentials: Option<PathBuf>,
     /// `~/.claude.json`, when it is a regular file: a Console API key in
-    /// it (`primaryApiKey`) stops the launch (decision 0030).
+    /// it (`primaryApiKey`) is brokered, the sandbox given a private
+    /// writable copy of the file (decision 0030).
     pub(crate) claude_json: Option<PathBuf>,
 }
 
@@ -282,19 +283,31 @@ impl Gather {
     }
 }
 
-/// A Console API key in `~/.claude.json` (`primaryApiKey`) stops the
-/// launch (decision 0030): Claude Code rewrites that file all session
-/// long, so the sandbox sees the host's own and the broker cannot keep
-/// the key out of it.
-fn no_primary_api_key(p: &std::path::Path) -> anyhow::Result<()> {
-    let text = read(p)?;
-    if primary_api_key(&text).is_some() {
-        return Err(fail(format!(
-            "{} holds a Console API key (primaryApiKey) that the sandbox would read; pass it as ANTHROPIC_API_KEY (pass-env = ANTHROPIC_API_KEY, brokered) and remove it from that file (claude /logout outside the sandbox)",
-            p.display()
-        )));
+impl Gather {
+    /// `~/.claude.json` holding a Console API key (`primaryApiKey`,
+    /// decision 0030): the key brokered as a forwarded `ANTHROPIC_API_KEY`
+    /// is (swapped into `x-api-key` towards the API), and the sandbox's
+    /// private writable copy of the file, the stand-in wherever the key
+    /// was. What the session writes to that copy stays in it: the host's
+    /// file is not rewritten. `None` without a key.
+    fn claude_json(&mut self, p: &std::path::Path) -> anyhow::Result<Option<(PathBuf, String)>> {
+        let text = read(p)?;
+        let Some(real) = primary_api_key(&text) else {
+            return Ok(None);
+        };
+        let s = self.cred(ANTHROPIC_API_KEY, &real, &[])?;
+        let copy = text.replace(&real, &s);
+        // The stand-in has the key's shape: the copy is still the JSON
+        // Claude Code wrote, and holds the key nowhere.
+        let same: Option<serde_json::Value> = serde_json::from_str(&copy).ok();
+        if same.is_none() || primary_api_key(&copy).as_deref() != Some(s.as_str()) {
+            return Err(fail(format!(
+                "{}: its Console API key (primaryApiKey) cannot be replaced by a stand-in; log in again outside the sandbox (claude /login)",
+                p.display()
+            )));
+        }
+        Ok(Some((p.to_path_buf(), copy)))
     }
-    Ok(())
 }
 
 /// A token file the broker cannot read as `tool` does (issue #45): the
@@ -341,13 +354,15 @@ impl Broker {
             let s = g.cred(ANTHROPIC_API_KEY, real, &[])?;
             g.env.push(("ANTHROPIC_API_KEY".to_string(), s));
         }
-        if let Some(p) = &src.claude_json {
-            no_primary_api_key(p)?;
-        }
-        let (oauth, writable) = match &src.claude_credentials {
+        let console = match &src.claude_json {
+            Some(p) => g.claude_json(p)?,
+            None => None,
+        };
+        let (oauth, mut writable) = match &src.claude_credentials {
             Some(p) => g.claude_credentials(p)?,
             None => (None, Vec::new()),
         };
+        writable.extend(console);
         if g.pairs.is_empty() && oauth.is_none() {
             return Ok(None);
         }

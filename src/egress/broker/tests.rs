@@ -470,10 +470,11 @@ fn mcp_oauth_tokens_are_brokered_for_their_server_and_masked_elsewhere() {
     );
 }
 
-/// Issue #45, decision 0030: a Console API key in `~/.claude.json` stops
-/// the launch (the sandbox sees that file as it is); without one, nothing.
+/// Issue #45, decision 0030: a Console API key in `~/.claude.json` is
+/// brokered, the sandbox given a private writable copy of the file with
+/// the stand-in in its place; without one, nothing.
 #[test]
-fn a_console_api_key_in_claude_json_stops_the_launch() {
+fn a_console_api_key_in_claude_json_is_brokered_with_a_copy_of_the_file() {
     let f = fixture();
     let p = f.dir.join("claude.json");
     std::fs::write(
@@ -489,16 +490,20 @@ fn a_console_api_key_in_claude_json_stops_the_launch() {
             ..Default::default()
         })
     };
-    let err = start().err().expect("refused");
-    assert_eq!(crate::error::exit_code(&err), 125);
-    let e = err.to_string();
+    let b = start().unwrap().expect("brokered");
+    let inside = b.inside();
+    let (dst, copy) = inside.writable.first().expect("a private copy");
+    assert_eq!(dst, &p);
+    let v: serde_json::Value = serde_json::from_str(copy).unwrap();
+    let standin = v["primaryApiKey"].as_str().unwrap();
+    assert!(standin.starts_with("sk-ant-api03-") && standin != "sk-ant-api03-PrimaryPrimary");
+    assert!(!copy.contains("PrimaryPrimary"), "{copy}");
+    assert_eq!(v["projects"], serde_json::json!({}));
     assert!(
-        e.contains(&p.display().to_string())
-            && e.contains("primaryApiKey")
-            && e.contains("ANTHROPIC_API_KEY")
-            && !e.contains("PrimaryPrimary")
-            && !e.contains('\n'),
-        "{e}"
+        std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("PrimaryPrimary"),
+        "the host's file is left as it is"
     );
     std::fs::write(&p, r#"{"projects":{}}"#).unwrap();
     assert!(start().unwrap().is_none());
