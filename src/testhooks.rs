@@ -71,6 +71,10 @@ pub(crate) enum Mutation {
     /// supervisor inside.
     #[cfg(feature = "test-mutations")]
     WorktreeUnkept,
+    /// The workspace taken for one that folds no case (issue #45 item 8):
+    /// the guard compares names as bytes, as before.
+    #[cfg(feature = "test-mutations")]
+    NoCasefold,
     /// The user's own `~/.cache` and `~/.local/share`, and writable forge dirs.
     #[cfg(feature = "test-mutations")]
     HostState,
@@ -166,6 +170,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::NoHeld => "no-held",
         Mutation::UnsupervisedBind => "unsupervised-bind",
         Mutation::WorktreeUnkept => "worktree-unkept",
+        Mutation::NoCasefold => "no-casefold",
         Mutation::HostState => "host-state",
         Mutation::AllowUserns => "allow-userns",
         Mutation::SeccompMinimal => "seccomp-minimal",
@@ -295,6 +300,9 @@ fn apply_unprotect(sb: &mut crate::sandbox::Sandbox, home: &std::path::Path) {
             "CLAUDE_SANDBOX_TEST_MUTATION".into(),
             "worktree-unkept".into(),
         ));
+    }
+    if active(Mutation::NoCasefold) {
+        sb.folds = false;
     }
     if active(Mutation::NoHeld) {
         // Each hooks directory read-only again, as before issue #44.

@@ -28,6 +28,7 @@ const NAMES: &[&str] = &[
     "unprotect",
     "unguarded",
     "no-git-rule",
+    "no-casefold",
     "host-state",
     "allow-userns",
     "seccomp-minimal",

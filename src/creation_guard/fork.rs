@@ -256,8 +256,10 @@ fn read_table(fd: RawFd) -> Result<Table, String> {
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
         .map_err(|e| format!("creation guard: cannot read the protected paths: {e}"))?;
-    let (paths, held) = crate::sandbox::guard_list::decode(&bytes);
+    let crate::sandbox::guard_list::GuardList { paths, held, folds } =
+        crate::sandbox::guard_list::decode(&bytes);
     let mut table = Table::new(&paths);
+    table.folds = folds;
     // Looked at before anything of the session runs: each held copy where
     // the launch bound it.
     table.held_hooks = held

@@ -41,6 +41,9 @@ pub(super) struct Table {
     /// The git directories the launch found (issue #45 item 2: their
     /// `core.worktree` values are recorded when the session starts).
     pub(super) gitdirs: Vec<Vec<u8>>,
+    /// The workspace's file system folds case (issue #45 item 8): names
+    /// are decided by its lookup too ([`super::fold`]).
+    pub(super) folds: bool,
 }
 
 impl Table {
@@ -95,6 +98,11 @@ impl Table {
         let has = |v: Option<&Vec<Vec<u8>>>| v.is_some_and(|v| v.iter().any(|n| n == name));
         has(parent.key.and_then(|k| self.by_inode.get(&k)))
             || (self.match_paths && has(self.by_path.get(&parent.path())))
+    }
+
+    /// Every name protected in some parent.
+    pub(super) fn names(&self) -> &[Vec<u8>] {
+        &self.names
     }
 
     /// Whether `name` is protected in some parent, in any ASCII case (on a

@@ -155,6 +155,9 @@ fn workspace_facts(
         .as_deref()
         .map(|ws| protected_paths(ws, &mut discovered))
         .unwrap_or_default();
+    // Issue #45 item 8: asked only where there is something to guard.
+    discovered.folds =
+        !discovered.paths.is_empty() && workspace.as_deref().is_some_and(super::casefold::folds);
     (resolved, discovered, protected)
 }
 

@@ -30,6 +30,7 @@
 //! (what an unprivileged user could not read, issues #13 and #24: the
 //! launch's masks, the battery's audit, `doctor`'s summary).
 
+mod casefold;
 mod exec;
 mod host;
 pub(crate) mod integrity;

@@ -76,6 +76,7 @@ pub(crate) fn build(
         network,
         creation_guard,
         held_hooks,
+        folds: facts.discovered.folds,
         notices: true,
         limits: super::limits::limits(cfg, facts),
         command: Program {

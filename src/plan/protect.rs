@@ -181,6 +181,10 @@ pub(crate) struct Protected {
     pub(crate) stopped: Option<Stopped>,
     /// Directories the walk at exit could not list.
     pub(crate) unreadable: Vec<PathBuf>,
+    /// Whether the workspace's file system folds case (issue #45 item 8):
+    /// found by the launch (`launch::casefold`), not by the walk; the
+    /// creation guard then decides names by lookup.
+    pub(crate) folds: bool,
 }
 
 impl Protected {

@@ -45,6 +45,10 @@ pub(crate) struct Sandbox {
     /// The git directories' `hooks` bound to held copies (issue #44,
     /// [`Mount::ReadWrite`]): the guard lets anything be written there.
     pub(crate) held_hooks: Vec<PathBuf>,
+    /// The workspace's file system folds case (issue #45 item 8): the
+    /// guard decides names by lookup. Not in `plan --json` when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) folds: bool,
     /// The session's notices file (issue #44): bound read-only at
     /// `paths::INSIDE_NOTICES`, and appended to by the guard's supervisor.
     pub(crate) notices: bool,

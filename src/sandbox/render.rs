@@ -350,6 +350,7 @@ fn shim_command(o: &mut Out, sb: &Sandbox, jail: bool) {
             FdContent::Bytes(super::guard_list::encode(
                 &sb.creation_guard,
                 &sb.held_hooks,
+                sb.folds,
             )),
         ));
         OsString::from(FD_SHIM_CREATION_GUARD.to_string())
@@ -418,6 +419,7 @@ mod tests {
             network,
             creation_guard: vec!["/w/.envrc".into()],
             held_hooks: Vec::new(),
+            folds: false,
             notices: false,
             limits: Default::default(),
             command: Program {
