@@ -85,6 +85,11 @@ pub(super) fn decides_on(name: &[u8]) -> bool {
     let any_case = |list: &[&[u8]]| list.iter().any(|n| n.eq_ignore_ascii_case(name));
     any_case(GITDIR_NAMES) || any_case(INFO_NAMES) || any_case(PROTECTED_FILES)
 }
+/// Every name the rule decides on by its spelling (issue #45 item 8:
+/// on a folding workspace, the names another spelling may stand for).
+pub(super) fn rule_names() -> impl Iterator<Item = &'static [u8]> {
+    GITDIR_NAMES.iter().chain(INFO_NAMES).copied()
+}
 /// The largest `config` the rule reads; a larger one is refused.
 pub(super) const MAX_CONFIG: u64 = 1 << 20;
 
@@ -127,6 +132,10 @@ pub(super) struct GitRule {
     pub(super) no_hold: bool,
     /// The work trees configs name, which must keep leading inside.
     pub(super) worktrees: WorkTrees,
+    /// The workspace folds case (issue #45 item 8): a directory is named
+    /// `hooks` or `info` by its own name's fold too, and a planted
+    /// `info/ATTRIBUTES` is `info/attributes`.
+    pub(super) folds: bool,
 }
 
 impl GitRule {
@@ -145,6 +154,7 @@ impl GitRule {
             held_hooks,
             off,
             no_hold,
+            folds: false,
         }
     }
 
@@ -168,7 +178,9 @@ impl GitRule {
     /// without the lock, by a caller that holds it already).
     pub(super) fn leaves_alone(&self, dir: &Dir, name: &[u8]) -> bool {
         self.off
-            || !(GITDIR_NAMES.contains(&name) || self.in_hooks(dir, name) || in_info(dir, name))
+            || !(GITDIR_NAMES.contains(&name)
+                || self.in_hooks(dir, name)
+                || in_info(dir, name, self.folds))
     }
 
     /// Whether `name` may be given in `dir` by `how`.
@@ -183,7 +195,7 @@ impl GitRule {
         let hold = self.read();
         let sensitive = GITDIR_NAMES.contains(&name);
         let in_hooks = self.in_hooks(dir, name);
-        let in_info = in_info(dir, name);
+        let in_info = in_info(dir, name, self.folds);
         if !sensitive && !in_hooks && !in_info {
             return Verdict::Plain(hold);
         }
@@ -269,9 +281,9 @@ impl GitRule {
             && only_dir(b"objects")
             && only_dir(b"refs")
             && (absent(b"hooks") || entries_ok(b"hooks", &|n| n.ends_with(b".sample")))
-            && (absent(b"info") || entries_ok(b"info", &|n| !INFO_NAMES.contains(&n)))
+            && (absent(b"info") || entries_ok(b"info", &|n| !self.info_name(n)))
             && (kind(fd, b"objects/info").is_none()
-                || entries_ok(b"objects/info", &|n| !INFO_NAMES.contains(&n)))
+                || entries_ok(b"objects/info", &|n| !self.info_name(n)))
             && ((absent(b"commondir") && absent(b"gitdir")) || worktree_admin(fd))
             && self.recheck_config(fd, b"config")
             && self.recheck_config(fd, b"config.worktree")
@@ -443,7 +455,17 @@ impl GitRule {
     /// A name other than a sample's in a directory named `hooks` that is
     /// not a held one.
     fn in_hooks(&self, dir: &Dir, name: &[u8]) -> bool {
-        in_hooks(dir, name) && !dir.key.is_some_and(|k| self.held_hooks.contains(&k))
+        in_hooks(dir, name, self.folds) && !dir.key.is_some_and(|k| self.held_hooks.contains(&k))
+    }
+
+    /// A name of [`INFO_NAMES`], or on a folding workspace another
+    /// spelling of one.
+    fn info_name(&self, name: &[u8]) -> bool {
+        INFO_NAMES.contains(&name)
+            || (self.folds
+                && INFO_NAMES
+                    .iter()
+                    .any(|n| super::spelling::same_fold(n, name)))
     }
 }
 
@@ -471,27 +493,36 @@ fn gitlike_at(dir: RawFd, at: &[u8]) -> bool {
 }
 
 /// A name other than a sample's in a directory named `hooks`.
-fn in_hooks(dir: &Dir, name: &[u8]) -> bool {
-    !name.ends_with(b".sample") && is_named(dir, b"hooks")
+fn in_hooks(dir: &Dir, name: &[u8], folds: bool) -> bool {
+    !name.ends_with(b".sample") && is_named(dir, b"hooks", folds)
 }
 
 /// A name of [`INFO_NAMES`] in a directory named `info`.
-fn in_info(dir: &Dir, name: &[u8]) -> bool {
-    INFO_NAMES.contains(&name) && is_named(dir, b"info")
+fn in_info(dir: &Dir, name: &[u8], folds: bool) -> bool {
+    INFO_NAMES.contains(&name) && is_named(dir, b"info", folds)
 }
 
 /// Whether `dir` is the entry `name` of its parent (one `stat`: the
-/// common answer is that the parent has no such entry).
-fn is_named(dir: &Dir, name: &[u8]) -> bool {
+/// common answer is that the parent has no such entry). On a folding
+/// workspace also when its own name folds to `name` (issue #45 item 8: a
+/// FUSE server may give `.git/HOOKS` an inode of its own, which a bind
+/// over `.git/hooks` does not cover).
+fn is_named(dir: &Dir, name: &[u8], folds: bool) -> bool {
     let Some(key) = dir.key else {
         return false;
     };
-    nix::sys::stat::fstatat(
+    let by_inode = nix::sys::stat::fstatat(
         Some(dir.fd.as_raw_fd()),
         OsStr::from_bytes(&join(b"..", name)),
         AtFlags::AT_SYMLINK_NOFOLLOW,
     )
-    .is_ok_and(|st| (st.st_dev, st.st_ino) == key)
+    .is_ok_and(|st| (st.st_dev, st.st_ino) == key);
+    by_inode
+        || (folds
+            && fd_path(dir.fd.as_raw_fd()).is_some_and(|p| {
+                let own = p.rsplit(|b| *b == b'/').next().unwrap_or_default();
+                super::spelling::same_fold(own, name)
+            }))
 }
 
 /// Whether `dir` (named `info`) is a git directory's `info/` or

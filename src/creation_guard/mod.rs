@@ -62,13 +62,15 @@
 //! directory's `config` made by a plain open, held aside until the
 //! session's end, then checked and put in place: issue #44), `bind.rs`
 //! (`bind(2)` of a unix socket to a path, performed on the caller's own
-//! socket: issue #45).
+//! socket: issue #45), `fold.rs` and `spelling.rs` (names on a workspace
+//! whose file system folds case, decided by its lookup: issue #45 item 8).
 
 mod aside;
 mod bind;
 mod calls;
 mod fifo_wait;
 mod filter;
+mod fold;
 mod fork;
 mod fs_context;
 mod gitrule;
@@ -76,6 +78,7 @@ mod open;
 mod proc;
 mod resolve;
 mod serve;
+mod spelling;
 mod table;
 mod worktrees;
 

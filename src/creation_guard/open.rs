@@ -179,17 +179,17 @@ impl Supervisor {
     }
 
     /// Open `loc` for the caller, or say where the symlink it names leads.
-    fn open_step(&self, c: &Caller, loc: Loc, flags: i32, mode: u32) -> Result<Step, Errno> {
+    fn open_step(&self, c: &Caller, mut loc: Loc, flags: i32, mode: u32) -> Result<Step, Errno> {
         let dir = loc.dir.fd.as_raw_fd();
-        let cname = loc.cname();
-        let on_proc = match (loc.dir.key, self.proc_dev) {
-            (Some((dev, _)), Some(proc_dev)) => dev == proc_dev,
-            _ => loc.dir.on_procfs(),
-        };
-        if on_proc {
+        if self.on_proc(&loc) {
+            let cname = loc.cname();
             return self.open_in_proc(c, &loc, &cname, flags, mode);
         }
-        if self.table.protects(&loc.dir, &loc.name) {
+        // Issue #45 item 8: another spelling of a name decided on.
+        let folded = self.fold_in(&mut loc);
+        let decided = folded.as_deref().unwrap_or(&loc.name);
+        let cname = loc.cname();
+        if self.table.protects(&loc.dir, decided) {
             return self.open_protected(&loc, &cname, flags, mode);
         }
         let how = if flags & libc::O_CREAT != 0 {
@@ -200,18 +200,14 @@ impl Supervisor {
         // A repository copied file by file (issue #44): its `config`, made
         // after its `HEAD`, is set aside, not refused.
         let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
-        if how == How::File && !tmpfile && self.git.sets_aside(&loc.dir, &loc.name) {
-            if let Ok(fd) = self.asides.set_aside(dir, &loc.name, mode) {
-                self.notice(&format!(
-                    "claude-sandbox: held {}: a git config written by a plain copy is kept aside and put in place when the session ends if every entry is one git writes in ordinary work; until then the repository has no config.",
-                    loc.display()
-                ));
+        if how == How::File && !tmpfile {
+            if let Some(fd) = self.set_aside(&loc, decided, mode) {
                 return Ok(Step::Opened(fd));
             }
         }
         // Held until the call is done (a FIFO's wait is in its own thread,
         // without it).
-        let _held = match self.admit(&loc, how) {
+        let _held = match self.admit_as(&loc, decided, how) {
             Ok(held) => held,
             Err(refused) => return Ok(Step::Answered(refused)),
         };
@@ -230,7 +226,8 @@ impl Supervisor {
         // the name or fails with `EEXIST`, whatever is there now, a symlink
         // or a FIFO included: the kernel's answer, with no look first.
         if creates && flags & libc::O_EXCL != 0 && !tmpfile {
-            return create(self, c, dir, &cname, f, mode).map(Step::Opened);
+            let fd = create(self, c, dir, &cname, f, mode)?;
+            return Ok(self.made(&loc, decided, fd));
         }
         // One look at the name decides the way: a symlink to follow by
         // hand, a FIFO to wait on apart, an existing file to open as it is,
@@ -250,11 +247,53 @@ impl Supervisor {
             }
             Ok(_) if !tmpfile => openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode),
             Err(libc::ENOENT) if !creates => Err(libc::ENOENT),
+            Err(libc::ENOENT) if !tmpfile => {
+                let fd = create(self, c, dir, &cname, f, mode)?;
+                return Ok(self.made(&loc, decided, fd));
+            }
             _ => create(self, c, dir, &cname, f, mode),
         };
         match opened {
             Err(libc::ELOOP) if follow => follow_link(c, loc).map(Step::Follow),
             other => other.map(Step::Opened),
+        }
+    }
+
+    /// A git directory's missing `config` made by a plain open (`decided`,
+    /// at `loc`): set aside, the agent told, when the rule says so.
+    fn set_aside(&self, loc: &Loc, decided: &[u8], mode: u32) -> Option<OwnedFd> {
+        if !self.git.sets_aside(&loc.dir, decided) {
+            return None;
+        }
+        let fd = self
+            .asides
+            .set_aside(loc.dir.fd.as_raw_fd(), decided, mode)
+            .ok()?;
+        self.notice(&format!(
+            "claude-sandbox: held {}: a git config written by a plain copy is kept aside and put in place when the session ends if every entry is one git writes in ordinary work; until then the repository has no config.",
+            loc.display()
+        ));
+        Some(fd)
+    }
+
+    /// A file just made at `loc`, decided as `decided`: placed in the
+    /// caller, or on a folding workspace unmade and refused when the file
+    /// system finds it under another name decided on (issue #45 item 8).
+    fn made(&self, loc: &Loc, decided: &[u8], fd: OwnedFd) -> Step {
+        if !self.folded_after(loc, decided) {
+            return Step::Opened(fd);
+        }
+        drop(fd);
+        // SAFETY: valid fd and C string.
+        unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), 0) };
+        Step::Answered(self.refuse(loc))
+    }
+
+    /// Whether `loc`'s directory is on `/proc`.
+    fn on_proc(&self, loc: &Loc) -> bool {
+        match (loc.dir.key, self.proc_dev) {
+            (Some((dev, _)), Some(proc_dev)) => dev == proc_dev,
+            _ => loc.dir.on_procfs(),
         }
     }
 
@@ -319,6 +358,12 @@ impl Supervisor {
         }
         if flags & libc::O_EXCL != 0 {
             return Err(libc::EEXIST);
+        }
+        // On a folding workspace the entry may be reached under a spelling
+        // no read-only bind covers (a FUSE server's inode of its own for
+        // `.VSCODE`): never opened for writing (issue #45 item 8).
+        if self.table.folds && flags & WRITES != 0 {
+            return Ok(Step::Answered(self.refuse(loc)));
         }
         openat(dir, cname.as_bytes(), flags & !libc::O_CREAT, mode).map(Step::Opened)
     }

@@ -57,7 +57,8 @@ pub(super) struct Supervisor {
 
 impl Supervisor {
     pub(crate) fn new(table: Table, notices: Option<std::os::fd::OwnedFd>) -> Supervisor {
-        let git = GitRule::new(table.workspace.clone(), table.held_hooks.clone());
+        let mut git = GitRule::new(table.workspace.clone(), table.held_hooks.clone());
+        git.folds = table.folds;
         git.record_worktrees(&table.gitdirs);
         Supervisor {
             git,
@@ -122,7 +123,18 @@ impl Supervisor {
     /// a rename (which alone may put a `config` in place): the lock to hold
     /// while the call is performed, or the refusal to answer with.
     pub(super) fn admit(&self, loc: &Loc, how: How) -> Result<Verdict<'_>, Reply> {
-        match self.git.judge(&loc.dir, &loc.name, how) {
+        self.admit_as(loc, &loc.name, how)
+    }
+
+    /// [`Supervisor::admit`], `loc` judged as the name `decided` (another
+    /// spelling of it on a folding workspace: [`super::fold`]).
+    pub(super) fn admit_as(
+        &self,
+        loc: &Loc,
+        decided: &[u8],
+        how: How,
+    ) -> Result<Verdict<'_>, Reply> {
+        match self.git.judge(&loc.dir, decided, how) {
             Verdict::Refused | Verdict::Config(_) => Err(self.refuse(loc)),
             held => Ok(held),
         }
@@ -260,15 +272,28 @@ impl Supervisor {
         op: impl FnOnce(&Loc) -> Result<i64, Errno>,
     ) -> Result<i64, Reply> {
         let path = read_path(c.pid, path).map_err(Reply::Err)?;
-        let loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
-        if self.table.protects(&loc.dir, &loc.name) {
+        let mut loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
+        let folded = self.fold_in(&mut loc);
+        let decided = folded.as_deref().unwrap_or(&loc.name);
+        if self.table.protects(&loc.dir, decided) {
             return Err(self.refuse(&loc));
         }
-        let _held = self.admit(&loc, how)?;
+        let _held = self.admit_as(&loc, decided, how)?;
         let umask = self.fs.umask(c.proc_pid).map_err(Reply::Err)?;
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
-        op(&loc).map_err(Reply::Err)
+        let made = op(&loc).map_err(Reply::Err)?;
+        if self.folded_after(&loc, decided) {
+            let dir = if how == How::Mkdir {
+                AT_REMOVEDIR as i32
+            } else {
+                0
+            };
+            // SAFETY: valid fd and C string.
+            unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), dir) };
+            return Err(self.refuse(&loc));
+        }
+        Ok(made)
     }
 
     /// `symlink`: refused, like any creation, where the table or the git
@@ -309,11 +334,13 @@ impl Supervisor {
     ) -> Result<i64, Reply> {
         let old = read_path(c.pid, old).map_err(Reply::Err)?;
         let new = read_path(c.pid, new).map_err(Reply::Err)?;
-        let to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
-        if self.table.protects(&to.dir, &to.name) {
+        let mut to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
+        let folded = self.fold_in(&mut to);
+        let decided = folded.as_deref().unwrap_or(&to.name);
+        if self.table.protects(&to.dir, decided) {
             return Err(self.refuse(&to));
         }
-        let _held = self.admit(&to, How::File)?;
+        let _held = self.admit_as(&to, decided, How::File)?;
         // The source names an existing object; the kernel resolves it for
         // us, from the caller's directory.
         let (from_dir, from, flags) = if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
@@ -336,7 +363,7 @@ impl Supervisor {
         let from = cstr(&from).map_err(Reply::Err)?;
         let (base, flags) = (libc::AT_FDCWD, libc::AT_SYMLINK_FOLLOW);
         // SAFETY: valid fds and C strings.
-        check(unsafe {
+        let made = check(unsafe {
             libc::linkat(
                 base,
                 from.as_ptr(),
@@ -345,7 +372,13 @@ impl Supervisor {
                 flags,
             )
         })
-        .map_err(Reply::Err)
+        .map_err(Reply::Err)?;
+        if self.folded_after(&to, decided) {
+            // SAFETY: valid fd and C string.
+            unsafe { libc::unlinkat(to.dir.fd.as_raw_fd(), to.cname().as_ptr(), 0) };
+            return Err(self.refuse(&to));
+        }
+        Ok(made)
     }
 
     /// The source of a `link`, opened (`O_PATH`) as the kernel would
@@ -389,7 +422,7 @@ impl Supervisor {
         if !path.starts_with(b"/") || path.ends_with(b" (deleted)") {
             return false;
         }
-        let Ok(loc) = super::resolve::locate_from(None, &path) else {
+        let Ok(mut loc) = super::resolve::locate_from(None, &path) else {
             return true;
         };
         let same = nix::sys::stat::fstatat(
@@ -398,6 +431,8 @@ impl Supervisor {
             nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
         )
         .is_ok_and(|s| (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino));
+        // Another spelling of a protected name is that name (issue #45 item 8).
+        self.fold_in(&mut loc);
         !same || self.git.protects_file(&loc.dir, &loc.name)
     }
 
@@ -412,9 +447,10 @@ impl Supervisor {
     ) -> Result<i64, Reply> {
         let old = read_path(c.pid, old).map_err(Reply::Err)?;
         let new = read_path(c.pid, new).map_err(Reply::Err)?;
-        let from = c.locate(olddirfd, &old).map_err(Reply::Err)?;
-        let to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
+        let mut from = c.locate(olddirfd, &old).map_err(Reply::Err)?;
+        let mut to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let fresh = self.fold_rename(&mut from, &mut to, exchange);
         if self.table.protects(&to.dir, &to.name) {
             return Err(self.refuse(&to));
         }
@@ -470,7 +506,12 @@ impl Supervisor {
         if alone.is_some() {
             return self.rename_keeping_worktrees(&from, &to, flags);
         }
-        check(renameat2(&from, &to, flags)).map_err(Reply::Err)
+        let done = check(renameat2(&from, &to, flags)).map_err(Reply::Err)?;
+        if fresh && self.folded_after(&to, &to.name) {
+            check(renameat2(&to, &from, libc::RENAME_NOREPLACE)).map_err(Reply::Err)?;
+            return Err(self.refuse(&to));
+        }
+        Ok(done)
     }
 
     /// Whether a name made or replaced at `loc` could change where a
@@ -618,7 +659,7 @@ fn renameat2(from: &Loc, to: &Loc, flags: u32) -> libc::c_int {
 }
 
 /// `lstat` of `loc`: whether it names anything.
-fn exists_at(loc: &Loc) -> bool {
+pub(super) fn exists_at(loc: &Loc) -> bool {
     lstat_at(loc).is_some()
 }
 
