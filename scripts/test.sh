@@ -36,6 +36,10 @@ done
 # debootstrap of Debian bookworm (tests/feature.rs) checks signatures with it
 # (preinstalled on Debian, not on Ubuntu).
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || need_pkgs+=(debian-archive-keyring)
+# tests/casefold.rs mounts a case-insensitive FUSE passthrough
+# (tests/fixtures/casefold_fs.py), with Debian's fusepy and fusermount.
+[ -f /usr/lib/python3/dist-packages/fusepy.py ] || need_pkgs+=(python3-fusepy)
+command -v fusermount >/dev/null 2>&1 || need_pkgs+=(fuse3)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
