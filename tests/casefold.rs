@@ -8,7 +8,8 @@
 //! mount namespace only and gone with it. Inside, as root and as an
 //! unprivileged user, every other spelling is refused and the host's
 //! entries keep their content; with the launch's detection taken away (the
-//! test mutation `no-casefold`) the same session does plant them.
+//! test mutation `no-casefold`) the same session does plant them. Git
+//! works as ever in both.
 
 mod common;
 use common::*;
@@ -27,6 +28,7 @@ t hooks-kelvin 'echo \"touch MARK\" > .git/hoo\u{212a}s/post-merge'
 t git-config-upper 'echo \"[core] fsmonitor = touch MARK\" >> .git/CONFIG'
 t gitdir-upper 'echo \"[core] fsmonitor = touch MARK\" >> .GIT/config'
 echo plain > plain-file && echo PLAIN-OK
+echo two >> file && git add file && git commit -qm change && git checkout -qb topic && echo GIT-OK
 ";
 
 /// What the no-casefold control plants: all but `.GIT/config`, which the
@@ -104,7 +106,8 @@ fn set_up(b: &Path, who: Who) {
     let st = std::process::Command::new("sh")
         .arg("-c")
         .arg(
-            "git init -q -b main . && git -c user.name=A -c user.email=a@b commit -q --allow-empty -m init \
+            "git init -q -b main . && git config user.name A && git config user.email a@b \
+             && echo one > file && git add file && git commit -qm init \
              && echo 'export A=1' > .envrc && mkdir -p .git/hooks",
         )
         .current_dir(b)
@@ -171,8 +174,9 @@ fn session(w: &World, who: Who, tag: &str, env: &[(&str, &str)]) -> (Vec<String>
         .output()
         .unwrap();
     let out = stdout(&o);
+    // Ordinary work goes on: a plain file, a commit, a branch.
     assert!(
-        o.status.success() && out.contains("PLAIN-OK"),
+        o.status.success() && out.contains("PLAIN-OK") && out.contains("GIT-OK"),
         "{who:?} {tag}: {}\n{out}",
         stderr(&o)
     );

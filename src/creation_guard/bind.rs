@@ -38,15 +38,25 @@ impl Supervisor {
                 bind_raw(sock.as_raw_fd(), &sa).map_err(Reply::Err)
             }
             Some(path) => {
-                let loc = c.locate(libc::AT_FDCWD, &path).map_err(Reply::Err)?;
-                if self.table.protects(&loc.dir, &loc.name) {
+                let mut loc = c.locate(libc::AT_FDCWD, &path).map_err(Reply::Err)?;
+                // Another spelling of a decided name (issue #45 item 8).
+                let folded = self.fold_in(&mut loc);
+                let decided = folded.as_deref().unwrap_or(&loc.name);
+                if self.table.protects(&loc.dir, decided) {
                     return Err(self.refuse(&loc));
                 }
-                let _held = self.admit(&loc, How::File)?;
+                let _held = self.admit_as(&loc, decided, How::File)?;
                 let umask = self.fs.umask(c.proc_pid).map_err(Reply::Err)?;
                 c.still_valid().map_err(Reply::Err)?;
                 set_umask(umask);
-                bind_in(sock.as_raw_fd(), loc.dir.fd.as_raw_fd(), &loc.name).map_err(Reply::Err)
+                let dir = loc.dir.fd.as_raw_fd();
+                let bound = bind_in(sock.as_raw_fd(), dir, &loc.name).map_err(Reply::Err)?;
+                if self.folded_after(&loc, decided) {
+                    // SAFETY: valid fd and C string.
+                    unsafe { libc::unlinkat(dir, loc.cname().as_ptr(), 0) };
+                    return Err(self.refuse(&loc));
+                }
+                Ok(bound)
             }
         }
     }

@@ -247,10 +247,11 @@ impl Supervisor {
             }
             Ok(_) if !tmpfile => openat(dir, cname.as_bytes(), f & !libc::O_CREAT, mode),
             Err(libc::ENOENT) if !creates => Err(libc::ENOENT),
-            Err(libc::ENOENT) if !tmpfile => {
-                let fd = create(self, c, dir, &cname, f, mode)?;
-                return Ok(self.made(&loc, decided, fd));
-            }
+            // Made here (where names fold, looked up again); ELOOP: below.
+            Err(libc::ENOENT) if !tmpfile => match create(self, c, dir, &cname, f, mode) {
+                Ok(fd) => return Ok(self.made(&loc, decided, fd)),
+                Err(e) => Err(e),
+            },
             _ => create(self, c, dir, &cname, f, mode),
         };
         match opened {

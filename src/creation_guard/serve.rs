@@ -120,14 +120,10 @@ impl Supervisor {
     }
 
     /// The git rule's verdict on making `loc` by `how`, for every call but
-    /// a rename (which alone may put a `config` in place): the lock to hold
-    /// while the call is performed, or the refusal to answer with.
-    pub(super) fn admit(&self, loc: &Loc, how: How) -> Result<Verdict<'_>, Reply> {
-        self.admit_as(loc, &loc.name, how)
-    }
-
-    /// [`Supervisor::admit`], `loc` judged as the name `decided` (another
-    /// spelling of it on a folding workspace: [`super::fold`]).
+    /// a rename (which alone may put a `config` in place), judged as the
+    /// name `decided` (`loc`'s own, or on a folding workspace the name it
+    /// is another spelling of: [`super::fold`]): the lock to hold while
+    /// the call is performed, or the refusal to answer with.
     pub(super) fn admit_as(
         &self,
         loc: &Loc,
