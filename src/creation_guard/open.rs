@@ -170,9 +170,12 @@ impl Supervisor {
 
     /// Names [`Supervisor::create_plain`] leaves to the way that looks:
     /// any the table protects somewhere or the git rule decides on, `.git`
-    /// and `tty` (`/dev/tty` is the caller's own), in any ASCII case.
+    /// and `tty` (`/dev/tty` is the caller's own), in any ASCII case; on a
+    /// folding workspace any with a `~` (looked up again once made: some
+    /// file systems give names short aliases, issue #45 item 8).
     fn decided_on(&self, name: &[u8]) -> bool {
-        self.table.names_in_any_case(name)
+        (self.table.folds && name.contains(&b'~'))
+            || self.table.names_in_any_case(name)
             || gitrule::decides_on(name)
             || name.eq_ignore_ascii_case(b".git")
             || name.eq_ignore_ascii_case(b"tty")
@@ -585,5 +588,13 @@ mod tests {
         ] {
             assert_eq!(sup.plainly_named(path), None, "{path:?}");
         }
+        // On a folding workspace a `~` name is looked up again once made
+        // (issue #45 item 8): never made in one call.
+        assert_eq!(sup.plainly_named(b"a/x~"), Some(false));
+        let mut table = Table::new(&["/ws/HEAD".into()]);
+        table.folds = true;
+        let folding = Supervisor::new(table, None);
+        assert_eq!(folding.plainly_named(b"a/x~"), None);
+        assert_eq!(folding.plainly_named(b"a/x"), Some(false));
     }
 }
