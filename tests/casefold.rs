@@ -23,7 +23,9 @@ const ATTEMPTS: &str = "
 t() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; else echo \"denied $1\"; fi; }
 t envrc-upper 'echo \"touch MARK\" >> .ENVRC'
 t envrc-mixed 'echo \"touch MARK\" >> .Envrc'
-t vscode-upper 'mkdir .VSCODE && echo MARK > .VSCODE/tasks.json'
+t vscode-upper 'echo MARK >> .VSCODE/settings.json'
+t vscode-new 'echo MARK > .Vscode/tasks.json'
+t head-lower 'echo \"ref: refs/heads/main\" > head'
 t mcp-long-s 'echo MARK > .mcp.j\u{17f}on'
 t hooks-upper 'echo \"touch MARK\" > .git/HOOKS/post-checkout'
 t hooks-kelvin 'echo \"touch MARK\" > .git/hoo\u{212a}s/post-merge'
@@ -41,6 +43,8 @@ const PLANTED: &[&str] = &[
     "envrc-upper",
     "envrc-mixed",
     "vscode-upper",
+    "vscode-new",
+    "head-lower",
     "mcp-long-s",
     "hooks-upper",
     "hooks-kelvin",
@@ -85,8 +89,12 @@ fn planted(b: &Path) -> Vec<String> {
     if read(&b.join(".git/config")).contains("MARK") {
         found.push(".git/config".to_string());
     }
+    if read(&b.join(".vscode/settings.json")).contains("MARK") {
+        found.push(".vscode/settings.json".to_string());
+    }
     for (dir, name) in [
-        ("", ".vscode"),
+        ("", "HEAD"),
+        (".vscode", "tasks.json"),
         ("", ".mcp.json"),
         ("", ".idea"),
         ("", ".devcontainer"),
@@ -97,7 +105,7 @@ fn planted(b: &Path) -> Vec<String> {
             found.push(format!("{dir}/{n}"));
         }
     }
-    for name in [".envrc", "hooks", "config", ".git"] {
+    for name in [".envrc", ".vscode", "hooks", "config", ".git"] {
         let dir = if name == "hooks" || name == "config" {
             b.join(".git")
         } else {
@@ -111,8 +119,9 @@ fn planted(b: &Path) -> Vec<String> {
     found
 }
 
-/// A repository in `b` as `who` would have it: `.envrc`, `.git/hooks`,
-/// no `.vscode` or `.mcp.json`.
+/// A repository in `b` as `who` would have it: `.envrc`,
+/// `.vscode/settings.json`, `.git/hooks`; no `.mcp.json`, `.idea`,
+/// `.devcontainer` or root `HEAD`.
 fn set_up(b: &Path, who: Who) {
     std::fs::create_dir_all(b).unwrap();
     let st = std::process::Command::new("sh")
@@ -120,7 +129,8 @@ fn set_up(b: &Path, who: Who) {
         .arg(
             "git init -q -b main . && git config user.name A && git config user.email a@b \
              && echo one > file && git add file && git commit -qm init \
-             && echo 'export A=1' > .envrc && mkdir -p .git/hooks",
+             && echo 'export A=1' > .envrc && mkdir -p .git/hooks .vscode \
+             && echo {} > .vscode/settings.json",
         )
         .current_dir(b)
         .status()
@@ -220,7 +230,9 @@ fn other_spellings_of_protected_names_are_refused_on_a_folding_workspace() {
         let every = [
             ".envrc",
             ".git/config",
-            "/.vscode",
+            ".vscode/settings.json",
+            ".vscode/tasks.json",
+            "/head",
             "/.mcp.json",
             "hooks/post-checkout",
             "hooks/post-merge",

@@ -42,7 +42,7 @@ impl Supervisor {
                 // Another spelling of a decided name (issue #45 item 8).
                 let folded = self.fold_in(&mut loc);
                 let decided = folded.as_deref().unwrap_or(&loc.name);
-                if self.table.protects(&loc.dir, decided) {
+                if self.table.protects(&loc.dir, decided) || self.inside_other_spelling(&loc.dir) {
                     return Err(self.refuse(&loc));
                 }
                 let _held = self.admit_as(&loc, decided, How::File)?;

@@ -29,9 +29,9 @@ use std::os::unix::ffi::OsStrExt;
 use nix::fcntl::AtFlags;
 
 use super::gitrule;
-use super::resolve::Loc;
+use super::resolve::{fd_path, join, Dir, Loc};
 use super::serve::Supervisor;
-use super::spelling::fold_key;
+use super::spelling::{fold_key, same_fold};
 
 impl Supervisor {
     /// Every name the guard decides on by its spelling.
@@ -82,6 +82,35 @@ impl Supervisor {
         self.candidates()
             .filter(|c| *c != decided && *c != loc.name.as_slice())
             .any(|c| lstat(dir, c) == Some(made))
+    }
+
+    /// Whether `dir` is reached through another spelling of a protected
+    /// entry (`.VSCODE/` for `.vscode/`): where a FUSE server gives that
+    /// spelling a kernel inode of its own, the read-only bind over the
+    /// protected one does not cover it, so everything made or written in
+    /// it is refused (issue #45 item 8). One `readlink` per call on a
+    /// folding workspace, and a `stat` of the parent of each component
+    /// that could be another spelling.
+    pub(super) fn inside_other_spelling(&self, dir: &Dir) -> bool {
+        if !self.table.folds {
+            return false;
+        }
+        let Some(path) = fd_path(dir.fd.as_raw_fd()) else {
+            return false;
+        };
+        let mut parent = b"/".to_vec();
+        for comp in path.split(|b| *b == b'/').filter(|c| !c.is_empty()) {
+            if self.may_alias(comp) {
+                let key =
+                    nix::sys::stat::lstat(OsStr::from_bytes(&parent)).map(|s| (s.st_dev, s.st_ino));
+                let names = key.map_or(&[][..], |k| self.table.names_in(k));
+                if names.iter().any(|n| n != comp && same_fold(n, comp)) {
+                    return true;
+                }
+            }
+            parent = join(&parent, comp);
+        }
+        false
     }
 
     /// A rename's two names on a folding workspace: an existing one is the
@@ -174,6 +203,27 @@ mod tests {
         assert!(sup.folded_after(&loc(".EnvRc"), b"HEAD"));
         assert!(!sup.folded_after(&loc(".EnvRc"), b".envrc"));
         assert!(!sup.folded_after(&loc("other"), b"other"));
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_directory_under_another_spelling_of_a_protected_one_is_protected() {
+        let ws = tmp("fold-dir");
+        for d in [".vscode", ".VSCODE/sub", "other"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap();
+        }
+        let paths = [ws.join("HEAD"), ws.join(".vscode")];
+        let plain = Supervisor::new(Table::new(&paths), None);
+        let mut table = Table::new(&paths);
+        table.folds = true;
+        let sup = Supervisor::new(table, None);
+        // (This file system folds nothing: `.VSCODE` stands for the other
+        // spelling a FUSE server gives an inode of its own.)
+        assert!(sup.inside_other_spelling(&dir(&ws.join(".VSCODE"))));
+        assert!(sup.inside_other_spelling(&dir(&ws.join(".VSCODE/sub"))));
+        assert!(!sup.inside_other_spelling(&dir(&ws.join(".vscode"))));
+        assert!(!sup.inside_other_spelling(&dir(&ws.join("other"))));
+        assert!(!plain.inside_other_spelling(&dir(&ws.join(".VSCODE"))));
         std::fs::remove_dir_all(&ws).unwrap();
     }
 }

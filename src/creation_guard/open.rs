@@ -192,7 +192,7 @@ impl Supervisor {
         let folded = self.fold_in(&mut loc);
         let decided = folded.as_deref().unwrap_or(&loc.name);
         let cname = loc.cname();
-        if self.table.protects(&loc.dir, decided) {
+        if self.table.protects(&loc.dir, decided) || self.inside_other_spelling(&loc.dir) {
             return self.open_protected(&loc, &cname, flags, mode);
         }
         let how = if flags & libc::O_CREAT != 0 {
@@ -338,8 +338,10 @@ impl Supervisor {
         }
     }
 
-    /// A protected name: refused if it does not exist; if it does (bound
-    /// read-only), opened as the kernel would, but never created.
+    /// A protected name (or any inside another spelling of a protected
+    /// entry, on a folding workspace): refused if it does not exist; if it
+    /// does (bound read-only), opened as the kernel would, but never
+    /// created.
     fn open_protected(
         &self,
         loc: &Loc,

@@ -271,7 +271,7 @@ impl Supervisor {
         let mut loc = c.locate(dirfd, &path).map_err(Reply::Err)?;
         let folded = self.fold_in(&mut loc);
         let decided = folded.as_deref().unwrap_or(&loc.name);
-        if self.table.protects(&loc.dir, decided) {
+        if self.table.protects(&loc.dir, decided) || self.inside_other_spelling(&loc.dir) {
             return Err(self.refuse(&loc));
         }
         let _held = self.admit_as(&loc, decided, how)?;
@@ -333,7 +333,7 @@ impl Supervisor {
         let mut to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
         let folded = self.fold_in(&mut to);
         let decided = folded.as_deref().unwrap_or(&to.name);
-        if self.table.protects(&to.dir, decided) {
+        if self.table.protects(&to.dir, decided) || self.inside_other_spelling(&to.dir) {
             return Err(self.refuse(&to));
         }
         let _held = self.admit_as(&to, decided, How::File)?;
@@ -447,13 +447,15 @@ impl Supervisor {
         let mut to = c.locate(newdirfd, &new).map_err(Reply::Err)?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
         let fresh = self.fold_rename(&mut from, &mut to, exchange);
-        if self.table.protects(&to.dir, &to.name) {
+        if self.table.protects(&to.dir, &to.name) || self.inside_other_spelling(&to.dir) {
             return Err(self.refuse(&to));
         }
         if exchange && self.table.protects(&from.dir, &from.name) {
             return Err(self.refuse(&from));
         }
-        if self.table.is_protected_dir(&from.dir, &from.name) {
+        if self.table.is_protected_dir(&from.dir, &from.name)
+            || self.inside_other_spelling(&from.dir)
+        {
             return Err(self.refuse(&from));
         }
         if self.table.is_protected_dir(&to.dir, &to.name) {

@@ -105,6 +105,11 @@ impl Table {
         &self.names
     }
 
+    /// The names protected in the directory `key` (device, inode).
+    pub(super) fn names_in(&self, key: (u64, u64)) -> &[Vec<u8>] {
+        self.by_inode.get(&key).map_or(&[], Vec::as_slice)
+    }
+
     /// Whether `name` is protected in some parent, in any ASCII case (on a
     /// case-insensitive file system `.VSCODE` is `.vscode`).
     pub(super) fn names_in_any_case(&self, name: &[u8]) -> bool {
