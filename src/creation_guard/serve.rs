@@ -275,47 +275,39 @@ impl Supervisor {
             return Err(self.refuse(&loc));
         }
         let _held = self.admit_as(&loc, decided, how)?;
+        // A symlink may turn a recorded work tree outward: made alone,
+        // then checked ([`super::worktrees`]).
+        let alone = (how == How::Symlink)
+            .then(|| self.moves_a_worktree(&loc))
+            .flatten();
         let umask = self.fs.umask(c.proc_pid).map_err(Reply::Err)?;
         c.still_valid().map_err(Reply::Err)?;
         set_umask(umask);
         let made = op(&loc).map_err(Reply::Err)?;
-        if self.folded_after(&loc, decided) {
-            let dir = if how == How::Mkdir {
-                AT_REMOVEDIR as i32
-            } else {
-                0
-            };
-            // SAFETY: valid fd and C string.
-            unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), dir) };
+        let moved_out = alone.is_some() && !self.git.worktrees.still_inside();
+        if moved_out || self.folded_after(&loc, decided) {
+            unmake(&loc, how == How::Mkdir);
             return Err(self.refuse(&loc));
         }
         Ok(made)
     }
 
     /// `symlink`: refused, like any creation, where the table or the git
-    /// rule protects the name; and undone when it turns a recorded work
-    /// tree outward ([`super::worktrees`]).
+    /// rule protects the name, and undone when it turns a recorded work
+    /// tree outward ([`Supervisor::create`]).
     fn symlink(&self, c: &Caller, target: u64, dirfd: i32, path: u64) -> Result<i64, Reply> {
         let target = read_path(c.pid, target)
             .and_then(|t| cstr(&t))
             .map_err(Reply::Err)?;
         self.create(c, dirfd, path, How::Symlink, |loc| {
-            let alone = self.moves_a_worktree(loc);
             // SAFETY: valid fd and C strings.
-            let made = check(unsafe {
+            check(unsafe {
                 libc::symlinkat(
                     target.as_ptr(),
                     loc.dir.fd.as_raw_fd(),
                     loc.cname().as_ptr(),
                 )
-            })?;
-            if alone.is_some() && !self.git.worktrees.still_inside() {
-                // SAFETY: valid fd and C string.
-                unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), 0) };
-                self.refuse(loc);
-                return Err(libc::EPERM);
-            }
-            Ok(made)
+            })
         })
     }
 
@@ -370,8 +362,7 @@ impl Supervisor {
         })
         .map_err(Reply::Err)?;
         if self.folded_after(&to, decided) {
-            // SAFETY: valid fd and C string.
-            unsafe { libc::unlinkat(to.dir.fd.as_raw_fd(), to.cname().as_ptr(), 0) };
+            unmake(&to, false);
             return Err(self.refuse(&to));
         }
         Ok(made)
@@ -501,10 +492,11 @@ impl Supervisor {
         let alone = self
             .moves_a_worktree(&to)
             .or_else(|| self.moves_a_worktree(&from));
-        if alone.is_some() {
-            return self.rename_keeping_worktrees(&from, &to, flags);
-        }
-        let done = check(renameat2(&from, &to, flags)).map_err(Reply::Err)?;
+        let done = if alone.is_some() {
+            self.rename_keeping_worktrees(&from, &to, flags)?
+        } else {
+            check(renameat2(&from, &to, flags)).map_err(Reply::Err)?
+        };
         if fresh && self.folded_after(&to, &to.name) {
             check(renameat2(&to, &from, libc::RENAME_NOREPLACE)).map_err(Reply::Err)?;
             return Err(self.refuse(&to));
@@ -654,6 +646,13 @@ fn renameat2(from: &Loc, to: &Loc, flags: u32) -> libc::c_int {
             flags,
         ) as libc::c_int
     }
+}
+
+/// Undo a creation the supervisor performed at `loc` (`dir`: a `mkdir`).
+fn unmake(loc: &Loc, dir: bool) {
+    let flags = if dir { AT_REMOVEDIR as i32 } else { 0 };
+    // SAFETY: valid fd and C string.
+    unsafe { libc::unlinkat(loc.dir.fd.as_raw_fd(), loc.cname().as_ptr(), flags) };
 }
 
 /// `lstat` of `loc`: whether it names anything.
