@@ -367,10 +367,7 @@ impl GitRule {
             };
             for name in [&b"config"[..], b"config.worktree"] {
                 if let Some((bytes, _)) = read_config(d.as_raw_fd(), name) {
-                    let values = worktree_values(&bytes);
-                    if !values.is_empty() {
-                        self.worktrees.accept(g, &values);
-                    }
+                    self.worktrees.accept(g, &worktree_values(&bytes));
                 }
             }
         }

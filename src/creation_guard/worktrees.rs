@@ -61,12 +61,10 @@ impl WorkTrees {
         };
         let mut walked = Vec::new();
         for v in values {
-            let mut through = vec![base.to_vec()];
-            let ok = inside(ws, &lexical(base, v))
-                && physical(base, v, &mut through).is_some_and(|p| inside(ws, &p));
-            if !ok {
-                return false;
-            }
+            let through = match walk_inside(ws, base, v) {
+                Some(t) if inside(ws, &lexical(base, v)) => t,
+                _ => return false,
+            };
             walked.push(Known {
                 base: base.to_vec(),
                 value: v.clone(),
@@ -118,10 +116,9 @@ impl WorkTrees {
         };
         let mut walks = Vec::new();
         for w in k.iter() {
-            let mut through = vec![w.base.clone()];
-            match physical(&w.base, &w.value, &mut through) {
-                Some(p) if inside(ws, &p) => walks.push(through),
-                _ => return false,
+            match walk_inside(ws, &w.base, &w.value) {
+                Some(through) => walks.push(through),
+                None => return false,
             }
         }
         for (w, t) in k.iter_mut().zip(walks) {
@@ -129,6 +126,15 @@ impl WorkTrees {
         }
         true
     }
+}
+
+/// `value` walked from `base` as the kernel walks it: every path looked at
+/// (`base` first) when it leads inside `ws`, else `None`.
+fn walk_inside(ws: &[u8], base: &[u8], value: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut through = vec![base.to_vec()];
+    physical(base, value, &mut through)
+        .filter(|p| inside(ws, p))
+        .map(|_| through)
 }
 
 /// `value` read from directory `base` (absolute, or relative to it), with

@@ -140,11 +140,7 @@ impl PrivateState {
             }));
         }
         let roots = roots(home);
-        let pol = Policy {
-            fix_modes: true,
-            skip_mounts: false,
-            deadline: None,
-        };
+        let pol = Policy::LAUNCH;
         let units = walk::units(&roots, &pol).map_err(|e| refusal(&e, max, &roots))?;
         prune(&roots, units, max)?;
         Ok(Some(PrivateState {
@@ -321,11 +317,7 @@ mod tests {
         put(&root.join("zzz"), 2 << 20);
         put(&root.join("\u{1}first"), 1 << 20);
         let roots = vec![root.clone()];
-        let pol = Policy {
-            fix_modes: true,
-            skip_mounts: false,
-            deadline: None,
-        };
+        let pol = Policy::LAUNCH;
         let units = walk::units(&roots, &pol).unwrap();
         let link = units.iter().find(|u| u.name.as_bytes() == b"link").unwrap();
         assert_eq!(
@@ -355,11 +347,7 @@ mod tests {
             .collect();
         put(&deep.join("f"), 10);
         let roots = vec![root.clone()];
-        let pol = Policy {
-            fix_modes: true,
-            skip_mounts: false,
-            deadline: None,
-        };
+        let pol = Policy::LAUNCH;
         let e = walk::units(&roots, &pol).unwrap_err();
         let msg = refusal(&e, 1 << 20, &roots).to_string();
         assert!(

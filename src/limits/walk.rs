@@ -41,6 +41,16 @@ pub(super) struct Policy {
     pub(super) deadline: Option<Instant>,
 }
 
+impl Policy {
+    /// What a launch's walk, its pruning and `doctor --fix` take: modes
+    /// of ours fixed, a mount point an error, no deadline.
+    pub(super) const LAUNCH: Policy = Policy {
+        fix_modes: true,
+        skip_mounts: false,
+        deadline: None,
+    };
+}
+
 /// One top-level entry of a private directory: what pruning removes whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Unit {
@@ -268,11 +278,7 @@ pub(super) fn units(roots: &[PathBuf], pol: &Policy) -> Res<Vec<Unit>> {
 /// too deep, unreadable, replaced while walked), each with why; an entry
 /// that is or holds a mount point is not one (nothing removes it).
 pub(super) fn unwalkable(root: &Path) -> Res<Vec<(CString, WalkError)>> {
-    let pol = Policy {
-        fix_modes: true,
-        skip_mounts: false,
-        deadline: None,
-    };
+    let pol = Policy::LAUNCH;
     let (mut dir, rst) = open_root(root)?;
     let fd = dir.as_raw_fd();
     let mut out = Vec::new();
@@ -422,11 +428,7 @@ fn remove(
     lift: &mut Option<Lift>,
     p: &Path,
 ) -> Res<()> {
-    let pol = &Policy {
-        fix_modes: true,
-        skip_mounts: false,
-        deadline: None,
-    };
+    let pol = &Policy::LAUNCH;
     let Some(st) = lstat_at(parent, name, p)? else {
         return Ok(());
     };

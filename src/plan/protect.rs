@@ -358,8 +358,6 @@ impl Walk<'_> {
     /// when missing, not a small regular file, or a symlink leading outside
     /// (listed).
     fn read_pointer(&mut self, p: &Path) -> Option<String> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let m = std::fs::symlink_metadata(p).ok()?;
         let real = if m.file_type().is_symlink() {
             let t = p.canonicalize().ok()?;
@@ -371,17 +369,7 @@ impl Walk<'_> {
         } else {
             p.to_path_buf()
         };
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-            .open(real)
-            .ok()?;
-        if !f.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut s = String::new();
-        f.take(POINTER_MAX).read_to_string(&mut s).ok()?;
-        Some(s)
+        String::from_utf8(read_small(&real, POINTER_MAX)?).ok()
     }
 
     /// The git directory of working tree root `dir`: `dir/.git` when it is
@@ -460,21 +448,11 @@ impl Walk<'_> {
     /// `config.worktree` that lead outside the workspace, symlinks on the
     /// way followed: listed (the config stays the rule's, not bound).
     fn work_trees_out(&mut self, g: &Path) {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         for name in GITDIR_RULED.iter().filter(|n| n.starts_with("config")) {
             let c = g.join(name);
-            let mut text = Vec::new();
-            let read = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-                .open(&c)
-                .ok()
-                .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
-                .and_then(|f| f.take(CONFIG_MAX).read_to_end(&mut text).ok());
-            if read.is_none() {
+            let Some(text) = read_small(&c, CONFIG_MAX) else {
                 continue;
-            }
+            };
             for v in super::gitconfig::values(&text, "core.worktree") {
                 let t = resolved(&g.join(v));
                 if !t.starts_with(self.ws)
@@ -569,6 +547,25 @@ impl Walk<'_> {
 }
 
 /// `p` with `.` and `..` taken lexically (for a target that does not exist).
+/// The first `max` bytes of regular file `p`, opened without following a
+/// symlink there, blocking on a FIFO or taking a terminal; `None` when it
+/// is none such.
+fn read_small(p: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(p)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    f.take(max).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
 /// `p` as the kernel would take it: its longest existing part with every
 /// symlink resolved, the rest (which does not exist) taken lexically.
 fn resolved(p: &Path) -> PathBuf {
