@@ -33,6 +33,9 @@ pub(crate) enum Mutation {
     PastaAttachFails,
     /// The holder given a tap name the kernel refuses.
     TapFails,
+    /// The jail's tap without its transmit filter (issue #45 item 10):
+    /// multicast from inside reaches pasta, which relays it.
+    JailMulticast,
     /// The child cannot make the root view's file masks before bubblewrap
     /// (a mask on a path that does not exist is added to them).
     #[cfg(feature = "test-mutations")]
@@ -161,6 +164,7 @@ pub(crate) fn active(m: Mutation) -> bool {
         Mutation::SkipPinCheck => "skip-pin-check",
         Mutation::PastaAttachFails => "pasta-attach-fails",
         Mutation::TapFails => "tap-fails",
+        Mutation::JailMulticast => "jail-multicast",
         Mutation::PreMaskFails => "pre-mask-fails",
         Mutation::RootMaskVanishes => "root-mask-vanishes",
         Mutation::RouteStepFails => "route-step-fails",

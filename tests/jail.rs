@@ -867,3 +867,167 @@ fn run_holder(join: &std::os::fd::OwnedFd, script: &str) -> std::process::Output
     drop(go_w);
     o
 }
+
+/// Issue #45 item 10: multicast and broadcast never leave the open jail,
+/// however a process names the interface (the kernel sends a local
+/// multicast or the limited broadcast with an output interface, or from the
+/// interface's own address, without looking at a route). Behind the wall:
+/// a LAN listener joined to the groups, which gets every datagram from the
+/// host's namespace (the control), and gets the multicast from inside too
+/// when the jail's tap has no transmit filter (the test mutation): what
+/// keeps it out is that filter and nothing else.
+#[test]
+fn multicast_and_broadcast_stay_inside_the_jail() {
+    if !require("jail_multicast") {
+        return;
+    }
+    let mut lan = Lan::up();
+    let cast = Cast::listen(&mut lan);
+    cast.control(&lan);
+    let w = jail_world("jailcast", "");
+    for who in BOTH {
+        let leaked = cast.inside(&lan, &w, who, &[]);
+        assert!(leaked.is_empty(), "{who:?}: left the jail: {leaked:?}");
+    }
+    let m = jail_world("jailcastopen", "");
+    m.use_mutation_binary();
+    m.install_by_hand(&m.root.join("bin/probe"), "");
+    for who in BOTH {
+        let env = [("CLAUDE_SANDBOX_TEST_MUTATION", "jail-multicast")];
+        let leaked = cast.inside(&lan, &m, who, &env);
+        for group in ["224.0.0.251:5400", "239.1.1.1:5400"] {
+            assert!(
+                leaked.iter().any(|l| l.contains(&format!(" {group} "))),
+                "{who:?}: mutation control: {group} did not arrive without the filter: {leaked:?}"
+            );
+        }
+    }
+}
+
+/// Where the multicast test's listener writes what arrived.
+struct Cast {
+    got: std::path::PathBuf,
+}
+
+/// The destinations the multicast test sends to, and the ways it sends.
+const CAST_TARGETS: [&str; 4] = [
+    "224.0.0.251:5400",     // local multicast (mDNS's group)
+    "239.1.1.1:5400",       // site-scoped multicast
+    "255.255.255.255:5400", // the limited broadcast
+    "10.77.0.255:5400",     // the interface's own broadcast
+];
+/// The multicast test's fence: the "internet" host, on the listener's port.
+const CAST_FENCE: &str = "203.0.113.10:5400";
+const CAST_HOWS: [&str; 7] = [
+    "plain",
+    "source",
+    "mcif",
+    "device",
+    "ifindex",
+    "unicast-if",
+    "pktinfo",
+];
+
+impl Cast {
+    /// A LAN listener joined to both groups, on UDP port 5400.
+    fn listen(lan: &mut Lan) -> Cast {
+        let dir = std::env::temp_dir().join(format!("csb-cast-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let got = dir.join("gathered");
+        std::fs::write(&got, "").unwrap();
+        let l = lan.lan.clone();
+        let gather = got.to_str().unwrap().to_string();
+        lan.listen(
+            &l,
+            &[
+                "gather",
+                "5400",
+                &gather,
+                LISTEN_SECS,
+                "224.0.0.251",
+                "239.1.1.1",
+            ],
+        );
+        lan.wait_listening(&l, &[], &["0.0.0.0:5400"]);
+        Cast { got }
+    }
+
+    /// What arrived, once every line starting with `tag` and holding
+    /// `what` is in (at most 10 s: a datagram may still be on its way).
+    fn arrived(&self, tag: &str, what: &str, count: usize) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&self.got).unwrap();
+            let n = text
+                .lines()
+                .filter(|l| l.starts_with(tag) && l.contains(what))
+                .count();
+            if n >= count || std::time::Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// Every way of sending, from the host's namespace: all arrive.
+    fn control(&self, lan: &Lan) {
+        let mut args = vec!["shout", "OUTSIDE"];
+        args.extend(CAST_TARGETS);
+        let out = stdout(&lan.probe_outside(&args));
+        let control = self.arrived("OUTSIDE", "", CAST_TARGETS.len() * CAST_HOWS.len());
+        for t in CAST_TARGETS {
+            for how in CAST_HOWS {
+                assert!(
+                    control.contains(&format!("OUTSIDE {t} {how}\n")),
+                    "control: {t} sent {how} from the host's namespace did not arrive: {out}\n{control}"
+                );
+            }
+        }
+        std::fs::write(&self.got, "").unwrap();
+    }
+
+    /// Every way of sending, from inside `w` as `who`, then the fence:
+    /// the lines that arrived, the fence's apart. The fence is a unicast
+    /// datagram to the "internet" host (the same listener), sent last each
+    /// way: it goes through pasta, which relays in order, so once it is in,
+    /// whatever pasta relayed before it is too. The datagrams sent from the
+    /// host's namespace after it show the listener still hears.
+    fn inside(&self, lan: &Lan, w: &World, who: Who, env: &[(&str, &str)]) -> Vec<String> {
+        let tag = format!("INSIDE-{who:?}");
+        let np = netprobe_cmd(w);
+        let cmd = format!("{np} shout {tag} {} {CAST_FENCE}", CAST_TARGETS.join(" "));
+        let o = lan.shell(w, who, "", env, &cmd);
+        let out = stdout(&o);
+        for t in CAST_TARGETS.iter().chain([&CAST_FENCE]) {
+            for how in CAST_HOWS {
+                assert!(
+                    out.contains(&format!("{how} {t} ")),
+                    "{who:?}: {how} {t} not tried: {out}{}",
+                    stderr(&o)
+                );
+            }
+        }
+        let fenced = self.arrived(&tag, &format!(" {CAST_FENCE} "), CAST_HOWS.len());
+        assert!(
+            fenced.contains(&format!("{tag} {CAST_FENCE} plain\n")),
+            "{who:?}: the fence through pasta never arrived (is the jail up?): {out}\n{fenced}"
+        );
+        let mut args = vec!["shout", "LATER"];
+        args.extend(CAST_TARGETS);
+        lan.probe_outside(&args);
+        let text = self.arrived("LATER", "", CAST_TARGETS.len() * CAST_HOWS.len());
+        std::fs::write(&self.got, "").unwrap();
+        text.lines()
+            .filter(|l| l.starts_with(&tag) && !l.contains(CAST_FENCE))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Cast {
+    fn drop(&mut self) {
+        if let Some(dir) = self.got.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}

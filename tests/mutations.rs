@@ -20,6 +20,7 @@ const NAMES: &[&str] = &[
     "skip-pin-check",
     "pasta-attach-fails",
     "tap-fails",
+    "jail-multicast",
     "pre-mask-fails",
     "root-mask-vanishes",
     "csb-vanished-root-mask",

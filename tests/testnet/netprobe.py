@@ -17,6 +17,17 @@
                                                (not through the system's resolver): the first
                                                address answered, or "NOANSWER <reason>"
 
+  netprobe.py gather PORT FILE SECONDS GROUP...
+                                               UDP on 0.0.0.0:PORT, joined to each multicast
+                                               GROUP, broadcasts accepted: each datagram's text
+                                               appended to FILE as a line; stop after SECONDS
+  netprobe.py shout TAG ADDR:PORT [...]        to each target (a test-network address, a
+                                               multicast group or 255.255.255.255) one UDP
+                                               datagram "TAG ADDR:PORT HOW" for each way a
+                                               process may send it: HOW "plain", "source" (bound
+                                               to the default interface's address), "mcif"
+                                               (IP_MULTICAST_IF), and the --via modes; prints
+                                               "HOW ADDR:PORT sent" or "HOW ADDR:PORT refused ..."
 --via MODE sends through the interface of the default route (the jail's tap),
 named to the socket as an unprivileged process may: "device" (SO_BINDTODEVICE),
 "ifindex" (SO_BINDTOIFINDEX), and for query also "unicast-if" (IP_UNICAST_IF)
@@ -737,6 +748,74 @@ def echo(target, seconds):
             threading.Thread(target=serve_one, args=(conn, count[0]), daemon=True).start()
 
 
+def gather(port, path, seconds, groups):
+    """Datagrams to PORT (unicast, broadcast, each multicast GROUP): a line
+    of FILE each."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    for g in groups:
+        mreq = struct.pack("4s4s", socket.inet_aton(g), bytes(4))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    deadline = time.monotonic() + seconds
+    with open(path, "a") as out:
+        while (left := until(deadline)) is not None:
+            s.settimeout(left)
+            try:
+                data = s.recv(2048)
+            except OSError:
+                break
+            out.write(data.decode(errors="replace") + "\n")
+            out.flush()
+
+
+def shout_target(target):
+    """A target of shout: a test-network address, a multicast group or the
+    limited broadcast (sent only from a test's own namespaces)."""
+    host, sep, port = target.rpartition(":")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        fail(f"{target!r} is not ADDR:PORT")
+    if not (ip.is_multicast or str(ip) == "255.255.255.255"):
+        ip, _ = parse_endpoint(target)
+    if ip.version != 4 or not port.isdigit():
+        fail(f"{target!r} is not an IPv4 ADDR:PORT")
+    return str(ip), int(port)
+
+
+def iface_addr(iface):
+    """The first IPv4 address of interface `iface` (SIOCGIFADDR)."""
+    import fcntl
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("256s", iface.encode()[:15])
+        return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24])
+
+
+def shout(tag, targets):
+    parsed = [(t, *shout_target(t)) for t in targets]
+    for text, ip, port in parsed:
+        for how in ("plain", "source", "mcif") + VIA_MODES:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+                    cmsg = []
+                    if how == "source":
+                        s.bind((iface_addr(default_iface()), 0))
+                    elif how == "mcif":
+                        addr = socket.inet_aton(iface_addr(default_iface()))
+                        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, addr)
+                    elif how == "pktinfo":
+                        cmsg = pktinfo_cmsg()
+                    elif how != "plain":
+                        bind_via(s, how)
+                    s.sendmsg([f"{tag} {text} {how}".encode()], cmsg, 0, (ip, port))
+                except OSError as e:
+                    print(f"{how} {text} refused {type(e).__name__}: {e}", flush=True)
+                    continue
+            print(f"{how} {text} sent", flush=True)
+
+
 def main(args):
     cmd = args[0] if args else ""
     if cmd == "serve" and len(args) in (3, 4):
@@ -770,6 +849,10 @@ def main(args):
         web(args[1], args[2], lifetime(args[:3] + rest, 3), tls)
     elif cmd == "echo" and len(args) in (2, 3):
         echo(args[1], lifetime(args, 2))
+    elif cmd == "gather" and len(args) >= 4 and args[1].isdigit():
+        gather(int(args[1]), args[2], lifetime(args, 3), args[4:])
+    elif cmd == "shout" and len(args) >= 3:
+        shout(args[1], args[2:])
     else:
         sys.exit(__doc__)
 

@@ -209,7 +209,15 @@ fn make_tap(name: &str) -> Result<(), String> {
     if unsafe { libc::ioctl(fd, libc::TUNSETPERSIST, 1 as libc::c_ulong) } < 0 {
         return Err(said("TUNSETPERSIST"));
     }
-    Ok(()) // closing `tun` detaches; the device stays
+    // Before pasta attaches, so no frame of the jail's ever passes unfiltered.
+    if !crate::testhooks::active(crate::testhooks::Mutation::JailMulticast) {
+        let filter = super::tun::TX_FILTER;
+        // The driver answers with the number of exact addresses it took.
+        if unsafe { libc::ioctl(fd, libc::TUNSETTXFILTER, filter.as_ptr()) } != 2 {
+            return Err(said("TUNSETTXFILTER"));
+        }
+    }
+    Ok(()) // closing `tun` detaches; the device and its filter stay
 }
 
 /// The holder's forked child, in the jail's namespaces: starts `ip` at

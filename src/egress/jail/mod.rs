@@ -8,7 +8,8 @@
 //! the host's routes and resolv.conf, and the refusal naming what is
 //! missing; `holder.rs` the namespace owner, the holder and the route
 //! keeper; `pasta_keeper.rs` pasta's keeper; `tun.rs` whether
-//! `/dev/net/tun` is usable, and the exact fix when not.
+//! `/dev/net/tun` is usable, and the exact fix when not, and the tap's
+//! transmit filter (no multicast reaches pasta: decision 0034).
 //!
 //! May import: `egress::policy` (the route plan), `egress::holders` (what
 //! both holders share), `egress::proxy` and `egress::broker` (the broker's

@@ -9,7 +9,8 @@
 //!    (`claude-sandbox __jail-ns`), which unshares a user + network
 //!    namespace, maps itself to the launching user, makes the jail's
 //!    interface there (a persistent tap, named as the host's default-route
-//!    interface) and reports its PID; the shadow passes it to the keeper,
+//!    interface, passing pasta only frames to pasta's MAC, `-M`, and
+//!    broadcast: no multicast, decision 0034) and reports its PID; the shadow passes it to the keeper,
 //!    which runs pasta against it from outside, attached to that tap (`-I`),
 //!    with `--config-net` to configure it and every forwarding of host
 //!    loopback turned off (`-T none -U none`, `--no-map-gw`), IPv4 only;
@@ -302,6 +303,10 @@ impl Jail {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(feature = "test-mutations")]
+        if let Some(m) = std::env::var_os("CLAUDE_SANDBOX_TEST_MUTATION") {
+            c.env("CLAUDE_SANDBOX_TEST_MUTATION", m);
+        }
         let child = c.spawn().map_err(|e| {
             setup(format!(
                 "egress jail: cannot start the jail's namespace owner: {e}; reinstall: sudo claude-sandbox install"
@@ -464,6 +469,8 @@ impl Jail {
         // making its own, so its exit does not unregister the device (which
         // cost ~25 ms at every exit; docs/decisions/0004).
         pasta.extend(["-I".into(), w.iface.clone().into()]);
+        // The only unicast address the tap passes to pasta (`tun::TX_FILTER`).
+        pasta.extend(["-M".into(), super::tun::pasta_mac_text().into()]);
         pasta.extend(inward_tcp(&w.publish));
         if let Some(fwd) = w.dns_forward {
             pasta.extend(["--dns-forward".into(), fwd.to_string().into()]);
@@ -572,5 +579,11 @@ mod tests {
             );
         }
         assert!(args.iter().any(|a| a == "--no-map-gw"), "{args:?}");
+        // pasta's MAC is the one the tap's transmit filter passes.
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "-M" && w[1] == "02:63:73:62:00:01"),
+            "{args:?}"
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! host's mode and owner (seen as the overflow uid, `nobody`, through a
 //! user namespace), so its fix is on the host, not in the container.
 //! [`observe`] reads the facts, [`diagnose`] (pure) words the problem.
+//! [`TX_FILTER`] and [`PASTA_MAC`]: what the jail's tap passes to pasta.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
@@ -17,6 +18,42 @@ use std::path::Path;
 pub(super) const TUN: &str = "/dev/net/tun";
 /// Where the feature's metadata binds the host's device.
 pub(super) const HOST_TUN: &str = "/dev/net/host-tun";
+
+/// pasta's own MAC address toward the jail (pasta's `-M`, a locally
+/// administered unicast address). The jail's tap passes pasta only frames
+/// to it and to the broadcast address ([`TX_FILTER`]): no multicast frame
+/// ever reaches pasta, which would relay it from the host's namespace
+/// (issue #45 item 10, docs/decisions/0034).
+pub(super) const PASTA_MAC: [u8; 6] = [0x02, 0x63, 0x73, 0x62, 0x00, 0x01];
+
+/// The tap's transmit filter (`TUNSETTXFILTER`): a `struct tun_filter`
+/// with no flags (so no `TUN_FLT_ALLMULTI`) and two exact addresses,
+/// [`PASTA_MAC`] and the broadcast address (ARP asks for the gateway by
+/// broadcast). With an exact list and an empty multicast hash the tap
+/// driver drops every other frame the jail sends, multicast included.
+pub(super) const TX_FILTER: [u8; 16] = {
+    let mut f = [0u8; 16];
+    // `flags` (u16 at 0) stays 0; `count` (u16 at 2) is 2; then the addresses.
+    let count = 2u16.to_ne_bytes();
+    f[2] = count[0];
+    f[3] = count[1];
+    let mut i = 0;
+    while i < 6 {
+        f[4 + i] = PASTA_MAC[i];
+        f[10 + i] = 0xff;
+        i += 1;
+    }
+    f
+};
+
+/// [`PASTA_MAC`] as pasta's `-M` reads it.
+pub(super) fn pasta_mac_text() -> String {
+    PASTA_MAC
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
 
 /// What `/dev/net/tun` looks like to this user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +149,18 @@ mod tests {
             mode: 0o666,
             uid: 0,
         }
+    }
+
+    #[test]
+    fn the_transmit_filter_passes_pasta_and_broadcast_only() {
+        // struct tun_filter: flags (no TUN_FLT_ALLMULTI), count, addresses.
+        assert_eq!(u16::from_ne_bytes([TX_FILTER[0], TX_FILTER[1]]), 0);
+        assert_eq!(u16::from_ne_bytes([TX_FILTER[2], TX_FILTER[3]]), 2);
+        assert_eq!(TX_FILTER[4..10], PASTA_MAC);
+        assert_eq!(TX_FILTER[10..16], [0xff; 6]);
+        // A unicast (bit 0 clear), locally administered (bit 1 set) address.
+        assert_eq!(PASTA_MAC[0] & 0b11, 0b10);
+        assert_eq!(pasta_mac_text(), "02:63:73:62:00:01");
     }
 
     #[test]
