@@ -1239,6 +1239,13 @@ fn bad_input_leaves_nothing_half_installed() {
 /// installer must find the binary in the user's home (npm is disabled).
 fn install_finding_user_claude(s: &Scratch, root: &Path) -> Output {
     let npm = s.file("in/npm", NO_NPM, 0o755);
+    install_with_npm(s, root, &npm)
+}
+
+/// `install` for `--user root` into `root` with no `--real-claude`, with
+/// the stand-in `npm` bound over `/usr/bin/npm` in a private mount
+/// namespace, and `TMPDIR` the scratch's `tmp`.
+fn install_with_npm(s: &Scratch, root: &Path, npm: &Path) -> Output {
     let tmp = s.dir("tmp");
     Command::new("unshare")
         .args(["--mount", "--propagation", "private", "sh", "-c"])
@@ -1246,7 +1253,7 @@ fn install_finding_user_claude(s: &Scratch, root: &Path) -> Output {
             r#"if [ -e /usr/bin/npm ]; then mount --bind "$1" /usr/bin/npm; fi && shift && exec "$@""#,
         )
         .arg("sh")
-        .arg(&npm)
+        .arg(npm)
         .arg(our_binary())
         .args(["install", "--prefix", root.to_str().unwrap()])
         .args(["--no-packages", "--user", "root"])
@@ -1255,6 +1262,75 @@ fn install_finding_user_claude(s: &Scratch, root: &Path) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// An `npm` stand-in for `npm install … --prefix DIR PACKAGE`: records
+/// DIR in `log`, puts `claude` (a stand-in Claude Code) where npm puts the
+/// platform binary, and exits with `status`.
+fn npm_standin(s: &Scratch, name: &str, claude: &Path, log: &Path, status: u8) -> PathBuf {
+    let script = format!(
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --prefix ] && dir=\"$2\"; shift; done\n\
+         echo \"$dir\" >> '{log}'\n\
+         for a in x64 arm64; do p=\"$dir/node_modules/@anthropic-ai/claude-code-linux-$a\"; \
+         mkdir -p \"$p\" && cp '{claude}' \"$p/claude\" || exit 9; done\nexit {status}\n",
+        log = log.display(),
+        claude = claude.display(),
+    );
+    s.file(&format!("in/{name}"), script.as_bytes(), 0o755)
+}
+
+/// What install downloads with npm (~360 MB for the real Claude Code) is
+/// removed once the binary is installed, and when npm fails: `$TMPDIR` is
+/// left as it was. Each time, npm did run (its log names a directory in
+/// `$TMPDIR`), and on success the installed binary is the one npm gave.
+#[test]
+fn an_npm_download_is_never_left_behind() {
+    if !require("npm_download_removed") {
+        return;
+    }
+    let s = Scratch::new("npmdownload");
+    let claude = s.file("in/claude", WRAPPER_CAPABLE_CLAUDE, 0o755);
+    let log = s.path("in/npm.log");
+    for (case, status) in [("npm succeeds", 0), ("npm fails", 1)] {
+        let root = s.dir(&format!("stage-{status}"));
+        let npm = npm_standin(&s, &format!("npm{status}"), &claude, &log, status);
+        let o = install_with_npm(&s, &root, &npm);
+        assert_eq!(
+            o.status.success(),
+            status == 0,
+            "{case}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let used = std::fs::read_to_string(&log).unwrap_or_default();
+        let tmp = s.path("tmp");
+        assert!(
+            used.lines()
+                .last()
+                .is_some_and(|d| Path::new(d).starts_with(&tmp)),
+            "{case}: npm was not run into $TMPDIR: {used:?}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "{case}: left in $TMPDIR: {left:?}");
+        if status == 0 {
+            let installed = root.join("usr/libexec/claude-sandbox/claude");
+            assert_eq!(
+                std::fs::read(&installed).unwrap(),
+                WRAPPER_CAPABLE_CLAUDE,
+                "{case}: the installed binary is not npm's"
+            );
+        } else {
+            assert!(
+                stderr(&o).contains("npm could not provide"),
+                "{case}: {}",
+                stderr(&o)
+            );
+        }
+    }
 }
 
 /// Where the native installer keeps a version, and the link it makes.

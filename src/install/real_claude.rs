@@ -19,6 +19,20 @@ pub(super) struct RealSource {
     pub(super) source: PathBuf,
     /// The user's `~/.local/bin/claude`, not rebased (the manifest's form), when that is the source.
     pub(super) origin: Option<PathBuf>,
+    /// npm's download directory, when the source is in it: removed with
+    /// this value, once install has copied the binary (or failed).
+    _download: Option<Download>,
+}
+
+/// A temporary directory npm installed into; removed on drop, however
+/// install ends (an `Err` included), so no download (~360 MB) is left in
+/// `$TMPDIR`.
+struct Download(PathBuf);
+
+impl Drop for Download {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The real binary, from what the user asked, in order: `--real-claude`
@@ -33,6 +47,7 @@ pub(super) fn find_real_claude(
     installed_real: &Path,
 ) -> anyhow::Result<RealSource> {
     let mut origin = None;
+    let mut download = None;
     let user_claude = if real_claude.is_some() {
         None
     } else {
@@ -47,10 +62,15 @@ pub(super) fn find_real_claude(
         installed_real.to_path_buf()
     } else {
         let version = claude_version.unwrap_or(DEFAULT_CLAUDE_VERSION.trim());
-        let (_npm_dir, bin) = fetch_from_npm(version)?;
+        let (dir, bin) = fetch_from_npm(version)?;
+        download = Some(dir);
         bin
     };
-    Ok(RealSource { source, origin })
+    Ok(RealSource {
+        source,
+        origin,
+        _download: download,
+    })
 }
 
 /// The user's `~/.local/bin/claude` as the file to relocate: the file itself,
@@ -123,11 +143,16 @@ fn find_npm() -> Option<PathBuf> {
     })
 }
 
-fn fetch_from_npm(version: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// npm's install of Claude Code `version` into a new temporary directory
+/// (removed when the returned [`Download`] is dropped), and the platform
+/// binary in it.
+fn fetch_from_npm(version: &str) -> anyhow::Result<(Download, PathBuf)> {
     let npm = find_npm().ok_or_else(|| {
         fail("no real Claude Code binary given and npm is not installed: pass --real-claude PATH, or install npm (apt-get install npm)")
     })?;
-    let dir = nix::unistd::mkdtemp(&std::env::temp_dir().join("claude-sandbox-npm-XXXXXX"))?;
+    let dir = Download(nix::unistd::mkdtemp(
+        &std::env::temp_dir().join("claude-sandbox-npm-XXXXXX"),
+    )?);
     let st = Command::new(npm)
         .args([
             "install",
@@ -139,7 +164,7 @@ fn fetch_from_npm(version: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
             "--loglevel=error",
             "--prefix",
         ])
-        .arg(&dir)
+        .arg(&dir.0)
         .arg(format!("@anthropic-ai/claude-code@{version}"))
         .status()?;
     let arch = if cfg!(target_arch = "aarch64") {
@@ -147,11 +172,10 @@ fn fetch_from_npm(version: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
     } else {
         "x64"
     };
-    let bin = dir.join(format!(
+    let bin = dir.0.join(format!(
         "node_modules/@anthropic-ai/claude-code-linux-{arch}/claude"
     ));
     if !st.success() || !bin.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
         return Err(fail(format!("npm could not provide @anthropic-ai/claude-code@{version} for linux-{arch}; pass --real-claude PATH")));
     }
     Ok((dir, bin))
