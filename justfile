@@ -13,6 +13,14 @@ test:
 feature:
     bash devcontainer-feature/build.sh
 
+# The release rehearsal: what the release workflow does (both static
+# binaries, devcontainer-feature/publish.sh) against a local OCI registry,
+# then the published feature brought up from it with `devcontainer up` on
+# Docker and rootless Podman (root and remote user, by :MAJOR, :VERSION and
+# digest) and upgraded to the next version (as root; ~10 minutes).
+release-rehearsal:
+    cargo test --test release -- --nocapture
+
 # Wire the feature and slash commands into another workspace.
 promote DIR:
     cargo run --quiet --release -- promote {{DIR}}

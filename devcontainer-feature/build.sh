@@ -37,11 +37,8 @@ for arch in "${arches[@]}"; do
     install -m 0755 "target/$arch-unknown-linux-gnu/release/claude-sandbox" "$feature/claude-sandbox-$arch"
     file "$feature/claude-sandbox-$arch"
 done
-cli="${DEVCONTAINER_CLI:-}"
-if [ -z "$cli" ]; then
-    cli=/opt/csb-devcontainer-cli/node_modules/.bin/devcontainer
-    [ -x "$cli" ] || npm install --prefix /opt/csb-devcontainer-cli --no-audit --no-fund --loglevel=error @devcontainers/cli
-fi
+# shellcheck source=devcontainer-feature/cli.sh
+. devcontainer-feature/cli.sh
 rm -rf target/feature-package
 "$cli" features package devcontainer-feature/src --output-folder target/feature-package --force-clean-output-folder
 ls -la target/feature-package

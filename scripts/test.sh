@@ -21,9 +21,12 @@ need_pkgs=()
 for pc in bubblewrap:bwrap passt:pasta iproute2:ip git:git util-linux:unshare debootstrap:debootstrap docker.io:dockerd \
           file:file hyperfine:hyperfine npm:npm python3:python3 curl:curl zsh:zsh gcc:cc openssl:openssl \
           gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc qemu-user-static:qemu-aarch64-static \
-          podman:podman uidmap:newuidmap slirp4netns:slirp4netns gh:gh; do
+          podman:podman uidmap:newuidmap slirp4netns:slirp4netns gh:gh docker-registry:docker-registry; do
     command -v "${pc#*:}" >/dev/null 2>&1 || need_pkgs+=("${pc%%:*}")
 done
+# tests/release.rs (the release rehearsal) publishes the feature to a local
+# OCI registry, Debian's docker-registry (the CNCF distribution registry),
+# which it starts in its engines' network namespaces and stops itself.
 # tests/broker_accept.rs runs Debian's gh (`gh api user`, and as git's
 # credential helper) through the credential broker.
 # tests/podman.rs runs Debian's podman rootless: newuidmap/newgidmap (uidmap)
@@ -43,7 +46,16 @@ command -v fusermount >/dev/null 2>&1 || need_pkgs+=(fuse3)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # No package's service starts (docker.io's dockerd, docker-registry's
+    # registry on :5000): the tests start their own, in namespaces of their
+    # own, and stop them. invoke-rc.d and deb-systemd-invoke ask policy-rc.d.
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 0755 "$policy"
+    fi
     apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+    [ -z "$policy" ] || rm -f "$policy"
 fi
 
 step "Rust toolchain"

@@ -125,15 +125,38 @@ pub(crate) fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBu
         &dc.join("claude-sandbox"),
     );
     without_installs_after(&dc.join("claude-sandbox"));
-    let mut config = serde_json::json!({
-        "image": IMAGE,
-        "features": { "./claude-sandbox": { "claudeSource": "existing" } },
-    });
+    let features = serde_json::json!({ "./claude-sandbox": { "claudeSource": "existing" } });
+    write_devcontainer_json(&ws, features, user);
+    ws
+}
+
+/// A workspace as a user of the published feature has it: its
+/// devcontainer.json holds "image", the one "features" line naming the
+/// feature in a registry by `reference` (a tag or a digest) with
+/// `options`, and, for a non-root user, "remoteUser".
+pub(crate) fn registry_workspace(
+    parent: &Path,
+    name: &str,
+    user: Option<&str>,
+    reference: &str,
+    options: serde_json::Value,
+) -> PathBuf {
+    let ws = parent.join(name);
+    std::fs::create_dir_all(ws.join(".devcontainer")).unwrap();
+    write_devcontainer_json(&ws, serde_json::json!({ reference: options }), user);
+    ws
+}
+
+/// `ws`'s .devcontainer/devcontainer.json with [`IMAGE`], `features` and
+/// `user` as remoteUser, and the feature's test.sh beside it (which
+/// [`a_user_notices`] runs).
+fn write_devcontainer_json(ws: &Path, features: serde_json::Value, user: Option<&str>) {
+    let mut config = serde_json::json!({ "image": IMAGE, "features": features });
     if let Some(u) = user {
         config["remoteUser"] = u.into();
     }
     std::fs::write(
-        dc.join("devcontainer.json"),
+        ws.join(".devcontainer/devcontainer.json"),
         serde_json::to_string_pretty(&config).unwrap(),
     )
     .unwrap();
@@ -142,7 +165,6 @@ pub(crate) fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBu
         ws.join("feature-test.sh"),
     )
     .unwrap();
-    ws
 }
 
 /// `cp -a SRC DST`.

@@ -17,8 +17,11 @@
 pub(crate) mod broker;
 pub(crate) mod debian;
 pub(crate) mod devcontainer;
+pub(crate) mod docker;
 pub(crate) mod lan;
+pub(crate) mod podman;
 pub(crate) mod pty;
+pub(crate) mod registry;
 pub(crate) mod site;
 pub(crate) mod tracked;
 
