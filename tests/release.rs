@@ -368,11 +368,32 @@ fn copies_of(run: &dyn Fn(&str) -> Output, binary: &(String, u64)) -> Vec<String
         .collect()
 }
 
+/// The version and the resolved reference (`…@sha256:…`) the CLI's
+/// lockfile (.devcontainer/devcontainer-lock.json) of workspace `ws` pins
+/// the feature to.
+fn locked(ws: &Path) -> (String, String) {
+    let path = ws.join(".devcontainer/devcontainer-lock.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lock: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let features = lock["features"]
+        .as_object()
+        .expect("the lockfile's features");
+    assert_eq!(features.len(), 1, "{text}");
+    let f = features.values().next().unwrap();
+    let field = |k: &str| {
+        f[k].as_str()
+            .unwrap_or_else(|| panic!("{k} in {text}"))
+            .to_string()
+    };
+    (field("version"), field("resolved"))
+}
+
 /// The upgrade from N to N+1 on `engine` (issue #47 item 3): the container
 /// `old_id` of `ws` (remoteUser `who`), up from `:MAJOR` with version N,
-/// then N+1 published (from [`next_version`]) and the user's options
-/// changed in devcontainer.json, and the container rebuilt by `devcontainer
-/// up --remove-existing-container`: N+1's binary is in place, the pin is
+/// then N+1 published (from [`next_version`]), the workspace's lockfile
+/// moved on to N+1 by `devcontainer upgrade`, the user's options changed
+/// in devcontainer.json, and the container rebuilt by `devcontainer up
+/// --remove-existing-container`: N+1's binary is in place, the pin is
 /// new and holds (`claude` launches, doctor is clean), the config says the
 /// new options, install created the same places, and no copy of N's binary
 /// is left. Returns N+1's digest.
@@ -391,9 +412,24 @@ fn upgrade(
         !copies_of(&|s| run_in(old_id, s), &old.binary).is_empty(),
         "N's binary not found"
     );
+    let lock_n = locked(ws);
     let (next, v1) = next_version(src, &engine.dir.join("next"));
     publish(&engine.netns(), &next);
     let digest = published(serving, &v1, &next, &engine.dir.join("next-unpacked"));
+    // The CLI (0.87 and later) pinned N in the workspace's lockfile at
+    // `up`; a rebuild keeps N until `devcontainer upgrade` moves it on.
+    let wsf = ws.display().to_string();
+    let o = engine.devcontainer(&["upgrade", "--workspace-folder", &wsf]);
+    assert!(
+        o.status.success(),
+        "devcontainer upgrade:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let lock_n1 = locked(ws);
+    assert_eq!(lock_n1.0, v1, "the lockfile after `devcontainer upgrade`");
+    assert!(lock_n1.1.ends_with(&format!("@{digest}")), "{lock_n1:?}");
+    assert_ne!(lock_n.1, lock_n1.1);
     let new_bin = next.join(format!(
         "claude-sandbox/claude-sandbox-{}",
         std::env::consts::ARCH
@@ -411,7 +447,6 @@ fn upgrade(
         .clone();
     dc["features"][&feature] = opts;
     std::fs::write(&config, serde_json::to_string_pretty(&dc).unwrap()).unwrap();
-    let wsf = ws.display().to_string();
     let o = engine.devcontainer(&[
         "up",
         "--workspace-folder",
@@ -564,6 +599,12 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
         options(),
     );
     let user_id = docker::up_and_check(&engine, &user_ws, Some("vscode"), &expected);
+    let lock = locked(&user_ws);
+    assert_eq!(
+        lock,
+        (v.clone(), reference(&format!("@{digest}"))),
+        ":{major} locked to N"
+    );
     docker::jail_probe(&engine, &root_id, &root_ws);
     let t_docker = t0.elapsed();
     let next = upgrade(
