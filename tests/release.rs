@@ -221,15 +221,17 @@ fn next_version(src: &Path, dir: &Path) -> (PathBuf, String) {
     let next = dir.join("src");
     std::fs::create_dir_all(dir).unwrap();
     copy_tree(src, &next);
-    let meta_path = next.join("claude-sandbox/devcontainer-feature.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    let v = meta["version"].as_str().unwrap().to_string();
-    let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap()).collect();
-    parts[2] += 1;
-    let v1 = format!("{}.{}.{}", parts[0], parts[1], parts[2]);
-    meta["version"] = v1.clone().into();
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    let mut v1 = String::new();
+    edit_json(
+        &next.join("claude-sandbox/devcontainer-feature.json"),
+        |meta| {
+            let v = meta["version"].as_str().unwrap();
+            let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap()).collect();
+            parts[2] += 1;
+            v1 = format!("{}.{}.{}", parts[0], parts[1], parts[2]);
+            meta["version"] = v1.clone().into();
+        },
+    );
     for arch in ["x86_64", "aarch64"] {
         let bin = next.join(format!("claude-sandbox/claude-sandbox-{arch}"));
         let mut bytes = std::fs::read(&bin).unwrap();
@@ -315,8 +317,11 @@ fn published(serving: &Serving, v: &str, src: &Path, unpack_to: &Path) -> String
 struct Installed {
     /// SHA-256 and size of /usr/libexec/claude-sandbox/claude-sandbox.
     binary: (String, u64),
-    /// /usr/libexec/claude-sandbox/claude.pin.
-    pin: String,
+    /// /usr/libexec/claude-sandbox/claude.pin, and when it was written
+    /// (its ctime).
+    pin: (String, String),
+    /// The SHA-256 of the real binary, /usr/libexec/claude-sandbox/claude.
+    real: String,
     /// /etc/claude-sandbox.conf without its comments.
     conf: String,
     /// The paths install's manifest says it created.
@@ -329,13 +334,16 @@ fn installed(run: &dyn Fn(&str) -> Output) -> Installed {
     let o = run(&format!(
         "set -e; sha256sum {SELF} | cut -d' ' -f1; stat -c %s {SELF}; \
          grep -v '^#' /etc/claude-sandbox.conf | tr '\\n' ';'; echo; \
+         stat -c %z /usr/libexec/claude-sandbox/claude.pin; \
+         sha256sum /usr/libexec/claude-sandbox/claude | cut -d' ' -f1; \
          cat /usr/libexec/claude-sandbox/claude.pin"
     ));
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let text = stdout(&o);
-    let mut lines = text.splitn(4, '\n');
+    let mut lines = text.splitn(6, '\n');
     let mut next = || lines.next().unwrap_or_default().to_string();
-    let (sha, size, conf, pin) = (next(), next(), next(), next());
+    let (sha, size, conf) = (next(), next(), next());
+    let (written, real, pin) = (next(), next(), next());
     let m = run("cat /usr/libexec/claude-sandbox/install-manifest.json");
     let manifest: serde_json::Value =
         serde_json::from_str(&stdout(&m)).expect("install's manifest");
@@ -348,7 +356,8 @@ fn installed(run: &dyn Fn(&str) -> Output) -> Installed {
     created.sort();
     Installed {
         binary: (sha, size.trim().parse().unwrap()),
-        pin,
+        pin: (pin, written),
+        real,
         conf,
         created,
     }
@@ -435,18 +444,12 @@ fn upgrade(
         std::env::consts::ARCH
     ));
     let opts = serde_json::json!({ "claudeSource": "existing", "pidsLimit": "512", "privateStateMax": "2G" });
-    let config = ws.join(".devcontainer/devcontainer.json");
-    let mut dc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    let feature = dc["features"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
-    dc["features"][&feature] = opts;
-    std::fs::write(&config, serde_json::to_string_pretty(&dc).unwrap()).unwrap();
+    // The user's options change; the feature line stays.
+    edit_json(&ws.join(".devcontainer/devcontainer.json"), |dc| {
+        for v in dc["features"].as_object_mut().unwrap().values_mut() {
+            *v = opts.clone();
+        }
+    });
     let o = engine.devcontainer(&[
         "up",
         "--workspace-folder",
@@ -475,7 +478,13 @@ fn upgrade(
     eprintln!("upgrade {v1}: before {old:?}\nafter {new:?}");
     assert_eq!(new.binary.0, sha256_file(&new_bin), "N+1's binary in place");
     assert_ne!(new.binary.0, old.binary.0);
-    assert_ne!(new.pin, old.pin, "the pin renewed");
+    // The pin, written anew by N+1's install, of the real binary there
+    // (every launch below checks it).
+    assert_ne!(new.pin.1, old.pin.1, "the pin written again");
+    assert!(
+        new.pin.0.contains(&format!("\"sha256\": \"{}\"", new.real)),
+        "{new:?}"
+    );
     assert_eq!(old.conf, "", "N's config: the defaults");
     assert_eq!(new.conf, "pids-limit = 512;private-state-max = 2G;");
     assert_eq!(new.created, old.created, "install created the same places");

@@ -182,11 +182,17 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path) {
 /// features on ghcr.io, which the CLI looks up even when they are not used,
 /// and no registry is reachable here.
 pub(crate) fn without_installs_after(feature: &Path) {
-    let meta_path = feature.join("devcontainer-feature.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta.as_object_mut().unwrap().remove("installsAfter");
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    edit_json(&feature.join("devcontainer-feature.json"), |meta| {
+        meta.as_object_mut().unwrap().remove("installsAfter");
+    });
+}
+
+/// The JSON file at `path`, changed by `edit` and written back.
+pub(crate) fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
 }
 
 /// tests/testnet/netprobe.py, which the jail probes' listeners run.
