@@ -615,6 +615,15 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
         ":{major} locked to N"
     );
     docker::jail_probe(&engine, &root_id, &root_ws);
+    // The control of the scan at the end: it sees the registry, the engine
+    // and its containers while they run.
+    let running = leftovers(&dirs, &cgroup);
+    for what in ["docker-registry serve", "dockerd", "containerd-shim"] {
+        assert!(
+            running.iter().any(|l| l.contains(what)),
+            "{what} not seen: {running:#?}"
+        );
+    }
     let t_docker = t0.elapsed();
     let next = upgrade(
         &engine,
