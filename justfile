@@ -17,7 +17,8 @@ feature:
 # binaries, devcontainer-feature/publish.sh) against a local OCI registry,
 # then the published feature brought up from it with `devcontainer up` on
 # Docker and rootless Podman (root and remote user, by :MAJOR, :VERSION and
-# digest) and upgraded to the next version (as root; ~10 minutes).
+# digest) and upgraded to the next version (as root; about 2.5 minutes
+# once the build and the Debian base image are cached).
 release-rehearsal:
     cargo test --test release -- --nocapture
 

@@ -192,6 +192,12 @@ fn reference(tail: &str) -> String {
     format!("{ADDR}/{}{tail}", feature_repo())
 }
 
+/// [`registry_workspace`] `name` under `parent` for `user`, naming the
+/// feature by `tail` (see [`reference`]) with [`options`].
+fn user_workspace(parent: &Path, name: &str, user: Option<&str>, tail: &str) -> PathBuf {
+    registry_workspace(parent, name, user, &reference(tail), options())
+}
+
 /// The options of every workspace: the base image carries the real Claude
 /// Code (no npm registry inside the engines' networks).
 fn options() -> serde_json::Value {
@@ -205,11 +211,7 @@ fn options() -> serde_json::Value {
 fn stage(dir: &Path) -> PathBuf {
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
-    copy_tree(
-        &repo().join("devcontainer-feature/src/claude-sandbox"),
-        &src.join("claude-sandbox"),
-    );
-    without_installs_after(&src.join("claude-sandbox"));
+    offline_feature_copy(&src.join("claude-sandbox"));
     src
 }
 
@@ -592,21 +594,9 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
     let digest = published(&serving, &v, &src, &registry.dir.join("n-unpacked"));
     docker::import_image(&engine, &real);
     let t_publish = t0.elapsed();
-    let root_ws = registry_workspace(
-        &engine.dir,
-        "versionws",
-        None,
-        &reference(&format!(":{v}")),
-        options(),
-    );
+    let root_ws = user_workspace(&engine.dir, "versionws", None, &format!(":{v}"));
     let root_id = docker::up_and_check(&engine, &root_ws, None, &expected);
-    let user_ws = registry_workspace(
-        &engine.dir,
-        "majorws",
-        Some("vscode"),
-        &reference(&format!(":{major}")),
-        options(),
-    );
+    let user_ws = user_workspace(&engine.dir, "majorws", Some("vscode"), &format!(":{major}"));
     let user_id = docker::up_and_check(&engine, &user_ws, Some("vscode"), &expected);
     let lock = locked(&user_ws);
     assert_eq!(
@@ -642,21 +632,9 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
     let serving = registry.serve(&PathBuf::from(format!("/proc/{}/ns/net", host.init)));
     podman::import_image(&host, &real);
     let wsd = host.dir.join("ws");
-    let root_ws = registry_workspace(
-        &wsd,
-        "digestws",
-        None,
-        &reference(&format!("@{digest}")),
-        options(),
-    );
+    let root_ws = user_workspace(&wsd, "digestws", None, &format!("@{digest}"));
     let root_id = podman::up_and_check(&host, &root_ws, None, &expected);
-    let user_ws = registry_workspace(
-        &wsd,
-        "majorws",
-        Some("vscode"),
-        &reference(&format!(":{major}")),
-        options(),
-    );
+    let user_ws = user_workspace(&wsd, "majorws", Some("vscode"), &format!(":{major}"));
     let user_id = podman::up_and_check(&host, &user_ws, Some("vscode"), &expected);
     let n_bin = sha256_file(&src.join(format!(
         "claude-sandbox/claude-sandbox-{}",

@@ -120,11 +120,7 @@ pub(crate) fn workspace(parent: &Path, name: &str, user: Option<&str>) -> PathBu
     let ws = parent.join(name);
     let dc = ws.join(".devcontainer");
     std::fs::create_dir_all(&dc).unwrap();
-    copy_tree(
-        &repo().join("devcontainer-feature/src/claude-sandbox"),
-        &dc.join("claude-sandbox"),
-    );
-    without_installs_after(&dc.join("claude-sandbox"));
+    offline_feature_copy(&dc.join("claude-sandbox"));
     let features = serde_json::json!({ "./claude-sandbox": { "claudeSource": "existing" } });
     write_devcontainer_json(&ws, features, user);
     ws
@@ -176,6 +172,13 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path) {
         .status()
         .unwrap();
     assert!(st.success(), "cp -a {} {}", src.display(), dst.display());
+}
+
+/// The repo's feature folder (with the binaries build.sh staged) copied to
+/// `dst`, `installsAfter` removed ([`without_installs_after`]).
+pub(crate) fn offline_feature_copy(dst: &Path) {
+    copy_tree(&repo().join("devcontainer-feature/src/claude-sandbox"), dst);
+    without_installs_after(dst);
 }
 
 /// Remove `installsAfter` from the feature copy at `feature`: it names
