@@ -399,36 +399,11 @@ fn locked(ws: &Path) -> (String, String) {
     (field("version"), field("resolved"))
 }
 
-/// The upgrade from N to N+1 on `engine` (issue #47 item 3): the container
-/// `old_id` of `ws` (remoteUser `who`), up from `:MAJOR` with version N,
-/// then N+1 published (from [`next_version`]), the workspace's lockfile
-/// moved on to N+1 by `devcontainer upgrade`, the user's options changed
-/// in devcontainer.json, and the container rebuilt by `devcontainer up
-/// --remove-existing-container`: N+1's binary is in place, the pin is
-/// new and holds (`claude` launches, doctor is clean), the config says the
-/// new options, install created the same places, and no copy of N's binary
-/// is left. Returns N+1's digest.
-fn upgrade(
-    engine: &docker::Engine,
-    serving: &Serving,
-    src: &Path,
-    (ws, who): (&Path, &str),
-    old_id: &str,
-    expected: &str,
-) -> String {
-    let run_in = |id: &str, s: &str| engine.docker(&["exec", id, "bash", "-c", s]);
-    let old = installed(&|s| run_in(old_id, s));
-    // The control: the search finds N's binary where it is.
-    assert!(
-        !copies_of(&|s| run_in(old_id, s), &old.binary).is_empty(),
-        "N's binary not found"
-    );
-    let lock_n = locked(ws);
-    let (next, v1) = next_version(src, &engine.dir.join("next"));
-    publish(&engine.netns(), &next);
-    let digest = published(serving, &v1, &next, &engine.dir.join("next-unpacked"));
-    // The CLI (0.87 and later) pinned N in the workspace's lockfile at
-    // `up`; a rebuild keeps N until `devcontainer upgrade` moves it on.
+/// `devcontainer upgrade` in workspace `ws`, whose lockfile pinned N
+/// (`lock_n`, as [`locked`] reads it; the CLI 0.87 and later writes it at
+/// `up`, and a rebuild honours it): the lockfile now pins N+1, `(version,
+/// digest)`.
+fn lock_moved_on(engine: &docker::Engine, ws: &Path, lock_n: &(String, String), n1: (&str, &str)) {
     let wsf = ws.display().to_string();
     let o = engine.devcontainer(&["upgrade", "--workspace-folder", &wsf]);
     assert!(
@@ -438,20 +413,22 @@ fn upgrade(
         stderr(&o)
     );
     let lock_n1 = locked(ws);
-    assert_eq!(lock_n1.0, v1, "the lockfile after `devcontainer upgrade`");
-    assert!(lock_n1.1.ends_with(&format!("@{digest}")), "{lock_n1:?}");
+    assert_eq!(lock_n1.0, n1.0, "the lockfile after `devcontainer upgrade`");
+    assert!(lock_n1.1.ends_with(&format!("@{}", n1.1)), "{lock_n1:?}");
     assert_ne!(lock_n.1, lock_n1.1);
-    let new_bin = next.join(format!(
-        "claude-sandbox/claude-sandbox-{}",
-        std::env::consts::ARCH
-    ));
+}
+
+/// The user's options in `ws`'s devcontainer.json changed (the feature
+/// line stays), then `devcontainer up --remove-existing-container`: the
+/// container `old_id` is gone. Returns the new container's id.
+fn rebuilt_with_new_options(engine: &docker::Engine, ws: &Path, old_id: &str) -> String {
     let opts = serde_json::json!({ "claudeSource": "existing", "pidsLimit": "512", "privateStateMax": "2G" });
-    // The user's options change; the feature line stays.
     edit_json(&ws.join(".devcontainer/devcontainer.json"), |dc| {
         for v in dc["features"].as_object_mut().unwrap().values_mut() {
             *v = opts.clone();
         }
     });
+    let wsf = ws.display().to_string();
     let o = engine.devcontainer(&[
         "up",
         "--workspace-folder",
@@ -473,9 +450,45 @@ fn upgrade(
     ]));
     assert!(gone.trim().is_empty(), "N's container is still there");
     let label = format!("label=devcontainer.local_folder={wsf}");
-    let id = stdout(&engine.docker(&["ps", "-q", "--filter", &label]))
+    stdout(&engine.docker(&["ps", "-q", "--filter", &label]))
         .trim()
-        .to_string();
+        .to_string()
+}
+
+/// The upgrade from N to N+1 on `engine` (issue #47 item 3): the container
+/// `old_id` of `ws` (remoteUser `who`), up from `:MAJOR` with version N,
+/// then N+1 published (from [`next_version`]), the workspace's lockfile
+/// moved on to N+1 by `devcontainer upgrade`, the user's options changed
+/// in devcontainer.json, and the container rebuilt by `devcontainer up
+/// --remove-existing-container`: N+1's binary is in place, the pin is
+/// new and holds (`claude` launches, doctor is clean), the config says the
+/// new options, install created the same places, and no copy of N's binary
+/// is left.
+fn upgrade(
+    engine: &docker::Engine,
+    serving: &Serving,
+    src: &Path,
+    (ws, who): (&Path, &str),
+    old_id: &str,
+    expected: &str,
+) {
+    let run_in = |id: &str, s: &str| engine.docker(&["exec", id, "bash", "-c", s]);
+    let old = installed(&|s| run_in(old_id, s));
+    // The control: the search finds N's binary where it is.
+    assert!(
+        !copies_of(&|s| run_in(old_id, s), &old.binary).is_empty(),
+        "N's binary not found"
+    );
+    let (next, v1) = next_version(src, &engine.dir.join("next"));
+    let lock_n = locked(ws);
+    publish(&engine.netns(), &next);
+    let digest = published(serving, &v1, &next, &engine.dir.join("next-unpacked"));
+    lock_moved_on(engine, ws, &lock_n, (&v1, &digest));
+    let new_bin = next.join(format!(
+        "claude-sandbox/claude-sandbox-{}",
+        std::env::consts::ARCH
+    ));
+    let id = rebuilt_with_new_options(engine, ws, old_id);
     let new = installed(&|s| run_in(&id, s));
     eprintln!("upgrade {v1}: before {old:?}\nafter {new:?}");
     assert_eq!(new.binary.0, sha256_file(&new_bin), "N+1's binary in place");
@@ -494,6 +507,7 @@ fn upgrade(
         copies_of(&|s| run_in(&id, s), &old.binary).is_empty(),
         "N's binary left behind"
     );
+    let wsf = ws.display().to_string();
     let exec = |script: &str| {
         engine.devcontainer(&["exec", "--workspace-folder", &wsf, "bash", "-lc", script])
     };
@@ -503,7 +517,6 @@ fn upgrade(
         who,
         expected,
     );
-    digest
 }
 
 /// Everything the rehearsal needs: the engines' (tests/docker.rs's and
@@ -570,96 +583,32 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
     };
     let t0 = Instant::now();
     let before = podman::machine_state();
-    let expected = stdout(&Command::new(&real).arg("--version").output().unwrap())
-        .trim()
-        .to_string();
     let v = versions_agree(
         &repo_file("devcontainer-feature/src/claude-sandbox/devcontainer-feature.json"),
         &repo_file("Cargo.toml"),
         &repo_file("CHANGELOG.md"),
     )
     .expect("one version in the feature, Cargo.toml and CHANGELOG.md");
-    let major = v.split('.').next().unwrap().to_string();
     build_feature();
     let registry = Registry::new();
-    let src = stage(&registry.dir.join("n"));
+    let mut r = Rehearsal {
+        src: stage(&registry.dir.join("n")),
+        expected: stdout(&Command::new(&real).arg("--version").output().unwrap())
+            .trim()
+            .to_string(),
+        major: v.split('.').next().unwrap().to_string(),
+        v,
+        dirs: vec![registry.dir.display().to_string()],
+        registry,
+        real,
+    };
     let t_build = t0.elapsed();
-    let mut dirs = vec![registry.dir.display().to_string()];
-
-    let engine = docker::Engine::start();
-    dirs.push(engine.dir.display().to_string());
-    let cgroup = engine.cgroup.clone();
-    let serving = registry.serve(&engine.netns());
-    publish(&engine.netns(), &src);
-    let digest = published(&serving, &v, &src, &registry.dir.join("n-unpacked"));
-    docker::import_image(&engine, &real);
-    let t_publish = t0.elapsed();
-    let root_ws = user_workspace(&engine.dir, "versionws", None, &format!(":{v}"));
-    let root_id = docker::up_and_check(&engine, &root_ws, None, &expected);
-    let user_ws = user_workspace(&engine.dir, "majorws", Some("vscode"), &format!(":{major}"));
-    let user_id = docker::up_and_check(&engine, &user_ws, Some("vscode"), &expected);
-    let lock = locked(&user_ws);
-    assert_eq!(
-        lock,
-        (v.clone(), reference(&format!("@{digest}"))),
-        ":{major} locked to N"
-    );
-    docker::jail_probe(&engine, &root_id, &root_ws);
-    // The control of the scan at the end: it sees the registry, the engine
-    // and its containers while they run.
-    let running = leftovers(&dirs, &cgroup);
-    for what in ["docker-registry serve", "dockerd", "containerd-shim"] {
-        assert!(
-            running.iter().any(|l| l.contains(what)),
-            "{what} not seen: {running:#?}"
-        );
-    }
+    let (digest, cgroup) = on_docker(&mut r);
     let t_docker = t0.elapsed();
-    let next = upgrade(
-        &engine,
-        &serving,
-        &src,
-        (&user_ws, "vscode"),
-        &user_id,
-        &expected,
-    );
-    let t_upgrade = t0.elapsed();
-    drop(serving);
-    drop(engine);
-
-    let mut host = podman::Host::start();
-    dirs.push(host.dir.display().to_string());
-    let serving = registry.serve(&PathBuf::from(format!("/proc/{}/ns/net", host.init)));
-    podman::import_image(&host, &real);
-    let wsd = host.dir.join("ws");
-    let root_ws = user_workspace(&wsd, "digestws", None, &format!("@{digest}"));
-    let root_id = podman::up_and_check(&host, &root_ws, None, &expected);
-    let user_ws = user_workspace(&wsd, "majorws", Some("vscode"), &format!(":{major}"));
-    let user_id = podman::up_and_check(&host, &user_ws, Some("vscode"), &expected);
-    let n_bin = sha256_file(&src.join(format!(
-        "claude-sandbox/claude-sandbox-{}",
-        std::env::consts::ARCH
-    )));
-    assert_eq!(
-        binary_in(&|a| host.podman(a), &root_id),
-        n_bin,
-        "@{digest} is N"
-    );
-    assert_ne!(
-        binary_in(&|a| host.podman(a), &user_id),
-        n_bin,
-        ":{major} is N+1 ({next})"
-    );
-    podman::jail_probe(&host, &root_id, &root_ws);
-    drop(serving);
-    let left = host.stop();
-    assert!(
-        left.is_empty(),
-        "processes left in the podman host: {left:?}"
-    );
-    drop(host);
+    on_podman(&mut r, &digest);
     let t_podman = t0.elapsed();
 
+    let Rehearsal { registry, dirs, .. } = r;
     drop(registry);
     let left = leftovers(&dirs, &cgroup);
     assert!(left.is_empty(), "left behind: {left:#?}");
@@ -668,12 +617,88 @@ fn release_rehearsal_published_feature_on_docker_and_rootless_podman() {
     }
     assert_eq!(podman::machine_state(), before, "the machine changed");
     eprintln!(
-        "release rehearsal: build {:.1?}, docker engine + publish + import {:.1?}, docker two `up`s + jail {:.1?}, upgrade {:.1?}, podman {:.1?}, total {:.1?}",
-        t_build,
-        t_publish - t_build,
-        t_docker - t_publish,
-        t_upgrade - t_docker,
-        t_podman - t_upgrade,
+        "release rehearsal: build {t_build:.1?}, docker (publish, two `up`s, jail, upgrade) {:.1?}, podman {:.1?}, total {:.1?}",
+        t_docker - t_build,
+        t_podman - t_docker,
         t0.elapsed()
+    );
+}
+
+/// What the rehearsal's parts share.
+struct Rehearsal {
+    registry: Registry,
+    /// Version N's collection ([`stage`]).
+    src: PathBuf,
+    /// N, and its major version.
+    v: String,
+    major: String,
+    /// The real Claude Code, and what its `--version` prints.
+    real: PathBuf,
+    expected: String,
+    /// The registry's, the engine's and the host's directories, for the
+    /// scan of what is left ([`leftovers`]).
+    dirs: Vec<String>,
+}
+
+/// The Docker part: N published, brought up as root by `:VERSION` (jail
+/// probe) and as the remote user by `:MAJOR` (locked to N's digest), the
+/// scan's control, then the upgrade to N+1 ([`upgrade`]). Everything of
+/// the engine ends with it. Returns N's digest and the engine's cgroup.
+fn on_docker(r: &mut Rehearsal) -> (String, String) {
+    let (v, major, expected) = (&r.v, &r.major, &r.expected);
+    let engine = docker::Engine::start();
+    r.dirs.push(engine.dir.display().to_string());
+    let serving = r.registry.serve(&engine.netns());
+    publish(&engine.netns(), &r.src);
+    let digest = published(&serving, v, &r.src, &r.registry.dir.join("n-unpacked"));
+    docker::import_image(&engine, &r.real);
+    let root_ws = user_workspace(&engine.dir, "versionws", None, &format!(":{v}"));
+    let root_id = docker::up_and_check(&engine, &root_ws, None, expected);
+    let user_ws = user_workspace(&engine.dir, "majorws", Some("vscode"), &format!(":{major}"));
+    let user_id = docker::up_and_check(&engine, &user_ws, Some("vscode"), expected);
+    let n_locked = (v.clone(), reference(&format!("@{digest}")));
+    assert_eq!(locked(&user_ws), n_locked, ":{major} locked to N");
+    docker::jail_probe(&engine, &root_id, &root_ws);
+    // The control of the scan at the end: it sees the registry, the engine
+    // and its containers while they run.
+    let running = leftovers(&r.dirs, &engine.cgroup);
+    for what in ["docker-registry serve", "dockerd", "containerd-shim"] {
+        assert!(
+            running.iter().any(|l| l.contains(what)),
+            "{what} not seen: {running:#?}"
+        );
+    }
+    let user = (user_ws.as_path(), "vscode");
+    upgrade(&engine, &serving, &r.src, user, &user_id, expected);
+    (digest, engine.cgroup.clone())
+}
+
+/// The rootless Podman part, after N+1 is out: root by N's `digest`
+/// (still N; jail probe) and the remote user by `:MAJOR` (now N+1); no
+/// process of the host is left when it stops.
+fn on_podman(r: &mut Rehearsal, digest: &str) {
+    let (major, expected) = (&r.major, &r.expected);
+    let mut host = podman::Host::start();
+    r.dirs.push(host.dir.display().to_string());
+    let serving = r
+        .registry
+        .serve(&PathBuf::from(format!("/proc/{}/ns/net", host.init)));
+    podman::import_image(&host, &r.real);
+    let wsd = host.dir.join("ws");
+    let root_ws = user_workspace(&wsd, "digestws", None, &format!("@{digest}"));
+    let root_id = podman::up_and_check(&host, &root_ws, None, expected);
+    let user_ws = user_workspace(&wsd, "majorws", Some("vscode"), &format!(":{major}"));
+    let user_id = podman::up_and_check(&host, &user_ws, Some("vscode"), expected);
+    let arch = std::env::consts::ARCH;
+    let n_bin = sha256_file(&r.src.join(format!("claude-sandbox/claude-sandbox-{arch}")));
+    let podman = |a: &[&str]| host.podman(a);
+    assert_eq!(binary_in(&podman, &root_id), n_bin, "@{digest} is N");
+    assert_ne!(binary_in(&podman, &user_id), n_bin, ":{major} is N+1");
+    podman::jail_probe(&host, &root_id, &root_ws);
+    drop(serving);
+    let left = host.stop();
+    assert!(
+        left.is_empty(),
+        "processes left in the podman host: {left:?}"
     );
 }
