@@ -419,8 +419,7 @@ fn lock_moved_on(engine: &docker::Engine, ws: &Path, lock_n: &(String, String), 
 }
 
 /// The user's options in `ws`'s devcontainer.json changed (the feature
-/// line stays), then `devcontainer up --remove-existing-container`: the
-/// container `old_id` is gone. Returns the new container's id.
+/// line stays), then [`rebuilt`].
 fn rebuilt_with_new_options(engine: &docker::Engine, ws: &Path, old_id: &str) -> String {
     let opts = serde_json::json!({ "claudeSource": "existing", "pidsLimit": "512", "privateStateMax": "2G" });
     edit_json(&ws.join(".devcontainer/devcontainer.json"), |dc| {
@@ -428,6 +427,12 @@ fn rebuilt_with_new_options(engine: &docker::Engine, ws: &Path, old_id: &str) ->
             *v = opts.clone();
         }
     });
+    rebuilt(engine, ws, old_id)
+}
+
+/// `devcontainer up --remove-existing-container` in `ws`: the container
+/// `old_id` is gone. Returns the new container's id.
+fn rebuilt(engine: &docker::Engine, ws: &Path, old_id: &str) -> String {
     let wsf = ws.display().to_string();
     let o = engine.devcontainer(&[
         "up",
@@ -457,7 +462,8 @@ fn rebuilt_with_new_options(engine: &docker::Engine, ws: &Path, old_id: &str) ->
 
 /// The upgrade from N to N+1 on `engine` (issue #47 item 3): the container
 /// `old_id` of `ws` (remoteUser `who`), up from `:MAJOR` with version N,
-/// then N+1 published (from [`next_version`]), the workspace's lockfile
+/// then N+1 published (from [`next_version`]); a rebuild still installs N
+/// (the workspace's lockfile pins it), then the lockfile is
 /// moved on to N+1 by `devcontainer upgrade`, the user's options changed
 /// in devcontainer.json, and the container rebuilt by `devcontainer up
 /// --remove-existing-container`: N+1's binary is in place, the pin is
@@ -483,12 +489,19 @@ fn upgrade(
     let lock_n = locked(ws);
     publish(&engine.netns(), &next);
     let digest = published(serving, &v1, &next, &engine.dir.join("next-unpacked"));
+    // A rebuild before `devcontainer upgrade` installs N again.
+    let still_n = rebuilt(engine, ws, old_id);
+    let again = installed(&|s| run_in(&still_n, s));
+    assert_eq!(
+        again.binary, old.binary,
+        "the lockfile keeps N at a rebuild"
+    );
     lock_moved_on(engine, ws, &lock_n, (&v1, &digest));
     let new_bin = next.join(format!(
         "claude-sandbox/claude-sandbox-{}",
         std::env::consts::ARCH
     ));
-    let id = rebuilt_with_new_options(engine, ws, old_id);
+    let id = rebuilt_with_new_options(engine, ws, &still_n);
     let new = installed(&|s| run_in(&id, s));
     eprintln!("upgrade {v1}: before {old:?}\nafter {new:?}");
     assert_eq!(new.binary.0, sha256_file(&new_bin), "N+1's binary in place");
