@@ -21,6 +21,13 @@ fn workspace(name: &str) -> PathBuf {
     d
 }
 
+/// The feature reference promote writes: this version's major tag, which
+/// `devcontainer features publish` pushes (tests/release.rs).
+const FEATURE: &str = concat!(
+    "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:",
+    env!("CARGO_PKG_VERSION_MAJOR")
+);
+
 const TEAM_FILE: &str = r#"// Team container: keep these comments.
 {
   "name": "app", /* why: naming */
@@ -43,12 +50,7 @@ fn existing_file_gains_exactly_our_entry() {
     for line in TEAM_FILE.lines() {
         assert!(text.contains(line), "lost line {line:?}:\n{text}");
     }
-    assert_eq!(
-        text.matches("ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1")
-            .count(),
-        1,
-        "{text}"
-    );
+    assert_eq!(text.matches(FEATURE).count(), 1, "{text}");
     // No runArgs: the feature's metadata and entrypoint need none (issue #26).
     assert!(!text.contains("runArgs"), "{text}");
     assert_eq!(
@@ -75,7 +77,7 @@ fn fresh_workspace_gets_a_minimal_file() {
     assert!(promote(&ws).status.success());
     let text = std::fs::read_to_string(ws.join(".devcontainer/devcontainer.json")).unwrap();
     assert!(
-        text.contains("claude-sandbox:1") && !text.contains("runArgs"),
+        text.contains(FEATURE) && !text.contains("runArgs"),
         "{text}"
     );
     std::fs::remove_dir_all(&ws).unwrap();
@@ -112,7 +114,7 @@ fn an_existing_run_args_is_left_exactly_as_it_was() {
             team.matches("--device=/dev/net/tun").count(),
             "{name}:\n{text}"
         );
-        assert!(text.contains("claude-sandbox:1"), "{text}");
+        assert!(text.contains(FEATURE), "{text}");
         std::fs::remove_dir_all(&ws).unwrap();
     }
 }
@@ -163,7 +165,7 @@ fn a_top_level_devcontainer_json_is_edited_not_shadowed() {
         "{text}"
     );
     assert!(
-        text.contains("claude-sandbox:1") && !text.contains("runArgs"),
+        text.contains(FEATURE) && !text.contains("runArgs"),
         "{text}"
     );
     assert!(stdout(&promote(&ws)).contains("nothing changed"));

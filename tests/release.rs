@@ -53,6 +53,70 @@ fn versions_agree(feature: &str, cargo: &str, changelog: &str) -> Result<String,
     Ok(v)
 }
 
+/// The tags `devcontainer features publish` pushes for `version`.
+fn published_tags(version: &str) -> Vec<String> {
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or_default();
+    let minor = parts.next().unwrap_or_default();
+    vec![
+        major.to_string(),
+        format!("{major}.{minor}"),
+        version.to_string(),
+        "latest".to_string(),
+    ]
+}
+
+/// Every `…/claude-sandbox/claude-sandbox:TAG` in `text` whose TAG is not
+/// one of `tags`, as the reference written.
+fn unpublished_refs(text: &str, tags: &[String]) -> Vec<String> {
+    const REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:";
+    text.match_indices(REF)
+        .map(|(i, _)| {
+            let tag: String = text[i + REF.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect();
+            tag
+        })
+        .filter(|tag| !tags.contains(tag))
+        .map(|tag| format!("{REF}{tag}"))
+        .collect()
+}
+
+/// What users copy (README, docs, examples) names the feature by a tag
+/// the release actually pushes: `:1` for a 0.x
+/// version would never resolve.
+#[test]
+fn every_feature_reference_names_a_published_tag() {
+    let feature = repo_file("devcontainer-feature/src/claude-sandbox/devcontainer-feature.json");
+    let json: serde_json::Value = serde_json::from_str(&feature).unwrap();
+    let tags = published_tags(json["version"].as_str().unwrap());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // (promote's own reference is this version's major tag by construction,
+    // and tests/promote.rs reads what it writes.)
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", "examples"] {
+        let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+    }
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for r in unpublished_refs(&text, &tags) {
+            bad.push(format!("{}: {r}", f.display()));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "not a tag the release pushes ({tags:?}): {bad:?}"
+    );
+    // Control: the scan finds a major tag the version does not have.
+    let wrong = "\"ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:9\": {}";
+    assert_eq!(unpublished_refs(wrong, &tags).len(), 1);
+}
+
 #[test]
 fn the_feature_cargo_and_the_changelog_say_one_version() {
     let v = versions_agree(

@@ -19,8 +19,13 @@ use jsonc_parser::{ParseOptions, Scanner, ScannerOptions};
 
 use crate::error::{bad_input, Fail};
 
-/// The published feature this entry refers to.
-pub const FEATURE_REF: &str = "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:1";
+/// The published feature this entry refers to, by this version's major tag
+/// (`devcontainer features publish` pushes `:MAJOR`, `:MAJOR.MINOR`,
+/// `:VERSION` and `:latest`): what `devcontainer upgrade` moves on within.
+pub const FEATURE_REF: &str = concat!(
+    "ghcr.io/claude-sandbox/claude-sandbox/claude-sandbox:",
+    env!("CARGO_PKG_VERSION_MAJOR")
+);
 /// The slash command seeded into the workspace (compiled in).
 pub(crate) const VERIFY_COMMAND: &str = include_str!("../../.claude/commands/verify-sandbox.md");
 
