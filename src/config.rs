@@ -62,8 +62,8 @@ pub struct Config {
     /// kept on the host) `doctor` warns; `None`: `off`.
     pub claude_dir_warn: Option<u64>,
     /// `root-view-max-entries`: how many directory entries a root launch's
-    /// walk examines at most outside `/etc`; what it does not reach is
-    /// masked whole.
+    /// walk examines afresh at most outside `/etc` (what the kept view
+    /// reuses costs nothing); what it does not reach is masked whole.
     pub root_view_max_entries: usize,
 }
 
@@ -132,7 +132,7 @@ impl Default for Config {
 }
 
 /// `root-view-max-entries` by default, and its range.
-pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 2000;
+pub(crate) const ROOT_VIEW_MAX_ENTRIES: usize = 1_000_000;
 const ROOT_VIEW_MAX_ENTRIES_RANGE: std::ops::RangeInclusive<usize> = 0..=10_000_000;
 
 /// Environment variables that override the file.

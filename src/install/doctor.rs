@@ -190,9 +190,9 @@ fn check_root_view(r: &mut Report, c: &config::Config) {
     let v = launch::rootview::view(&cwd, c.root_view_max_entries, !crate::plan::jailed(c));
     let ms = t.elapsed().as_secs_f64() * 1000.0;
     let whole = match v.unfinished.len() {
-        0 => "nothing masked whole for the bound".to_string(),
+        0 => "nothing masked whole unexamined".to_string(),
         n => format!(
-            "{n} director{} masked whole for the bound (root-view-max-entries = {} in {} widens it): {}",
+            "{n} director{} masked whole unexamined (unreadable, changing, too deep, or past root-view-max-entries = {} in {}): {}",
             if n == 1 { "y" } else { "ies" },
             c.root_view_max_entries,
             paths::CONFIG_FILE,
@@ -206,8 +206,19 @@ fn check_root_view(r: &mut Report, c: &config::Config) {
         true,
         "root view",
         format!(
-            "{} entries examined in {ms:.1} ms, {} masks; {whole}",
+            "{} entries examined in {ms:.1} ms ({}), {} masks; {whole}",
             v.examined,
+            match &v.kept {
+                launch::rootview::Kept::Reused(n) => format!(
+                    "the kept view {} reused, {n} changed directories examined afresh",
+                    launch::rootview::STATE
+                ),
+                launch::rootview::Kept::Whole => "walked whole, kept".to_string(),
+                launch::rootview::Kept::Discarded(why) => format!(
+                    "the kept view {} not trusted ({why}): walked whole",
+                    launch::rootview::STATE
+                ),
+            },
             v.masks.len()
         ),
     );

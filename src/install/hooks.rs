@@ -48,10 +48,21 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     match args.which {
         Which::SessionStart => {
             drain_stdin();
-            if let Some(json) = session_start_output(
-                &inside::Facts::read(),
-                &std::env::vars().collect::<Vec<_>>(),
-            ) {
+            let facts = inside::Facts::read();
+            let warned = session_start_output(&facts, &std::env::vars().collect::<Vec<_>>());
+            // Issue #48: what the launch told the session before it began
+            // (the directories a root session has hidden whole).
+            let told = facts
+                .inside()
+                .then(|| {
+                    crate::notices::take_unseen(
+                        Path::new(crate::notices::INSIDE),
+                        Path::new(NOTICES_SEEN),
+                    )
+                })
+                .flatten()
+                .unwrap_or_default();
+            if let Some(json) = with_told(warned, &told) {
                 println!("{json}");
             }
             Ok(0)
@@ -198,6 +209,29 @@ fn session_start_output(facts: &inside::Facts, env: &[(String, String)]) -> Opti
     )))
 }
 
+/// The SessionStart hook's JSON `warned` with the lines `told` added to
+/// its context (a JSON of their own when there is no warning).
+fn with_told(warned: Option<String>, told: &[String]) -> Option<String> {
+    if told.is_empty() {
+        return warned;
+    }
+    let text = told.join("\n");
+    let mut v: serde_json::Value = match warned.and_then(|w| serde_json::from_str(&w).ok()) {
+        Some(v) => v,
+        None => {
+            json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": "" } })
+        }
+    };
+    let ctx = &mut v["hookSpecificOutput"]["additionalContext"];
+    let before = ctx.as_str().unwrap_or_default();
+    *ctx = if before.is_empty() {
+        text.into()
+    } else {
+        format!("{before}\n{text}").into()
+    };
+    Some(v.to_string())
+}
+
 fn warning(msg: &str) -> String {
     json!({
         "systemMessage": msg,
@@ -251,5 +285,24 @@ mod tests {
         old[2].1 = "/dev/null".into();
         let out = session_start_output(&inside_facts, &old).unwrap();
         assert!(out.contains("git config is not pinned"), "{out}");
+    }
+
+    #[test]
+    fn what_the_launch_told_joins_the_session_start_context() {
+        assert_eq!(with_told(None, &[]), None);
+        let told = ["claude-sandbox: /opt/x is hidden".to_string()];
+        let v: serde_json::Value = serde_json::from_str(&with_told(None, &told).unwrap()).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert_eq!(
+            v["hookSpecificOutput"]["additionalContext"],
+            "claude-sandbox: /opt/x is hidden"
+        );
+        let w = Some(warning("WARNING: x"));
+        let v: serde_json::Value = serde_json::from_str(&with_told(w, &told).unwrap()).unwrap();
+        assert_eq!(
+            v["hookSpecificOutput"]["additionalContext"],
+            "WARNING: x\nclaude-sandbox: /opt/x is hidden"
+        );
+        assert_eq!(v["systemMessage"], "WARNING: x");
     }
 }

@@ -108,7 +108,31 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<i32> {
     retire_stray(&mut ctx, real.origin.as_deref(), &stray)?;
     write_manifest(&mut ctx)?;
     report_placed(&ctx.placed);
+    if args.prefix.is_none() {
+        keep_root_view();
+    }
     Ok(0)
+}
+
+/// Walk the system trees whole for the root view and keep what was found
+/// (issue #48), so that the first root launch after install reuses it.
+fn keep_root_view() {
+    let bound = config::load(Path::new(paths::CONFIG_FILE), &|_| None)
+        .map_or(config::ROOT_VIEW_MAX_ENTRIES, |l| {
+            l.config.root_view_max_entries
+        });
+    let state = Path::new(crate::launch::rootview::STATE);
+    if state.symlink_metadata().is_ok() {
+        let _ = std::fs::remove_file(state);
+    }
+    let t = std::time::Instant::now();
+    let v = crate::launch::rootview::view(&[], bound, false);
+    println!(
+        "claude-sandbox: root view walked whole and kept: {} entries in {:.1} s, {} directories masked whole unexamined",
+        v.examined,
+        t.elapsed().as_secs_f64(),
+        v.unfinished.len()
+    );
 }
 
 /// What install checked before its first write, for the steps that follow.

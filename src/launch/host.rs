@@ -64,7 +64,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .cloned()
         .collect();
     let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
-    let (root_masks, hidden_whole) = root_view(uid, &resolved, &home, cfg, jailed);
+    let (root_masks, hidden_whole, root_view_told) = root_view(uid, &resolved, &home, cfg, jailed);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
@@ -103,6 +103,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         run_keep: run_keep(),
         root_masks,
         hidden_whole,
+        root_view_told,
         resolved,
         proc_mode,
         launcher_ns,
@@ -349,17 +350,22 @@ fn root_view_keep(resolved: &BTreeMap<PathBuf, Option<PathBuf>>, home: &Path) ->
 
 /// Launched by root: what an unprivileged user could not read (masked), and
 /// the directories hidden whole, sparing the read-write roots and `$HOME`
-/// ([`root_view_keep`]; issue #13; failing closed, issue #24). Paths every
-/// launch masks already ([`plan::SYSTEM_NULLED`]) are not masked twice.
+/// ([`root_view_keep`]; issue #13; failing closed, issue #24); and what the
+/// session and the user are told of it (issue #48). Paths every launch
+/// masks already ([`plan::SYSTEM_NULLED`]) are not masked twice.
 fn root_view(
     uid: u32,
     resolved: &BTreeMap<PathBuf, Option<PathBuf>>,
     home: &Path,
     cfg: &Config,
     jailed: bool,
-) -> (Vec<crate::plan::Unreadable>, Vec<PathBuf>) {
+) -> (
+    Vec<crate::plan::Unreadable>,
+    Vec<PathBuf>,
+    plan::RootViewTold,
+) {
     if uid != 0 {
-        return (Vec::new(), Vec::new());
+        return Default::default();
     }
     let keep = root_view_keep(resolved, home);
     let hidden = super::rootview::HIDDEN_WHOLE
@@ -368,9 +374,20 @@ fn root_view(
         .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
         .filter(|d| !keep.iter().any(|k| d.starts_with(k)))
         .collect();
-    let mut masks = root_view_for((keep, cfg.root_view_max_entries, !jailed)).masks;
+    let v = root_view_for((keep, cfg.root_view_max_entries, !jailed));
+    let mut masks = v.masks;
     masks.retain(|u| !plan::SYSTEM_NULLED.iter().any(|n| u.path == Path::new(n)));
-    (masks, hidden)
+    let told = plan::RootViewTold {
+        unexamined: v.unfinished,
+        discarded: match v.kept {
+            super::rootview::Kept::Discarded(why) => Some(format!(
+                "claude-sandbox: the kept root view {} was not trusted ({why}): walked whole and kept anew",
+                super::rootview::STATE
+            )),
+            _ => None,
+        },
+    };
+    (masks, hidden, told)
 }
 
 /// What the fresh `/run` gets back ([`plan::RUN_KEEP`], and the target of

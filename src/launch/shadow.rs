@@ -114,6 +114,18 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref(), Some(&copies))?;
     // Issue #24: the process limit the plan chose, in force for every attempt.
     let pids = crate::limits::Enforced::start(&first.limits.pids)?;
+    // Issue #48: a kept root view not trusted is said; the directories a
+    // root session gets hidden whole are told to the session at its start.
+    if let Some(line) = &facts.root_view_told.discarded {
+        eprintln!("{line}");
+    }
+    if let Ok(n) = &notices {
+        if let Ok(fd) = n.writer() {
+            for line in facts.root_view_told.session_lines() {
+                crate::notices::append(std::os::fd::AsRawFd::as_raw_fd(&fd), &line);
+            }
+        }
+    }
     // Issue #22: a pointer out of the workspace is not followed, and said.
     if let Some(ws) = first.workspace() {
         for o in &facts.discovered.outside {

@@ -77,6 +77,9 @@ pub(crate) struct Facts {
     /// whole. Empty otherwise.
     pub(crate) root_masks: Vec<Unreadable>,
     pub(crate) hidden_whole: Vec<PathBuf>,
+    /// Launched by root: what the session and the user are told of the
+    /// root view.
+    pub(crate) root_view_told: RootViewTold,
     /// Every read-write path (workspace, allow-write) resolved, symlinks followed;
     /// `None` when it does not exist.
     pub(crate) resolved: BTreeMap<PathBuf, Option<PathBuf>>,
@@ -145,4 +148,41 @@ pub(crate) fn rw_requests(cfg: &Config, cwd: &Path) -> Vec<PathBuf> {
         .unwrap_or_else(|| cwd.to_path_buf())];
     v.extend(cfg.allow_write.iter().cloned());
     v
+}
+
+/// What a root launch tells of its root view (issue #48).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RootViewTold {
+    /// Directories masked whole, unexamined (unreadable to the walker,
+    /// changing while read, too deep, past the bound): the session is told.
+    pub(crate) unexamined: Vec<PathBuf>,
+    /// The line that says the kept root view was not trusted (the user is
+    /// told).
+    pub(crate) discarded: Option<String>,
+}
+
+impl RootViewTold {
+    /// The lines the session is told at its start: one per directory
+    /// masked whole (at most a few; then how many more).
+    pub(crate) fn session_lines(&self) -> Vec<String> {
+        const SHOWN: usize = 20;
+        let mut v: Vec<String> = self
+            .unexamined
+            .iter()
+            .take(SHOWN)
+            .map(|d| {
+                format!(
+                    "claude-sandbox: {} is hidden in this root session (an empty directory): the root view could not examine it whole (unreadable, changing, too deep or too large); run as another user, or ask the user to check `claude-sandbox doctor`",
+                    super::protect::printable(&d.display().to_string(), 200)
+                )
+            })
+            .collect();
+        if self.unexamined.len() > SHOWN {
+            v.push(format!(
+                "claude-sandbox: and {} more directories hidden whole in this root session",
+                self.unexamined.len() - SHOWN
+            ));
+        }
+        v
+    }
 }

@@ -62,6 +62,7 @@ pub(crate) fn facts() -> Facts {
         run_keep: vec![PathBuf::from("/run/systemd/resolve")],
         root_masks: Vec::new(),
         hidden_whole: Vec::new(),
+        root_view_told: Default::default(),
         resolved,
         proc_mode: ProcMode::Fresh,
         launcher_ns: BTreeMap::new(),

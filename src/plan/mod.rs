@@ -45,7 +45,7 @@ mod tables;
 pub(crate) use build::build;
 pub(crate) use env::{claude_args, git_env_in_place};
 pub(crate) use facts::{
-    candidates, private_dir, rw_requests, Facts, PidsMechanism, ProcMode, Unreadable,
+    candidates, private_dir, rw_requests, Facts, PidsMechanism, ProcMode, RootViewTold, Unreadable,
 };
 pub(crate) use limits::{tmpfs_size, MASK_TMPFS_SIZE};
 pub(crate) use network::{egress, jailed};

@@ -29,8 +29,11 @@
 //! [`covers`] (whether a mask is the root view's), [`ROOTS`] and
 //! [`HIDDEN_WHOLE`].
 
+mod kept;
 mod kernel;
 mod walk;
+
+pub(crate) use kept::STATE;
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +57,10 @@ pub(crate) const MAX_DEPTH: usize = 24;
 pub(crate) const MAX_MASKS: usize = 24;
 /// The battery's walk from inside: far larger, it checks rather than plans.
 const AUDIT_MAX_ENTRIES: usize = 5_000_000;
+/// A kept view whose last whole walk started this long ago (seconds) or
+/// more is not reused: the launch walks whole (decision 0036: what a
+/// file's `chmod` narrowed after it was recorded is masked from then on).
+pub(crate) const REFRESH_SECS: i64 = 3600;
 
 /// The root view of one launch.
 #[derive(Debug, Default)]
@@ -66,6 +73,21 @@ pub(crate) struct View {
     pub(crate) unfinished: Vec<PathBuf>,
     /// Directory entries the walk examined.
     pub(crate) examined: usize,
+    /// How the kept view served this launch.
+    pub(crate) kept: Kept,
+}
+
+/// How the kept view ([`STATE`]) served a launch.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Reused: only the directories that changed were examined (this many).
+    Reused(usize),
+    /// None yet, or its bound differs, or it is [`REFRESH_SECS`] old:
+    /// walked whole.
+    #[default]
+    Whole,
+    /// Not trusted (why): walked whole.
+    Discarded(String),
 }
 
 /// The system trees that exist as directories, symlinks resolved (a
@@ -92,14 +114,22 @@ fn roots(list: &[&str]) -> Vec<PathBuf> {
 /// `/etc`, at most [`MAX_MASKS`] masks: beyond it, parents are masked whole
 /// instead.
 pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View {
-    let roots = roots(ROOTS);
-    let (first, rest): (Vec<PathBuf>, Vec<PathBuf>) =
-        roots.iter().cloned().partition(|r| r == Path::new(FIRST));
-    let bounds = |max_entries| walk::Bounds {
+    view_keeping(keep, max_entries, host_net, Path::new(STATE))
+}
+
+fn bounds(max_entries: usize) -> walk::Bounds {
+    walk::Bounds {
         max_entries,
         max_depth: MAX_DEPTH,
         report_holders: true,
-    };
+    }
+}
+
+/// [`view`], keeping what the walk outside `/etc` found at `state`.
+fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Path) -> View {
+    let roots = roots(ROOTS);
+    let (first, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+        roots.iter().cloned().partition(|r| r == Path::new(FIRST));
     let walk_first = || {
         walk::walk(
             std::slice::from_ref(&first),
@@ -107,9 +137,9 @@ pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View
             bounds(FIRST_MAX_ENTRIES),
         )
     };
-    let (wf, w) = std::thread::scope(|s| {
+    let (wf, (w, kept)) = std::thread::scope(|s| {
         let other = std::thread::Builder::new().spawn_scoped(s, walk_first);
-        let w = walk::walk(&[rest], keep, bounds(max_entries));
+        let w = walk_rest(&rest, keep, max_entries, state);
         // No thread to be had: the same walk, one after the other.
         let wf = match other.map(|h| h.join()) {
             Ok(Ok(wf)) => wf,
@@ -143,7 +173,61 @@ pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View
         masks,
         unfinished,
         examined: wf.examined + w.examined,
+        kept,
     }
+}
+
+/// Seconds since the epoch.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The walk of the trees other than `/etc`, reusing and updating the kept
+/// view at `state` (walked whole when there is none to trust), with what
+/// lies in `keep` left out afterwards (the record is the same whatever a
+/// launch keeps).
+fn walk_rest(
+    rest: &[PathBuf],
+    keep: &[PathBuf],
+    max_entries: usize,
+    state: &Path,
+) -> (walk::Walk, Kept) {
+    let started = now();
+    let (prior, mut kept) = match kept::load(state, rest) {
+        Ok(Some(r))
+            if r.bound == max_entries
+                && r.full_at <= started + 60
+                && started - r.full_at < REFRESH_SECS =>
+        {
+            (r, Kept::Reused(0))
+        }
+        Ok(_) => (kept::Record::default(), Kept::Whole),
+        Err(why) => (kept::Record::default(), Kept::Discarded(why)),
+    };
+    let keeping = walk::Keeping {
+        prior: &prior,
+        started,
+    };
+    let mut w = walk::walk_keeping(&[rest.to_vec()], &[], bounds(max_entries), Some(keeping));
+    let full = !matches!(kept, Kept::Reused(_));
+    if let Kept::Reused(n) = &mut kept {
+        *n = w.fresh;
+    }
+    if full || w.fresh > 0 || w.record.len() != prior.dirs.len() {
+        let record = kept::Record {
+            bound: max_entries,
+            full_at: if full { started } else { prior.full_at },
+            dirs: std::mem::take(&mut w.record),
+        };
+        // Not kept (a read-only /usr): the next launch walks whole again.
+        let _ = kept::store(state, &record);
+    }
+    let kept_out = |p: &Path| keep.iter().any(|k| p.starts_with(k));
+    w.unreadable.retain(|u| !kept_out(&u.path));
+    w.unfinished.retain(|d| !kept_out(d));
+    (w, kept)
 }
 
 /// What the battery checks from inside a root session.

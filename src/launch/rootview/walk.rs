@@ -5,11 +5,12 @@
 //! it was read, or one the walker could not read never leaves an entry
 //! unexamined and readable.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use super::kept::{key_of, DirRec, Key, Record};
 use crate::plan::Unreadable;
 
 /// How far one walk goes.
@@ -35,6 +36,10 @@ pub(super) struct Walk {
     pub(super) unfinished: Vec<PathBuf>,
     /// Directory entries examined.
     pub(super) examined: usize,
+    /// With a [`Keeping`]: the directories examined whole, and how many of
+    /// them were examined afresh (not reused).
+    pub(super) record: HashMap<PathBuf, DirRec>,
+    pub(super) fresh: usize,
 }
 
 /// The permission bits (`rwx`) that matter for an entry of this type on a
@@ -87,9 +92,14 @@ fn world_writable(m: &Metadata) -> bool {
 
 /// One directory's examination.
 enum Examined {
-    /// Every entry examined: the directories to go into, each with what
-    /// its stat said then.
-    Done(Vec<(PathBuf, Metadata)>),
+    /// Every entry examined: the entries a root session gains by, the
+    /// directories to go into (each with what its stat said then), and the
+    /// directory's [`Key`] then.
+    Done {
+        masks: Vec<Unreadable>,
+        subdirs: Vec<(PathBuf, Metadata)>,
+        key: Key,
+    },
     /// Not examined whole: mask it whole.
     Unfinished,
     /// It no longer exists.
@@ -100,11 +110,35 @@ enum Examined {
 /// and its stat from its parent's examination (none for a root).
 type Queued = (PathBuf, usize, Option<Metadata>);
 
+/// A directory whose change time is this close to the walk's start (or
+/// later) is not kept: a change made in the same tick of a coarse clock
+/// would leave it as recorded.
+const RACY_SECS: i64 = 2;
+
+/// What a walk may reuse and keep: the record of earlier walks, and when
+/// this one started (seconds since the epoch).
+#[derive(Clone, Copy)]
+pub(super) struct Keeping<'a> {
+    pub(super) prior: &'a Record,
+    pub(super) started: i64,
+}
+
 /// Walk `groups` of roots within `b`, never into or under `keep`: each
 /// group breadth-first, one after the other, then every world-writable tree
 /// found on the way, breadth-first too. Once the entry bound is reached,
 /// every directory not yet examined is unfinished.
 pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk {
+    walk_keeping(groups, keep, b, None)
+}
+
+/// [`walk`], reusing from `keeping` each directory whose [`Key`] is the
+/// one recorded, and recording each examined whole ([`Walk::record`]).
+pub(super) fn walk_keeping(
+    groups: &[Vec<PathBuf>],
+    keep: &[PathBuf],
+    b: Bounds,
+    keeping: Option<Keeping<'_>>,
+) -> Walk {
     let mut w = Walk::default();
     let mut budget = b.max_entries;
     // One queue per group, and a last one for world-writable trees.
@@ -116,13 +150,31 @@ pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk
     let last = queues.len() - 1;
     let mut exhausted = false;
     for q in 0..queues.len() {
-        while let Some((dir, depth, seen)) = queues[q].pop_front() {
+        while let Some((dir, depth, mut seen)) = queues[q].pop_front() {
             if exhausted || depth >= b.max_depth {
                 w.unfinished.push(dir);
                 continue;
             }
-            match examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w) {
-                Examined::Done(subdirs) => {
+            let reused = keeping
+                .and_then(|k| k.prior.dirs.get(&dir))
+                .and_then(|rec| reuse(&dir, &mut seen, rec));
+            let fresh = reused.is_none();
+            let outcome = reused.unwrap_or_else(|| {
+                examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w)
+            });
+            match outcome {
+                Examined::Done {
+                    masks,
+                    subdirs,
+                    key,
+                } => {
+                    if let Some(k) = keeping {
+                        w.fresh += usize::from(fresh);
+                        if key[2] < k.started - RACY_SECS {
+                            w.record.insert(dir, record_of(&masks, &subdirs, key));
+                        }
+                    }
+                    w.unreadable.extend(masks);
                     for (p, m) in subdirs {
                         let to = if world_writable(&m) { last } else { q };
                         queues[to].push_back((p, depth + 1, Some(m)));
@@ -137,6 +189,62 @@ pub(super) fn walk(groups: &[Vec<PathBuf>], keep: &[PathBuf], b: Bounds) -> Walk
         }
     }
     w
+}
+
+/// The record of a directory examined whole.
+fn record_of(masks: &[Unreadable], subdirs: &[(PathBuf, Metadata)], key: Key) -> DirRec {
+    let name = |p: &Path| p.file_name().unwrap_or_default().to_os_string();
+    DirRec {
+        key,
+        masks: masks.iter().map(|u| (name(&u.path), u.dir)).collect(),
+        subdirs: subdirs.iter().map(|(p, _)| name(p)).collect(),
+    }
+}
+
+/// `dir` as `rec` recorded it, when its [`Key`] (from `seen`, its stat
+/// from its parent's examination, or a stat now, kept in `seen` for
+/// [`examine`]) is the recorded one: the recorded masks, and the recorded
+/// subdirectories, each stat'ed now (one a root session gains by since
+/// is masked; one it can no longer enter is left). `None`: examine it.
+fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examined> {
+    if seen.is_none() {
+        *seen = dir.symlink_metadata().ok();
+    }
+    let m = seen.as_ref()?;
+    if !m.is_dir() || key_of(m) != rec.key {
+        return None;
+    }
+    let mut masks: Vec<Unreadable> = rec
+        .masks
+        .iter()
+        .map(|(n, d)| Unreadable {
+            path: dir.join(n),
+            dir: *d,
+        })
+        .collect();
+    let mut subdirs = Vec::with_capacity(rec.subdirs.len());
+    for n in &rec.subdirs {
+        let p = dir.join(n);
+        match p.symlink_metadata() {
+            Ok(m) if m.is_dir() && session_gains(&m) => {
+                masks.push(Unreadable { path: p, dir: true })
+            }
+            Ok(m) if m.is_dir() => {
+                if session_enters(&m) {
+                    subdirs.push((p, m))
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // Replaced (the directory would have changed), or not
+            // stat-able: examined afresh.
+            _ => return None,
+        }
+    }
+    Some(Examined::Done {
+        masks,
+        subdirs,
+        key: rec.key,
+    })
 }
 
 /// Examine one directory: every entry, or none. `seen`: its stat from
@@ -187,8 +295,11 @@ fn examine(
         tests::between(dir);
         match dir.symlink_metadata() {
             Ok(after) if same_listing(&before, &after) => {
-                w.unreadable.extend(masks);
-                return Examined::Done(subdirs);
+                return Examined::Done {
+                    masks,
+                    subdirs,
+                    key: key_of(&after),
+                };
             }
             // Changed: read again, from this stat.
             Ok(after) => seen = Some(after),
@@ -691,6 +802,77 @@ mod tests {
         let (all, added) = coarsen(masks, std::slice::from_ref(&root), 100);
         assert_eq!(all.len(), 15, "under the limit: only nested ones dropped");
         assert!(added.is_empty());
+    }
+
+    /// A walk keeping its record, as if it started `started` seconds from
+    /// now (far enough ahead: every directory is old enough to keep).
+    fn kept_walk(t: &Tree, prior: &Record, started: i64) -> Walk {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let k = Keeping {
+            prior,
+            started: now + started,
+        };
+        walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
+    }
+
+    #[test]
+    fn a_kept_walk_examines_only_what_changed() {
+        let t = Tree::new("kept");
+        t.file("a/secret", 0o640);
+        t.file("b/c/public", 0o644);
+        t.file("b/public", 0o644);
+        let w = kept_walk(&t, &Record::default(), 100);
+        assert_eq!((w.fresh, w.record.len()), (4, 4), "the root, a, b, b/c");
+        let prior = Record {
+            dirs: w.record,
+            ..Record::default()
+        };
+        let again = kept_walk(&t, &prior, 100);
+        assert_eq!(again.fresh, 0);
+        assert_eq!(masked(&t, &again), ["a/secret"]);
+        assert_eq!(again.record, prior.dirs);
+        // A file added: its directory alone is examined again.
+        t.file("b/c/new-secret", 0o640);
+        // A directory narrowed: its own change time moves, not its
+        // parent's; it is stat'ed anyway, and masked.
+        t.dir("b", 0o750);
+        let w = kept_walk(&t, &prior, 100);
+        assert_eq!(masked(&t, &w), ["a/secret", "b/"]);
+        t.dir("b", 0o755);
+        let w = kept_walk(&t, &prior, 100);
+        assert_eq!(masked(&t, &w), ["a/secret", "b/c/new-secret"]);
+        assert_eq!(w.fresh, 2, "b and b/c changed");
+        // A file narrowed in a directory that did not change: not seen
+        // until the directory changes or a whole walk (decision 0036).
+        let prior = Record {
+            dirs: w.record,
+            ..Record::default()
+        };
+        std::fs::set_permissions(t.0.join("b/public"), std::fs::Permissions::from_mode(0o640))
+            .unwrap();
+        let w = kept_walk(&t, &prior, 100);
+        assert_eq!(
+            masked(&t, &w),
+            ["a/secret", "b/c/new-secret"],
+            "the documented gap"
+        );
+        let w = kept_walk(&t, &Record::default(), 100);
+        assert_eq!(masked(&t, &w), ["a/secret", "b/c/new-secret", "b/public"]);
+    }
+
+    #[test]
+    fn a_directory_changed_in_the_walk_s_second_is_not_kept() {
+        let t = Tree::new("racy");
+        t.file("a/public", 0o644);
+        // The walk started now: every directory here changed within
+        // [`RACY_SECS`] of it, and a change in the same clock tick would
+        // leave its record standing.
+        let w = kept_walk(&t, &Record::default(), 0);
+        assert!(w.record.is_empty(), "{:?}", w.record.keys());
+        assert_eq!(w.fresh, 2);
     }
 
     #[test]

@@ -1,0 +1,428 @@
+//! The root view kept between launches (issue #48, decision 0036): what the
+//! last walks found, per directory examined whole, in root-owned state at
+//! [`STATE`]. A launch reuses a directory's record while the directory's
+//! identity and change times are the ones recorded, and examines it afresh
+//! otherwise.
+//!
+//! The state is attacker input like everything the launch reads: it is
+//! read only when it is a regular file (never through a symlink), owned by
+//! root, with no permission for anyone else and one link, in a directory
+//! root owns that nobody else may write to, within [`MAX_STATE`] bytes,
+//! with the SHA-256 its first line names over the rest, and every path in
+//! it under a walked tree; otherwise it is discarded and the walk done
+//! whole. It is written whole to a new file beside it and renamed over it.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::Metadata;
+use std::io::{Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::libc;
+use sha2::{Digest, Sha256};
+
+/// Where the kept view lives: beside the installed binary, root's.
+pub(crate) const STATE: &str = "/usr/libexec/claude-sandbox/root-view";
+/// The first word of the state; the version follows it.
+const MAGIC: &str = "csb-root-view 1";
+/// State larger than this is not read (a walk of millions of directories
+/// would write less).
+const MAX_STATE: u64 = 256 << 20;
+
+/// What identifies a directory's listing: device, inode, change time and
+/// modification time (seconds, nanoseconds). An entry added, removed or
+/// renamed moves its modification and change times; a change of the
+/// directory's own mode or owner, its change time; a mount over it, its
+/// device.
+pub(super) type Key = [i64; 6];
+
+/// [`Key`] of `m`.
+pub(super) fn key_of(m: &Metadata) -> Key {
+    [
+        m.dev() as i64,
+        m.ino() as i64,
+        m.ctime(),
+        m.ctime_nsec(),
+        m.mtime(),
+        m.mtime_nsec(),
+    ]
+}
+
+/// One directory examined whole: its [`Key`] then, the entries in it a
+/// root session gains by (name, whether a directory), and the directories
+/// in it the walk went into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct DirRec {
+    pub(super) key: Key,
+    pub(super) masks: Vec<(OsString, bool)>,
+    pub(super) subdirs: Vec<OsString>,
+}
+
+/// The kept view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Record {
+    /// The entry bound it was walked with (another bound: walked whole).
+    pub(super) bound: usize,
+    /// When the last whole walk started (seconds since the epoch).
+    pub(super) full_at: i64,
+    /// Every directory examined whole, by path.
+    pub(super) dirs: HashMap<PathBuf, DirRec>,
+}
+
+/// Why kept state was not used.
+pub(super) type Refusal = String;
+
+/// `bytes` with each byte outside `!`..`~`, and `%`, as `%XX`.
+fn escape(bytes: &[u8], out: &mut String) {
+    for &b in bytes {
+        if (0x21..=0x7e).contains(&b) && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+/// The inverse of [`escape`]; `None` for anything it would not write.
+fn unescape(s: &str) -> Option<OsString> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            c if (0x21..=0x7e).contains(&c) => {
+                out.push(c);
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(OsString::from_vec(out))
+}
+
+/// The state's text for `r`.
+pub(super) fn render(r: &Record) -> String {
+    let mut body = format!("bound {}\nfull-at {}\n", r.bound, r.full_at);
+    let mut dirs: Vec<(&PathBuf, &DirRec)> = r.dirs.iter().collect();
+    dirs.sort_by(|a, b| a.0.cmp(b.0));
+    for (p, d) in dirs {
+        let k = d.key;
+        body.push_str(&format!(
+            "D {} {} {} {} {} {} ",
+            k[0], k[1], k[2], k[3], k[4], k[5]
+        ));
+        escape(p.as_os_str().as_bytes(), &mut body);
+        body.push('\n');
+        for (name, dir) in &d.masks {
+            body.push_str(if *dir { "M " } else { "m " });
+            escape(name.as_bytes(), &mut body);
+            body.push('\n');
+        }
+        for name in &d.subdirs {
+            body.push_str("s ");
+            escape(name.as_bytes(), &mut body);
+            body.push('\n');
+        }
+    }
+    format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(body.as_bytes())))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A name in a directory: one component, not `.` or `..`.
+fn name(s: &str) -> Result<OsString, Refusal> {
+    let n = unescape(s).ok_or_else(|| format!("a name that does not decode: {s}"))?;
+    let b = n.as_bytes();
+    if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') {
+        return Err(format!("not a name: {s}"));
+    }
+    Ok(n)
+}
+
+/// An absolute, normal path under one of `roots`.
+fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
+    let p = PathBuf::from(unescape(s).ok_or_else(|| format!("a path that does not decode: {s}"))?);
+    // Written as a canonical path: `/`, then names (no `.`, `..`, empty).
+    let normal = p
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(b"/")
+        .is_some_and(|rest| {
+            rest.split(|&b| b == b'/')
+                .all(|n| !n.is_empty() && n != b"." && n != b"..")
+        });
+    if !normal || !roots.iter().any(|r| p.starts_with(r)) {
+        return Err(format!("a path outside the walked trees: {s}"));
+    }
+    Ok(p)
+}
+
+/// The record in `text`, every path under `roots`; why not, otherwise.
+pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
+    let (head, body) = text.split_once('\n').ok_or("no header")?;
+    let sum = head
+        .strip_prefix(MAGIC)
+        .and_then(|s| s.strip_prefix(' '))
+        .ok_or("not a kept root view of this version")?;
+    if sum != hex(&Sha256::digest(body.as_bytes())) {
+        return Err("its checksum does not match its content (edited or torn)".into());
+    }
+    let mut lines = body.lines();
+    let mut field = |k: &str| -> Result<i64, Refusal> {
+        lines
+            .next()
+            .and_then(|l| l.strip_prefix(k))
+            .and_then(|v| v.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("no `{k}` line"))
+    };
+    let bound = usize::try_from(field("bound")?).map_err(|_| "a negative bound")?;
+    let full_at = field("full-at")?;
+    let mut r = Record {
+        bound,
+        full_at,
+        dirs: HashMap::new(),
+    };
+    let mut current: Option<(PathBuf, DirRec)> = None;
+    for l in lines {
+        let (kind, rest) = l.split_once(' ').ok_or_else(|| format!("bad line: {l}"))?;
+        match (kind, current.as_mut()) {
+            ("D", _) => {
+                if let Some((p, d)) = current.take() {
+                    r.dirs.insert(p, d);
+                }
+                current = Some(dir_line(rest, roots)?);
+            }
+            ("m" | "M", Some((_, d))) => d.masks.push((name(rest)?, kind == "M")),
+            ("s", Some((_, d))) => d.subdirs.push(name(rest)?),
+            _ => return Err(format!("bad line: {l}")),
+        }
+    }
+    if let Some((p, d)) = current {
+        r.dirs.insert(p, d);
+    }
+    Ok(r)
+}
+
+/// A `D` line's key and path.
+fn dir_line(rest: &str, roots: &[PathBuf]) -> Result<(PathBuf, DirRec), Refusal> {
+    let mut f = rest.splitn(7, ' ');
+    let mut key = [0i64; 6];
+    for k in key.iter_mut() {
+        *k = f
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("bad directory line: {rest}"))?;
+    }
+    let p = dir_path(f.next().unwrap_or(""), roots)?;
+    Ok((
+        p,
+        DirRec {
+            key,
+            masks: Vec::new(),
+            subdirs: Vec::new(),
+        },
+    ))
+}
+
+/// Whether `m` is a directory only root may change.
+fn root_only_dir(m: &Metadata) -> bool {
+    m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0
+}
+
+/// The kept view at `at`: `Ok(None)` when there is none (a first launch),
+/// `Err` saying why it is not trusted.
+pub(super) fn load(at: &Path, roots: &[PathBuf]) -> Result<Option<Record>, Refusal> {
+    let parent = at.parent().unwrap_or(Path::new("/"));
+    match parent.symlink_metadata() {
+        Ok(m) if root_only_dir(&m) => {}
+        Ok(_) => {
+            return Err(format!(
+                "{} is not a directory only root may change",
+                parent.display()
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", parent.display())),
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(at);
+    let f = match f {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    };
+    let m = f.metadata().map_err(|e| format!("unreadable: {e}"))?;
+    if !m.is_file() {
+        return Err("not a regular file".into());
+    }
+    if m.uid() != 0 || m.mode() & 0o077 != 0 {
+        return Err(format!(
+            "owned by uid {} with mode {:o}, not root's alone",
+            m.uid(),
+            m.mode() & 0o7777
+        ));
+    }
+    if m.nlink() != 1 {
+        return Err(format!("it has {} links", m.nlink()));
+    }
+    if m.len() > MAX_STATE {
+        return Err(format!("{} bytes, more than {MAX_STATE}", m.len()));
+    }
+    let mut text = String::new();
+    f.take(MAX_STATE)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    parse(&text, roots).map(Some)
+}
+
+/// Write `r` at `at`, atomically: a new file beside it (never through a
+/// symlink), renamed over it. Nothing when the directory is missing or
+/// others may change it.
+pub(super) fn store(at: &Path, r: &Record) -> std::io::Result<()> {
+    let parent = at.parent().unwrap_or(Path::new("/"));
+    if !parent.symlink_metadata().is_ok_and(|m| root_only_dir(&m)) {
+        return Ok(());
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let file = at.file_name().unwrap_or(OsStr::new("root-view"));
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(file);
+    tmp_name.push(format!(".{}.{nanos}.new", std::process::id()));
+    let tmp = parent.join(tmp_name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let done = f
+        .write_all(render(r).as_bytes())
+        .and_then(|_| std::fs::rename(&tmp, at));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Record {
+        let mut r = Record {
+            bound: 1000,
+            full_at: 1_700_000_000,
+            dirs: HashMap::new(),
+        };
+        r.dirs.insert(
+            PathBuf::from("/opt/a b/\n%x"),
+            DirRec {
+                key: [1, 2, 3, 4, 5, -6],
+                masks: vec![("sec ret".into(), false), ("d".into(), true)],
+                subdirs: vec![OsString::from_vec(vec![0xff, b'z'])],
+            },
+        );
+        r.dirs.insert(
+            PathBuf::from("/opt"),
+            DirRec {
+                key: [9; 6],
+                masks: vec![],
+                subdirs: vec!["a b".into()],
+            },
+        );
+        r
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let roots = [PathBuf::from("/opt")];
+        let r = sample();
+        assert_eq!(parse(&render(&r), &roots), Ok(r));
+    }
+
+    #[test]
+    fn edited_or_foreign_text_is_refused() {
+        let roots = [PathBuf::from("/opt")];
+        let text = render(&sample());
+        // A mask taken out: the checksum no longer matches.
+        let edited = text.replace("m sec%20ret\n", "");
+        assert!(parse(&edited, &roots).unwrap_err().contains("checksum"));
+        // Valid text whose paths lie elsewhere; bad names; garbage.
+        let body = "bound 1\nfull-at 1\nD 1 1 1 1 1 1 /home/x\n";
+        let other = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(body)));
+        assert!(parse(&other, &roots).unwrap_err().contains("outside"));
+        for bad in ["/opt/../etc", "/opt/./x", "/opt/"] {
+            let body = format!("bound 1\nfull-at 1\nD 1 1 1 1 1 1 {bad}\n");
+            let t = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(&body)));
+            assert!(parse(&t, &roots).is_err(), "{bad}");
+        }
+        for bad in ["..", "a/b", "", "%2F"] {
+            let body = format!("bound 1\nfull-at 1\nD 1 1 1 1 1 1 /opt\nm {bad}\n");
+            let t = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(&body)));
+            assert!(parse(&t, &roots).is_err(), "{bad}");
+        }
+        assert!(parse("garbage", &roots).is_err());
+        assert!(parse("", &roots).is_err());
+    }
+
+    #[test]
+    fn state_is_written_atomically_and_read_only_when_root_s_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("csb-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let at = d.join("root-view");
+        let roots = [PathBuf::from("/opt")];
+        assert_eq!(load(&at, &roots), Ok(None), "none yet");
+        if !nix::unistd::geteuid().is_root() {
+            // Neither the directory nor the file can be root's here.
+            return;
+        }
+        store(&at, &sample()).unwrap();
+        assert_eq!(load(&at, &roots), Ok(Some(sample())));
+        assert_eq!(at.metadata().unwrap().mode() & 0o777, 0o600);
+        // A symlink in its place is not followed.
+        let real = d.join("elsewhere");
+        std::fs::rename(&at, &real).unwrap();
+        std::os::unix::fs::symlink(&real, &at).unwrap();
+        assert!(load(&at, &roots).unwrap_err().contains("symlink"));
+        // Storing replaces the symlink, never writes through it.
+        let before = std::fs::read(&real).unwrap();
+        store(&at, &Record::default()).unwrap();
+        assert_eq!(std::fs::read(&real).unwrap(), before);
+        assert!(at.symlink_metadata().unwrap().is_file());
+        // Readable by others, owned by another, linked twice: refused.
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(load(&at, &roots).unwrap_err().contains("mode"));
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::chown(&at, Some(4242), None).unwrap();
+        assert!(load(&at, &roots).unwrap_err().contains("uid 4242"));
+        std::os::unix::fs::chown(&at, Some(0), None).unwrap();
+        std::fs::hard_link(&at, d.join("link")).unwrap();
+        assert!(load(&at, &roots).unwrap_err().contains("links"));
+        std::fs::remove_file(d.join("link")).unwrap();
+        // A directory others may write to: neither read nor written.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(load(&at, &roots).is_err());
+        std::fs::remove_file(&at).unwrap();
+        store(&at, &sample()).unwrap();
+        assert!(!at.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
