@@ -405,3 +405,197 @@ fn a_mask_vanishing_on_every_attempt_names_the_churning_directory() {
         "{line}"
     );
 }
+
+/// Issue #48: where the kept root view lives (in a world, its overlay of
+/// /usr/libexec: kept between the world's commands, never the machine's).
+const KEPT: &str = "/usr/libexec/claude-sandbox/root-view";
+
+/// A private /opt (a tmpfs in the command's mount namespace) holding a tool
+/// of 2,500 files (`/opt/tool/bin/run` lists its `lib` and sources one of
+/// them) and a tree of 200,000 files in 200 directories (`/opt/big`), all
+/// world-readable.
+fn opt_trees(big: bool) -> String {
+    let mut s = String::from(
+        "mount -t tmpfs tmpfs /opt\n\
+         mkdir -p /opt/tool/bin /opt/tool/lib && (cd /opt/tool/lib && seq -f m%g.sh 2500 | xargs touch)\n\
+         echo 'echo TOOL-OK' > /opt/tool/lib/m2500.sh && echo 'public conf' > /opt/tool/conf\n\
+         printf '#!/bin/sh\\nls /opt/tool/lib | wc -l\\n. /opt/tool/lib/m2500.sh\\n' > /opt/tool/bin/run && chmod 755 /opt/tool/bin/run\n",
+    );
+    if big {
+        s.push_str(
+            "for d in $(seq 200); do mkdir -p /opt/big/d$d && (cd /opt/big/d$d && seq -f f%g 1000 | xargs touch); done\n",
+        );
+    }
+    s
+}
+
+/// The last line of a setup: two seconds, so the kept view may keep what
+/// it made (a directory changed in the walk's last second is examined
+/// again at the next launch).
+const SETTLE: &str = "sleep 2\n";
+
+/// `claude shell SCRIPT` as a line of a root script outside, stderr with
+/// stdout.
+fn launch_line(script: &str) -> String {
+    format!("claude shell {} 2>&1\necho ---\n", shell_quote(script))
+}
+
+/// The kept view rewritten at `KEPT` by root with `edit` (a sed script)
+/// applied to its body and its checksum made to match again: what a forger
+/// writing as root would leave. Put at `to`.
+fn forge(edit: &str, to: &str) -> String {
+    format!(
+        "tail -n +2 {KEPT} | sed '{edit}' > /tmp/body\n\
+         {{ printf 'csb-root-view 1 %s\\n' \"$(sha256sum < /tmp/body | cut -d' ' -f1)\"; cat /tmp/body; }} > {to}.new\n\
+         chmod 600 {to}.new && mv {to}.new {to}\n"
+    )
+}
+
+#[test]
+fn as_root_tools_of_2500_and_200000_files_run_inside_and_root_only_files_stay_hidden() {
+    if !require("rootview_kept_trees") {
+        return;
+    }
+    let w = World::with_probe_default_root_view("rvkept");
+    let before = ["/opt/big/d117/secret", "/opt/tool/secret"];
+    let between = ["/opt/big/d42/later-secret", "/opt/tool/new/deeper/secret"];
+    let setup = format!("{}{}{SETTLE}", opt_trees(true), plant(&before));
+    let all: Vec<&str> = before.iter().chain(&between).copied().collect();
+    let inside = format!(
+        "/opt/tool/bin/run; find /opt/big -type f -name 'f*' | wc -l; {}; cat /run/claude-sandbox/notices; : > {KEPT} 2>/dev/null && echo WROTE-KEPT-VIEW; true",
+        try_read(&all)
+    );
+    let script = format!(
+        "{}{}{}{}",
+        launch_line(&inside),
+        plant(&between),
+        launch_line(&inside),
+        try_read(&all)
+    );
+    let out = run_outside(&w, &setup, &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    for (i, inside) in parts[..2].iter().enumerate() {
+        // The tools run whole, nothing under /opt is hidden whole (what
+        // is, elsewhere, the session was told), and the session cannot
+        // write the kept view.
+        assert!(
+            inside.starts_with("2500\nTOOL-OK\n200000\n"),
+            "launch {i}: {inside}"
+        );
+        assert!(
+            !inside
+                .lines()
+                .any(|l| l.contains(" /opt") && l.contains("is hidden")),
+            "launch {i}: {inside}"
+        );
+        assert!(!inside.contains("WROTE-KEPT-VIEW"), "launch {i}: {inside}");
+        assert_none_read(Who::Root, inside, &before);
+    }
+    // Planted between the two launches: hidden from the second.
+    assert_none_read(Who::Root, parts[1], &between);
+    // Control: outside, root reads every one of them.
+    assert_eq!(parts[2].matches("READ ").count(), all.len(), "{out}");
+}
+
+#[test]
+fn a_file_narrowed_after_it_was_recorded_is_hidden_once_the_view_is_refreshed() {
+    if !require("rootview_kept_narrowed") {
+        return;
+    }
+    let w = World::with_probe_default_root_view("rvnarrow");
+    let conf = ["/opt/tool/conf"];
+    let script = format!(
+        "{}chmod 600 /opt/tool/conf && echo SECRET-conf > /opt/tool/conf\n{}{}{}{}",
+        launch_line(&try_read(&conf)),
+        launch_line(&try_read(&conf)),
+        // An hour on (decision 0036): the last whole walk is too old.
+        forge("s/^full-at .*/full-at 0/", KEPT),
+        launch_line(&try_read(&conf)),
+        try_read(&conf)
+    );
+    let out = run_outside(&w, &format!("{}{SETTLE}", opt_trees(false)), &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 4, "{out}");
+    // Public when recorded: readable, as it is to everyone.
+    assert!(parts[0].contains("READ /opt/tool/conf"), "{out}");
+    // Narrowed by chmod (its directory unchanged): the kept view, not yet
+    // refreshed, does not see it — the window decision 0036 bounds.
+    assert!(parts[1].contains("READ /opt/tool/conf"), "{out}");
+    // Refreshed: a whole walk, and the file is hidden.
+    assert_none_read(Who::Root, parts[2], &conf);
+    // Control: outside, root reads it.
+    assert!(parts[3].contains("READ /opt/tool/conf"), "{out}");
+}
+
+/// A launch recording `/opt/tool/secret` as masked, then `tamper` done to
+/// the kept view, then a launch reading the secret; returns the output of
+/// the second launch.
+fn after_tampering(name: &str, tamper: &str) -> String {
+    let w = World::with_probe_default_root_view(name);
+    let secret = ["/opt/tool/secret"];
+    let setup = format!("{}{}{SETTLE}", opt_trees(false), plant(&secret));
+    let script = format!(
+        "{}{tamper}\n{}",
+        launch_line("true"),
+        launch_line(&try_read(&secret))
+    );
+    let out = run_outside(&w, &setup, &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    parts[1].to_string()
+}
+
+/// Taking the secret's mask out of the kept view, checksum fixed.
+const UNMASK: &str = "/^m secret$/d";
+
+#[test]
+fn a_kept_view_forged_as_root_is_what_the_next_launch_uses() {
+    if !require("rootview_kept_forged") {
+        return;
+    }
+    // The control for the tampering tests: a kept view root wrote, as the
+    // launch writes it, is trusted and reused — the secret it no longer
+    // names is readable. What the tests below change is all that differs.
+    let out = after_tampering("rvforged", &forge(UNMASK, KEPT));
+    assert!(out.contains("READ /opt/tool/secret"), "{out}");
+    assert!(!out.contains("not trusted"), "{out}");
+}
+
+#[test]
+fn an_edited_kept_view_is_discarded_and_the_trees_walked_whole() {
+    if !require("rootview_kept_edited") {
+        return;
+    }
+    let out = after_tampering("rvedited", &format!("sed -i '{UNMASK}' {KEPT}"));
+    assert_none_read(Who::Root, &out, &["/opt/tool/secret"]);
+    assert!(
+        out.contains(&format!(
+            "the kept root view {KEPT} was not trusted (its checksum"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_kept_view_replaced_by_a_symlink_is_discarded() {
+    if !require("rootview_kept_symlink") {
+        return;
+    }
+    let forged = "/usr/libexec/claude-sandbox/forged";
+    let tamper = format!("{}ln -sfn {forged} {KEPT}", forge(UNMASK, forged));
+    let out = after_tampering("rvsymlink", &tamper);
+    assert_none_read(Who::Root, &out, &["/opt/tool/secret"]);
+    assert!(out.contains("not trusted (it is a symlink)"), "{out}");
+}
+
+#[test]
+fn a_kept_view_owned_by_another_user_is_discarded() {
+    if !require("rootview_kept_foreign") {
+        return;
+    }
+    let tamper = format!("{}chown {TEST_UID} {KEPT}", forge(UNMASK, KEPT));
+    let out = after_tampering("rvforeign", &tamper);
+    assert_none_read(Who::Root, &out, &["/opt/tool/secret"]);
+    assert!(out.contains(&format!("owned by uid {TEST_UID}")), "{out}");
+}

@@ -153,8 +153,10 @@ pub(crate) fn rw_requests(cfg: &Config, cwd: &Path) -> Vec<PathBuf> {
 /// What a root launch tells of its root view (issue #48).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RootViewTold {
-    /// Directories masked whole, unexamined (unreadable to the walker,
-    /// changing while read, too deep, past the bound): the session is told.
+    /// Directories masked whole: not examined whole (unreadable to the
+    /// walker, changing while read, too deep, past the bound), or standing
+    /// in for the root-only entries in them past the count of masks. The
+    /// session is told.
     pub(crate) unexamined: Vec<PathBuf>,
     /// The line that says the kept root view was not trusted (the user is
     /// told).
@@ -172,7 +174,7 @@ impl RootViewTold {
             .take(SHOWN)
             .map(|d| {
                 format!(
-                    "claude-sandbox: {} is hidden in this root session (an empty directory): the root view could not examine it whole (unreadable, changing, too deep or too large); run as another user, or ask the user to check `claude-sandbox doctor`",
+                    "claude-sandbox: {} is hidden whole in this root session (it reads as an empty directory): it holds more entries only root may read than the root view masks one by one, or it could not be examined whole (unreadable, changing while read, too deep, past the bound); what you need there, run as another user, or ask the user (`claude-sandbox doctor` lists these)",
                     super::protect::printable(&d.display().to_string(), 200)
                 )
             })

@@ -110,10 +110,12 @@ enum Examined {
 /// and its stat from its parent's examination (none for a root).
 type Queued = (PathBuf, usize, Option<Metadata>);
 
-/// A directory whose change time is this close to the walk's start (or
-/// later) is not kept: a change made in the same tick of a coarse clock
-/// would leave it as recorded.
-const RACY_SECS: i64 = 2;
+/// A directory whose change time (in whole seconds) is not at least this
+/// far before the walk's start (whole seconds) is not kept: a change made
+/// in the same tick of a file system's coarse clock as the reading would
+/// leave it as recorded. A margin of at least one second; ticks are
+/// milliseconds.
+const RACY_SECS: i64 = 1;
 
 /// What a walk may reuse and keep: the record of earlier walks, and when
 /// this one started (seconds since the epoch).
