@@ -70,6 +70,16 @@ echo allow-env-overrides > /etc/claude-sandbox.conf
 /usr/libexec/claude-sandbox/claude-sandbox install --repin >/dev/null 2>&1 || true
 cd $work/ws
 export HOME=$state/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+# Issue #48: root's launches walk /opt (with /srv, /var, …) for what only
+# root may read; a private /opt of 200,000 entries, 200 directories of
+# 1,000 files (the real Claude Code was copied out of /opt above).
+bench_opt_tree 200 1000 > $work/opt-entries
+# The first root launch after install walks whole and keeps the view:
+# its cost, the kept view removed before each run.
+(cd $work/repo && hyperfine -N --warmup 1 --runs 10 --export-json $work/result-first.json \
+    --prepare "rm -f /usr/libexec/claude-sandbox/root-view" \
+    -n "root, first launch, jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \
+    -n "root, first launch, jail on, in a repository" "/usr/local/bin/claude --version")
 claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
 hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
     -n direct "/usr/libexec/claude-sandbox/claude --version" \\
@@ -104,6 +114,8 @@ hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
     -n "jail on, pin re-hashed" "/usr/local/bin/claude --version" \\
     -n "sha256sum" "sha256sum /usr/libexec/claude-sandbox/claude" \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
+# The machine's /opt back for the rest (launches are not timed from here on).
+umount /opt
 bash $repo/bench/leftovers-and-rss.sh $work
 bash $repo/bench/egress-throughput.sh $work $work/probe
 # The workloads before creation.sh: on this VM's journal-less ext4 the
@@ -119,9 +131,9 @@ bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" "$work/uresult/result-user.json" <<'PY'
+python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" "$work/uresult/result-user.json" "$work/result-first.json" "$work/opt-entries" <<'PY'
 import json, sys, platform, os
-r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] + sys.argv[12:13] for x in json.load(open(f))["results"]}
+r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] + sys.argv[12:14] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000
 left = open(sys.argv[4]).read().strip()
 rss_shadow, rss_pasta, pasta_name = open(sys.argv[5]).read().split()
@@ -145,12 +157,17 @@ d_off, d_on = med("jail off") - med("direct"), med("jail on") - med("direct")
 print(f"median added, jail off:   {d_off:8.1f} ms")
 print(f"median added, jail on:    {d_on:8.1f} ms   ({d_on / d_off:.2f}x jail off; target 2.00x: {'OK' if d_on <= 2 * d_off else 'OVER'})")
 # Issue #23 item 3: added latency in a repository workspace, as root and as
-# an unprivileged user, medians; targets 15 ms jail off, 35 ms jail on.
-for who, direct_k, pre in (("root", "direct", ""), ("user", "user: direct", "user: ")):
+# an unprivileged user, medians; targets 15 ms jail off, 35 ms jail on
+# (issue #48: root's with a 200,000-entry /opt, 20 ms jail off).
+opt_entries = int(open(sys.argv[14]).read())
+for who, direct_k, pre, t_off in (("root", "direct", "", 20), ("user", "user: direct", "user: ", 15)):
     a_off = med(f"{pre}jail off, in a repository") - med(direct_k)
     a_on = med(f"{pre}jail on, in a repository") - med(direct_k)
-    print(f"added in a repository, {who}: jail off {a_off:5.1f} ms (target 15: {'OK' if a_off <= 15 else 'OVER'}), "
-          f"jail on {a_on:5.1f} ms (target 35: {'OK' if a_on <= 35 else 'OVER'})")
+    print(f"added in a repository, {who}: jail off {a_off:5.1f} ms (target {t_off}: {'OK' if a_off <= t_off else 'OVER'}), "
+          f"jail on {a_on:5.1f} ms (target 35: {'OK' if a_on <= 35 else 'OVER'})" + (f"   (/opt: {opt_entries:,} entries)" if who == "root" else ""))
+for k in ("jail off", "jail on"):
+    first = med(f"root, first launch, {k}, in a repository") - med("direct")
+    print(f"root's first launch after install, {k}, in a repository: {first:7.1f} ms added (the view walked whole and kept)")
 rehash = med("jail on, pin re-hashed") - med("jail on")
 fastest = min(med("sha256sum"), med("openssl sha256"))
 print(f"pin re-hash (median):     {rehash:8.1f} ms   (sha256sum {med('sha256sum'):.1f} ms, openssl {med('openssl sha256'):.1f} ms: {rehash / fastest:.2f}x the fastest; target 1.20x: {'OK' if rehash <= 1.2 * fastest else 'OVER'})")

@@ -6,7 +6,9 @@
 # `just bench`: for measuring one change to the launch path before and after.
 # BINARY defaults to target/release/claude-sandbox (built if missing).
 # CSB_LAUNCH_CONF: extra lines for /etc/claude-sandbox.conf (e.g.
-# "root-view-max-entries = 0"); CSB_LAUNCH_RUNS: hyperfine runs (40).
+# "root-view-max-entries = 0"); CSB_LAUNCH_RUNS: hyperfine runs (40);
+# CSB_LAUNCH_OPT="DIRS FILES": a private /opt of DIRS directories of FILES
+# files each for root's launches to walk (bench_opt_tree, issue #48).
 #
 # Like bench/bench.sh it runs as root inside a private site network
 # (tests/testnet/lan.sh) and a private mount namespace with overlays over
@@ -24,6 +26,7 @@ fi
 [ -x "$bin" ] || { echo "launch.sh: $bin is not an executable" >&2; exit 1; }
 runs="${CSB_LAUNCH_RUNS:-40}"
 conf_extra="${CSB_LAUNCH_CONF:-}"
+opt_tree="${CSB_LAUNCH_OPT:-}"
 bench_dirs launch csbl
 bench_site_up
 mkdir -p "$state/ov" "$state/root-home" "$state/user-home"
@@ -55,6 +58,7 @@ as_root="env -i HOME=$state/root-home PATH=/usr/local/bin:/usr/bin:/bin USER=roo
 as_user="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$state/user-home PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
 as_root_b="env -i HOME=$state/root-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=root"
 as_user_b="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$state/user-home-b PATH=/usr/local/bin:/usr/bin:/bin USER=csbbench"
+if [ -n "$opt_tree" ]; then bench_opt_tree $opt_tree > $work/opt-entries; fi
 cd $work/repo-root
 \$as_root claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
 hyperfine -N --warmup 5 --runs $runs --export-json $work/root.json \\
@@ -72,6 +76,7 @@ hyperfine -N --warmup 5 --runs $runs --export-json $work/user.json \\
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh" >/dev/null
 
+[ -s "$work/opt-entries" ] && echo "/opt: $(cat "$work/opt-entries") entries ($opt_tree: directories, files in each)"
 python3 - "$work/root.json" "$work/user.json" <<'PY'
 import json, sys, os
 print(f"{'':36}{'median':>10}{'mean':>10}{'± σ':>9}{'added (median)':>17}")

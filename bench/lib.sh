@@ -113,3 +113,26 @@ private_install() {
     install -m 0644 "$repo/etc/claude-gitconfig" /etc/claude-gitconfig
     rm -f /etc/resolv.conf; echo 'nameserver 10.77.0.1' > /etc/resolv.conf
 }
+
+# bench_opt_tree DIRS FILES: in the inner script's mount namespace, a
+# private /opt (a tmpfs over the machine's) of DIRS directories (a hundred
+# to a parent) of FILES empty world-readable files each, what a root
+# launch's view walks (issue #48); then two seconds, so that the kept root
+# view keeps it (a directory changed in the walk's last second is examined
+# again at the next launch). Prints how many entries it holds.
+bench_opt_tree() {
+    mount -t tmpfs -o mode=755 tmpfs /opt
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+dirs, files = int(sys.argv[1]), int(sys.argv[2])
+n = 0
+for i in range(dirs):
+    d = f"/opt/t/p{i // 100}/d{i}"
+    os.makedirs(d, exist_ok=True)
+    for j in range(files):
+        os.close(os.open(f"{d}/f{j}", os.O_CREAT | os.O_WRONLY, 0o644))
+n = sum(len(ds) + len(fs) for _, ds, fs in os.walk("/opt"))
+print(n)
+PY
+    sleep 2
+}

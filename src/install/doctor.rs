@@ -179,7 +179,8 @@ fn fix_private_state() -> anyhow::Result<()> {
 }
 
 /// Run by root: what a root launch's walk examines, how long it takes, and
-/// what it masks whole for the bound (issue #24). Informational: masking
+/// what it masks whole (issue #24) and how the kept view served (issue
+/// #48). Informational: masking
 /// more than needed is safe; the setting widens the bound.
 fn check_root_view(r: &mut Report, c: &config::Config) {
     if !nix::unistd::geteuid().is_root() {

@@ -60,6 +60,13 @@ pub(super) struct DirRec {
     pub(super) subdirs: Vec<OsString>,
 }
 
+impl DirRec {
+    /// Whether `other` records the same masks and subdirectories.
+    pub(super) fn same_entries(&self, other: &DirRec) -> bool {
+        self.masks == other.masks && self.subdirs == other.subdirs
+    }
+}
+
 /// The kept view.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Record {

@@ -9,14 +9,24 @@
 //!
 //! Promise: no bound decides what is protected. The walk (`walk`) is
 //! bounded — `/etc` up to [`FIRST_MAX_ENTRIES`] directory entries, the
-//! other trees up to `root-view-max-entries` (`/etc/claude-sandbox.conf`),
-//! [`MAX_DEPTH`] levels — and every directory it did not examine whole (the
-//! bound reached, changed while read, not readable to the walker) is masked
-//! whole: a root session may see less than a user would, never more. Trees
-//! anyone may write to are walked last, so what another user piles up
-//! there cannot use up the bound first. The view is a snapshot taken at
-//! launch: an entry created (or renamed over a masked one) after the walk
-//! is not masked.
+//! other trees up to `root-view-max-entries` (`/etc/claude-sandbox.conf`)
+//! examined afresh, [`MAX_DEPTH`] levels — and every directory it did not
+//! examine whole (the bound reached, changed while read, not readable to
+//! the walker) is masked whole: a root session may see less than a user
+//! would, never more. Trees anyone may write to are walked last, so what
+//! another user piles up there cannot use up the bound first. The view is
+//! a snapshot taken at launch: an entry created (or renamed over a masked
+//! one) after the walk is not masked.
+//!
+//! Outside `/etc` the view is kept between launches (`kept`, issue #48,
+//! decision 0036): a launch examines afresh only the directories whose
+//! device, inode, change or modification time moved since they were
+//! recorded (an entry added, removed, renamed; the directory's own mode or
+//! owner; a mount over it), stats every recorded subdirectory (a directory
+//! narrowed is masked at once), and walks whole when there is no kept view
+//! to trust or its last whole walk began [`REFRESH_SECS`] ago (a file
+//! narrowed by `chmod` in a directory that did not change is masked from
+//! then on). `/etc` is walked whole at every launch.
 //!
 //! Other users' homes (`/home`) are replaced wholesale ([`HIDDEN_WHOLE`]):
 //! a root session has no business there.
@@ -24,10 +34,11 @@
 //! May import: what `launch` may (it is part of it); uses `plan` (the
 //! [`crate::plan::Unreadable`] it reports).
 //!
-//! Exports: [`view`] (the launch's masks, and what the bound left
-//! unexamined, for `doctor`), [`audit`] (the battery's walk from inside),
-//! [`covers`] (whether a mask is the root view's), [`ROOTS`] and
-//! [`HIDDEN_WHOLE`].
+//! Exports: [`view`] (the launch's masks, what was masked whole, and how
+//! the kept view served, for `doctor`), [`audit`] (the battery's walk from
+//! inside), [`covers`] (whether a mask is the root view's), [`ROOTS`],
+//! [`HIDDEN_WHOLE`], [`STATE`] (where the view is kept) and
+//! [`REFRESH_SECS`].
 
 mod kept;
 mod kernel;
@@ -68,8 +79,8 @@ pub(crate) struct View {
     /// Every mask: root-only entries, directories the walk did not finish,
     /// kernel files.
     pub(crate) masks: Vec<Unreadable>,
-    /// Of those, the directories masked whole for the bound: the walk did
-    /// not examine them whole, or they stand in for the masks below them.
+    /// Of those, the directories masked whole: the walk did not examine
+    /// them whole, or they stand in for the masks below them.
     pub(crate) unfinished: Vec<PathBuf>,
     /// Directory entries the walk examined.
     pub(crate) examined: usize,
@@ -177,6 +188,10 @@ fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Pa
     }
 }
 
+/// A kept view reused is written again, even with nothing new in it, when
+/// more directories than this were examined afresh, or more entries.
+const STORE_AFTER: (usize, usize) = (32, 2000);
+
 /// Seconds since the epoch.
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -215,7 +230,10 @@ fn walk_rest(
     if let Kept::Reused(n) = &mut kept {
         *n = w.fresh;
     }
-    if full || w.fresh > 0 || w.record.len() != prior.dirs.len() {
+    // Written again when what it records changed, or when enough
+    // directories were examined afresh to cost more than writing it; a
+    // directory whose times alone moved is examined again next time.
+    if full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1 {
         let record = kept::Record {
             bound: max_entries,
             full_at: if full { started } else { prior.full_at },

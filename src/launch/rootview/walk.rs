@@ -40,6 +40,9 @@ pub(super) struct Walk {
     /// them were examined afresh (not reused).
     pub(super) record: HashMap<PathBuf, DirRec>,
     pub(super) fresh: usize,
+    /// With a [`Keeping`]: whether a directory examined afresh holds other
+    /// masks or subdirectories than recorded.
+    pub(super) changed: bool,
 }
 
 /// The permission bits (`rwx`) that matter for an entry of this type on a
@@ -172,8 +175,17 @@ pub(super) fn walk_keeping(
                 } => {
                     if let Some(k) = keeping {
                         w.fresh += usize::from(fresh);
+                        let rec = record_of(&masks, &subdirs, key);
+                        // A directory new to the record is one its parent
+                        // changed for (or one not kept last time: counted
+                        // by the caller).
+                        w.changed |= fresh
+                            && k.prior
+                                .dirs
+                                .get(&dir)
+                                .is_some_and(|p| !p.same_entries(&rec));
                         if key[2] < k.started - RACY_SECS {
-                            w.record.insert(dir, record_of(&masks, &subdirs, key));
+                            w.record.insert(dir, rec);
                         }
                     }
                     w.unreadable.extend(masks);
