@@ -221,8 +221,9 @@ fn walk_rest(
         Ok(_) => (kept::Record::default(), Kept::Whole),
         Err(why) => (kept::Record::default(), Kept::Discarded(why)),
     };
+    let full_at = prior.full_at;
     let keeping = walk::Keeping {
-        prior: &prior,
+        prior: prior.dirs,
         started,
     };
     let mut w = walk::walk_keeping(&[rest.to_vec()], &[], bounds(max_entries), Some(keeping));
@@ -236,7 +237,7 @@ fn walk_rest(
     if full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1 {
         let record = kept::Record {
             bound: max_entries,
-            full_at: if full { started } else { prior.full_at },
+            full_at: if full { started } else { full_at },
             dirs: std::mem::take(&mut w.record),
         };
         // Not kept (a read-only /usr): the next launch walks whole again.

@@ -10,7 +10,7 @@ use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::kept::{key_of, DirRec, Key, Record};
+use super::kept::{key_of, DirRec, Key};
 use crate::plan::Unreadable;
 
 /// How far one walk goes.
@@ -120,11 +120,11 @@ type Queued = (PathBuf, usize, Option<Metadata>);
 /// milliseconds.
 const RACY_SECS: i64 = 1;
 
-/// What a walk may reuse and keep: the record of earlier walks, and when
-/// this one started (seconds since the epoch).
-#[derive(Clone, Copy)]
-pub(super) struct Keeping<'a> {
-    pub(super) prior: &'a Record,
+/// What a walk may reuse and keep: the record of earlier walks (taken
+/// apart as it is reused), and when this one started (seconds since the
+/// epoch).
+pub(super) struct Keeping {
+    pub(super) prior: HashMap<PathBuf, DirRec>,
     pub(super) started: i64,
 }
 
@@ -142,7 +142,7 @@ pub(super) fn walk_keeping(
     groups: &[Vec<PathBuf>],
     keep: &[PathBuf],
     b: Bounds,
-    keeping: Option<Keeping<'_>>,
+    mut keeping: Option<Keeping>,
 ) -> Walk {
     let mut w = Walk::default();
     let mut budget = b.max_entries;
@@ -160,9 +160,8 @@ pub(super) fn walk_keeping(
                 w.unfinished.push(dir);
                 continue;
             }
-            let reused = keeping
-                .and_then(|k| k.prior.dirs.get(&dir))
-                .and_then(|rec| reuse(&dir, &mut seen, rec));
+            let prior = keeping.as_mut().and_then(|k| k.prior.remove(&dir));
+            let reused = prior.as_ref().and_then(|rec| reuse(&dir, &mut seen, rec));
             let fresh = reused.is_none();
             let outcome = reused.unwrap_or_else(|| {
                 examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w)
@@ -173,17 +172,19 @@ pub(super) fn walk_keeping(
                     subdirs,
                     key,
                 } => {
-                    if let Some(k) = keeping {
+                    if let Some(k) = &keeping {
                         w.fresh += usize::from(fresh);
-                        let rec = record_of(&masks, &subdirs, key);
-                        // A directory new to the record is one its parent
-                        // changed for (or one not kept last time: counted
-                        // by the caller).
-                        w.changed |= fresh
-                            && k.prior
-                                .dirs
-                                .get(&dir)
-                                .is_some_and(|p| !p.same_entries(&rec));
+                        let rec = match prior {
+                            Some(rec) if !fresh => rec,
+                            // A directory new to the record is one its
+                            // parent changed for (or one not kept last
+                            // time: counted by the caller).
+                            prior => {
+                                let rec = record_of(&masks, &subdirs, key);
+                                w.changed |= prior.is_some_and(|p| !p.same_entries(&rec));
+                                rec
+                            }
+                        };
                         if key[2] < k.started - RACY_SECS {
                             w.record.insert(dir, rec);
                         }
@@ -472,6 +473,7 @@ pub(super) fn without_nested_masks(masks: Vec<Unreadable>) -> Vec<Unreadable> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kept::Record;
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
@@ -826,7 +828,7 @@ mod tests {
             .unwrap()
             .as_secs() as i64;
         let k = Keeping {
-            prior,
+            prior: prior.dirs.clone(),
             started: now + started,
         };
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
