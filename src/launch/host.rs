@@ -70,7 +70,6 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .flatten()
         .and_then(|p| p.dir.canonicalize().ok())
         .filter(|p| *p != home);
-    let env = std::env::vars_os().collect();
     let run_dirs = plan::SYSTEM_TMPFS
         .iter()
         .map(PathBuf::from)
@@ -96,7 +95,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         passwd_home,
         home,
         cwd,
-        env,
+        env: std::env::vars_os().collect(),
         existing,
         not_directories,
         run_dirs,

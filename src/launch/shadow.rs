@@ -73,6 +73,32 @@ pub(crate) fn wrapper_main(args: &[OsString]) -> anyhow::Result<i32> {
     shadow_main(rest)
 }
 
+/// What a launch says before the session starts. Issue #22: a pointer out
+/// of the workspace is not followed, and said. Issue #48: a kept root view
+/// not trusted is said; the directories a root session gets hidden whole
+/// are told to the session at its start (its notices file, which the
+/// `SessionStart` hook reads).
+fn tell_at_start(
+    first: &Sandbox,
+    facts: &plan::Facts,
+    notices: Option<&crate::notices::SessionFile>,
+) {
+    if let Some(ws) = first.workspace() {
+        for o in &facts.discovered.outside {
+            eprintln!("{}", o.notice(ws));
+        }
+    }
+    let told = &facts.root_view_told;
+    if let Some(line) = &told.discarded {
+        eprintln!("{line}");
+    }
+    if let Some(fd) = notices.and_then(|n| n.writer().ok()) {
+        for line in told.session_lines() {
+            crate::notices::append(std::os::fd::AsRawFd::as_raw_fd(&fd), &line);
+        }
+    }
+}
+
 /// Whether `a` and `b` are the same file (inside the sandbox the real binary
 /// is also bound at `$HOME/.local/bin/claude`).
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -114,24 +140,7 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
         sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref(), Some(&copies))?;
     // Issue #24: the process limit the plan chose, in force for every attempt.
     let pids = crate::limits::Enforced::start(&first.limits.pids)?;
-    // Issue #48: a kept root view not trusted is said; the directories a
-    // root session gets hidden whole are told to the session at its start.
-    if let Some(line) = &facts.root_view_told.discarded {
-        eprintln!("{line}");
-    }
-    if let Ok(n) = &notices {
-        if let Ok(fd) = n.writer() {
-            for line in facts.root_view_told.session_lines() {
-                crate::notices::append(std::os::fd::AsRawFd::as_raw_fd(&fd), &line);
-            }
-        }
-    }
-    // Issue #22: a pointer out of the workspace is not followed, and said.
-    if let Some(ws) = first.workspace() {
-        for o in &facts.discovered.outside {
-            eprintln!("{}", o.notice(ws));
-        }
-    }
+    tell_at_start(&first, &facts, notices.as_ref().ok());
     // publish-port: each port free on the host's loopback, or nothing starts.
     let mut published = egress::Published::open(&first.network)?;
     let watch = first
