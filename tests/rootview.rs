@@ -599,3 +599,35 @@ fn a_kept_view_owned_by_another_user_is_discarded() {
     assert_none_read(Who::Root, &out, &["/opt/tool/secret"]);
     assert!(out.contains(&format!("owned by uid {TEST_UID}")), "{out}");
 }
+
+#[test]
+fn install_walks_whole_and_the_next_root_view_reuses_what_it_kept() {
+    if !require("rootview_kept_install") {
+        return;
+    }
+    let w = World::with_default_root_view("rvinstall");
+    let r = w.root.display();
+    let o = w.run_root_raw(&format!(
+        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {r}/bin/probe"
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("root view walked whole and kept"),
+        "{}",
+        stdout(&o)
+    );
+    // Control first: with the kept view gone, doctor walks whole.
+    let doctor = |pre: &str| {
+        let o = w.run_root_raw(&format!(
+            "{pre}/usr/libexec/claude-sandbox/claude-sandbox doctor 2>&1 | grep 'root view'"
+        ));
+        stdout(&o)
+    };
+    let reused = doctor("");
+    assert!(
+        reused.contains(&format!("the kept view {KEPT} reused")),
+        "{reused}"
+    );
+    let whole = doctor(&format!("rm {KEPT}; "));
+    assert!(whole.contains("(walked whole, kept)"), "{whole}");
+}
