@@ -447,7 +447,7 @@ fn forge(edit: &str, to: &str) -> String {
     format!(
         "tail -n +2 {KEPT} | sed '{edit}' > /tmp/body\n\
          {{ printf 'csb-root-view 1 %s\\n' \"$(sha256sum < /tmp/body | cut -d' ' -f1)\"; cat /tmp/body; }} > {to}.new\n\
-         chmod 600 {to}.new && mv {to}.new {to}\n"
+         chmod 644 {to}.new && mv {to}.new {to}\n"
     )
 }
 

@@ -6,11 +6,16 @@
 //!
 //! The state is attacker input like everything the launch reads: it is
 //! read only when it is a regular file (never through a symlink), owned by
-//! root, with no permission for anyone else and one link, in a directory
-//! root owns that nobody else may write to, within [`MAX_STATE`] bytes,
+//! root, writable by root alone, with one link, in a directory root owns
+//! that nobody else may write to, within [`MAX_STATE`] bytes,
 //! with the SHA-256 its first line names over the rest, and every path in
 //! it under a walked tree; otherwise it is discarded and the walk done
-//! whole. It is written whole to a new file beside it and renamed over it.
+//! whole. It is written whole to a new file beside it and renamed over it,
+//! readable by everyone: it names only entries an unprivileged user can
+//! list and stat (the walk goes into no directory it masks), so a root
+//! session reading it learns nothing a user could not (a root-only state
+//! would be a root-only file the session could read, outside the walked
+//! trees).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -275,9 +280,9 @@ pub(super) fn load(at: &Path, roots: &[PathBuf]) -> Result<Option<Record>, Refus
     if !m.is_file() {
         return Err("not a regular file".into());
     }
-    if m.uid() != 0 || m.mode() & 0o077 != 0 {
+    if m.uid() != 0 || m.mode() & 0o022 != 0 {
         return Err(format!(
-            "owned by uid {} with mode {:o}, not root's alone",
+            "owned by uid {} with mode {:o}, not writable by root alone",
             m.uid(),
             m.mode() & 0o7777
         ));
@@ -314,11 +319,13 @@ pub(super) fn store(at: &Path, r: &Record) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)?;
+    // Readable by all whatever the umask (see the module's doc).
     let done = f
-        .write_all(render(r).as_bytes())
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .and_then(|_| f.write_all(render(r).as_bytes()))
         .and_then(|_| std::fs::rename(&tmp, at));
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -403,7 +410,7 @@ mod tests {
         }
         store(&at, &sample()).unwrap();
         assert_eq!(load(&at, &roots), Ok(Some(sample())));
-        assert_eq!(at.metadata().unwrap().mode() & 0o777, 0o600);
+        assert_eq!(at.metadata().unwrap().mode() & 0o777, 0o644);
         // A symlink in its place is not followed.
         let real = d.join("elsewhere");
         std::fs::rename(&at, &real).unwrap();
@@ -414,10 +421,13 @@ mod tests {
         store(&at, &Record::default()).unwrap();
         assert_eq!(std::fs::read(&real).unwrap(), before);
         assert!(at.symlink_metadata().unwrap().is_file());
-        // Readable by others, owned by another, linked twice: refused.
-        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(load(&at, &roots).unwrap_err().contains("mode"));
+        // Writable by others, owned by another, linked twice: refused.
+        for mode in [0o664, 0o646] {
+            std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert!(load(&at, &roots).unwrap_err().contains("mode"), "{mode:o}");
+        }
         std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(load(&at, &roots).is_ok());
         std::os::unix::fs::chown(&at, Some(4242), None).unwrap();
         assert!(load(&at, &roots).unwrap_err().contains("uid 4242"));
         std::os::unix::fs::chown(&at, Some(0), None).unwrap();
