@@ -164,24 +164,29 @@ pub(crate) struct RootViewTold {
 }
 
 impl RootViewTold {
-    /// The lines the session is told at its start: one per directory
-    /// masked whole (at most a few; then how many more).
+    /// The lines the session is told at its start: what the directories
+    /// masked whole are, then one line each (at most a few; then how many
+    /// more). None when there are none.
     pub(crate) fn session_lines(&self) -> Vec<String> {
         const SHOWN: usize = 20;
-        let mut v: Vec<String> = self
-            .unexamined
-            .iter()
-            .take(SHOWN)
-            .map(|d| {
-                format!(
-                    "claude-sandbox: {} is hidden whole in this root session (it reads as an empty directory): it holds more entries only root may read than the root view masks one by one, or it could not be examined whole (unreadable, changing while read, too deep, past the bound); what you need there, run as another user, or ask the user (`claude-sandbox doctor` lists these)",
-                    super::protect::printable(&d.display().to_string(), 200)
-                )
-            })
-            .collect();
+        if self.unexamined.is_empty() {
+            return Vec::new();
+        }
+        let mut v = vec![format!(
+            "claude-sandbox: {} director{} hidden whole in this root session (each reads as an empty directory): {} more entries only root may read than the root view masks one by one, or could not be examined whole (unreadable, changing while read, too deep, past the bound); for what you need there, run as another user or ask the user (`claude-sandbox doctor` lists them)",
+            self.unexamined.len(),
+            if self.unexamined.len() == 1 { "y is" } else { "ies are" },
+            if self.unexamined.len() == 1 { "it holds" } else { "each holds" },
+        )];
+        v.extend(self.unexamined.iter().take(SHOWN).map(|d| {
+            format!(
+                "claude-sandbox: hidden whole: {}",
+                super::protect::printable(&d.display().to_string(), 200)
+            )
+        }));
         if self.unexamined.len() > SHOWN {
             v.push(format!(
-                "claude-sandbox: and {} more directories hidden whole in this root session",
+                "claude-sandbox: and {} more directories hidden whole",
                 self.unexamined.len() - SHOWN
             ));
         }
