@@ -445,8 +445,8 @@ fn launch_line(script: &str) -> String {
 /// writing as root would leave. Put at `to`.
 fn forge(edit: &str, to: &str) -> String {
     format!(
-        "tail -n +2 {KEPT} | sed '{edit}' > /tmp/body\n\
-         {{ printf 'csb-root-view 1 %s\\n' \"$(sha256sum < /tmp/body | cut -d' ' -f1)\"; cat /tmp/body; }} > {to}.new\n\
+        "b=$(mktemp) && tail -n +2 {KEPT} | sed '{edit}' > \"$b\"\n\
+         {{ printf 'csb-root-view 1 %s\\n' \"$(sha256sum < \"$b\" | cut -d' ' -f1)\"; cat \"$b\"; }} > {to}.new\n\
          chmod 644 {to}.new && mv {to}.new {to}\n"
     )
 }
@@ -528,6 +528,34 @@ fn a_file_narrowed_after_it_was_recorded_is_hidden_once_the_view_is_refreshed() 
     assert!(parts[3].contains("READ /opt/tool/conf"), "{out}");
 }
 
+/// A root-only file mounted over a recorded public one between two
+/// launches changes no directory's times (a mount moves nothing of its
+/// mount point's parent): the kept view notices the mount table instead,
+/// and the next launch walks whole and hides it.
+#[test]
+fn a_root_only_file_mounted_over_a_recorded_one_is_hidden_at_the_next_launch() {
+    if !require("rootview_kept_mounted") {
+        return;
+    }
+    let w = World::with_probe_default_root_view("rvmounted");
+    let conf = ["/opt/tool/conf"];
+    let script = format!(
+        "{}echo SECRET-mounted > /run/csb-secret && chmod 600 /run/csb-secret && mount --bind /run/csb-secret /opt/tool/conf\n{}{}",
+        launch_line(&try_read(&conf)),
+        launch_line(&format!("{}; cat /run/claude-sandbox/notices", try_read(&conf))),
+        try_read(&conf)
+    );
+    let out = run_outside(&w, &format!("{}{SETTLE}", opt_trees(false)), &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    // Public when recorded: readable, as it is to everyone.
+    assert!(parts[0].contains("READ /opt/tool/conf"), "{out}");
+    // The mount is seen, the trees walked whole: hidden.
+    assert_none_read(Who::Root, parts[1], &conf);
+    // Control: outside, root reads the mounted secret.
+    assert!(parts[2].contains("READ /opt/tool/conf"), "{out}");
+}
+
 /// A launch recording `/opt/tool/secret` as masked, then `tamper` done to
 /// the kept view, then a launch reading the secret; returns the output of
 /// the second launch.
@@ -607,27 +635,26 @@ fn install_walks_whole_and_the_next_root_view_reuses_what_it_kept() {
     }
     let w = World::with_default_root_view("rvinstall");
     let r = w.root.display();
+    // One mount namespace for all three, as in a container: a mount added
+    // or changed under the walked trees would mean a whole walk.
+    let doctor =
+        "/usr/libexec/claude-sandbox/claude-sandbox doctor 2>&1 | grep 'root view'; echo ---";
     let o = w.run_root_raw(&format!(
-        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {r}/bin/probe"
+        "{r}/bin/claude-sandbox install --no-packages --user root --real-claude {r}/bin/probe || echo INSTALL-FAILED\n\
+         echo ---\n{doctor}\nrm {KEPT}\n{doctor}\n"
     ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 4, "{out}{}", stderr(&o));
     assert!(
-        stdout(&o).contains("root view walked whole and kept"),
-        "{}",
-        stdout(&o)
+        parts[0].contains("root view walked whole and kept"),
+        "{out}{}",
+        stderr(&o)
     );
-    // Control first: with the kept view gone, doctor walks whole.
-    let doctor = |pre: &str| {
-        let o = w.run_root_raw(&format!(
-            "{pre}/usr/libexec/claude-sandbox/claude-sandbox doctor 2>&1 | grep 'root view'"
-        ));
-        stdout(&o)
-    };
-    let reused = doctor("");
     assert!(
-        reused.contains(&format!("the kept view {KEPT} reused")),
-        "{reused}"
+        parts[1].contains(&format!("the kept view {KEPT} reused")),
+        "{out}"
     );
-    let whole = doctor(&format!("rm {KEPT}; "));
-    assert!(whole.contains("(walked whole, kept)"), "{whole}");
+    // Control: with the kept view gone, doctor walks whole.
+    assert!(parts[2].contains("(walked whole, kept)"), "{out}");
 }

@@ -79,6 +79,10 @@ pub(super) struct Record {
     pub(super) bound: usize,
     /// When the last whole walk started (seconds since the epoch).
     pub(super) full_at: i64,
+    /// [`mounts_digest`] when it was walked: a mount at or under a walked
+    /// tree (a file bound over a recorded one moves no directory's times)
+    /// added, removed or changed since means a whole walk.
+    pub(super) mounts: String,
     /// Every directory examined whole, by path.
     pub(super) dirs: HashMap<PathBuf, DirRec>,
 }
@@ -121,7 +125,10 @@ fn unescape(s: &str) -> Option<OsString> {
 
 /// The state's text for `r`.
 pub(super) fn render(r: &Record) -> String {
-    let mut body = format!("bound {}\nfull-at {}\n", r.bound, r.full_at);
+    let mut body = format!(
+        "bound {}\nfull-at {}\nmounts {}\n",
+        r.bound, r.full_at, r.mounts
+    );
     let mut dirs: Vec<(&PathBuf, &DirRec)> = r.dirs.iter().collect();
     dirs.sort_by(|a, b| a.0.cmp(b.0));
     for (p, d) in dirs {
@@ -148,6 +155,34 @@ pub(super) fn render(r: &Record) -> String {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The mounts of `mountinfo` (`/proc/self/mountinfo`'s text) at or under
+/// one of `roots`, as one SHA-256: each one's device, root in its file
+/// system, mount point and source, sorted (mount ids, which change with
+/// any remount elsewhere, left out).
+pub(super) fn mounts_of(mountinfo: &str, roots: &[PathBuf]) -> String {
+    let mut seen: Vec<String> = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let (dev, root, point) = (f.get(2)?, f.get(3)?, f.get(4)?);
+            let source = l.split_once(" - ").map_or("", |(_, tail)| tail);
+            roots
+                .iter()
+                .any(|r| Path::new(point).starts_with(r))
+                .then(|| format!("{dev} {root} {point} {source}"))
+        })
+        .collect();
+    seen.sort();
+    hex(&Sha256::digest(seen.join("\n").as_bytes()))
+}
+
+/// [`mounts_of`] this process's mount table; `None` when it cannot be read
+/// (then no kept view is trusted: the walk is whole).
+pub(super) fn mounts_digest(roots: &[PathBuf]) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    Some(mounts_of(&text, roots))
 }
 
 /// A name in a directory: one component, not `.` or `..`.
@@ -199,9 +234,16 @@ pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
     };
     let bound = usize::try_from(field("bound")?).map_err(|_| "a negative bound")?;
     let full_at = field("full-at")?;
+    let mounts = lines
+        .next()
+        .and_then(|l| l.strip_prefix("mounts "))
+        .filter(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or("no `mounts` line")?
+        .to_string();
     let mut r = Record {
         bound,
         full_at,
+        mounts,
         dirs: HashMap::new(),
     };
     let mut current: Option<(PathBuf, DirRec)> = None;
@@ -341,6 +383,7 @@ mod tests {
         let mut r = Record {
             bound: 1000,
             full_at: 1_700_000_000,
+            mounts: "ab".repeat(32),
             dirs: HashMap::new(),
         };
         r.dirs.insert(
@@ -363,6 +406,30 @@ mod tests {
     }
 
     #[test]
+    fn the_mounts_under_the_walked_trees_are_what_counts() {
+        let roots = [PathBuf::from("/opt"), PathBuf::from("/var")];
+        let base = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                    30 22 0:5 / /opt rw - tmpfs tmpfs rw\n\
+                    31 22 0:6 / /proc rw - proc proc rw\n";
+        let d = mounts_of(base, &roots);
+        assert_eq!(d.len(), 64);
+        // Mount ids renumbered, an unrelated mount added: the same.
+        let renumbered = "23 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                          40 23 0:5 / /opt rw - tmpfs tmpfs rw\n\
+                          41 23 0:6 / /proc rw - proc proc rw\n\
+                          42 23 0:7 / /run/x rw - tmpfs tmpfs rw\n";
+        assert_eq!(mounts_of(renumbered, &roots), d);
+        // A file bound over one under /opt, or /opt's mount replaced: not.
+        let bound = format!("{base}50 30 0:9 /secret /opt/tool/conf rw - tmpfs tmpfs rw\n");
+        assert_ne!(mounts_of(&bound, &roots), d);
+        let other = base.replace("0:5 / /opt", "0:8 / /opt");
+        assert_ne!(mounts_of(&other, &roots), d);
+        // /optional is not under /opt.
+        let beside = format!("{base}51 22 0:9 / /optional rw - tmpfs tmpfs rw\n");
+        assert_eq!(mounts_of(&beside, &roots), d);
+    }
+
+    #[test]
     fn a_record_reads_back_as_written() {
         let roots = [PathBuf::from("/opt")];
         let r = sample();
@@ -372,24 +439,29 @@ mod tests {
     #[test]
     fn edited_or_foreign_text_is_refused() {
         let roots = [PathBuf::from("/opt")];
+        const M: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         let text = render(&sample());
         // A mask taken out: the checksum no longer matches.
         let edited = text.replace("m sec%20ret\n", "");
         assert!(parse(&edited, &roots).unwrap_err().contains("checksum"));
         // Valid text whose paths lie elsewhere; bad names; garbage.
-        let body = "bound 1\nfull-at 1\nD 1 1 1 1 1 1 /home/x\n";
-        let other = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(body)));
+        let body = format!("bound 1\nfull-at 1\nmounts {M}\nD 1 1 1 1 1 1 /home/x\n");
+        let other = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(&body)));
         assert!(parse(&other, &roots).unwrap_err().contains("outside"));
         for bad in ["/opt/../etc", "/opt/./x", "/opt/"] {
-            let body = format!("bound 1\nfull-at 1\nD 1 1 1 1 1 1 {bad}\n");
+            let body = format!("bound 1\nfull-at 1\nmounts {M}\nD 1 1 1 1 1 1 {bad}\n");
             let t = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(&body)));
             assert!(parse(&t, &roots).is_err(), "{bad}");
         }
         for bad in ["..", "a/b", "", "%2F"] {
-            let body = format!("bound 1\nfull-at 1\nD 1 1 1 1 1 1 /opt\nm {bad}\n");
+            let body = format!("bound 1\nfull-at 1\nmounts {M}\nD 1 1 1 1 1 1 /opt\nm {bad}\n");
             let t = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(&body)));
             assert!(parse(&t, &roots).is_err(), "{bad}");
         }
+        // No mount table recorded: refused.
+        let body = "bound 1\nfull-at 1\nmounts \nD 1 1 1 1 1 1 /opt\n";
+        let t = format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(body)));
+        assert!(parse(&t, &roots).unwrap_err().contains("mounts"));
         assert!(parse("garbage", &roots).is_err());
         assert!(parse("", &roots).is_err());
     }
@@ -418,7 +490,11 @@ mod tests {
         assert!(load(&at, &roots).unwrap_err().contains("symlink"));
         // Storing replaces the symlink, never writes through it.
         let before = std::fs::read(&real).unwrap();
-        store(&at, &Record::default()).unwrap();
+        let other = Record {
+            mounts: "cd".repeat(32),
+            ..Record::default()
+        };
+        store(&at, &other).unwrap();
         assert_eq!(std::fs::read(&real).unwrap(), before);
         assert!(at.symlink_metadata().unwrap().is_file());
         // Writable by others, owned by another, linked twice: refused.

@@ -210,11 +210,13 @@ fn walk_rest(
     state: &Path,
 ) -> (walk::Walk, Kept) {
     let started = now();
+    let mounts = kept::mounts_digest(rest);
     let (prior, mut kept) = match kept::load(state, rest) {
         Ok(Some(r))
             if r.bound == max_entries
                 && r.full_at <= started + 60
-                && started - r.full_at < REFRESH_SECS =>
+                && started - r.full_at < REFRESH_SECS
+                && mounts.as_ref() == Some(&r.mounts) =>
         {
             (r, Kept::Reused(0))
         }
@@ -238,10 +240,15 @@ fn walk_rest(
         let record = kept::Record {
             bound: max_entries,
             full_at: if full { started } else { full_at },
+            // Unreadable: not kept, so the next launch walks whole again.
+            mounts: mounts.unwrap_or_default(),
             dirs: std::mem::take(&mut w.record),
         };
-        // Not kept (a read-only /usr): the next launch walks whole again.
-        let _ = kept::store(state, &record);
+        // Not kept (a read-only /usr, no mount table): the next launch
+        // walks whole again.
+        if !record.mounts.is_empty() {
+            let _ = kept::store(state, &record);
+        }
     }
     let kept_out = |p: &Path| keep.iter().any(|k| p.starts_with(k));
     w.unreadable.retain(|u| !kept_out(&u.path));
