@@ -63,7 +63,7 @@ pub(crate) fn sha256_file(path: &Path) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::sys::text::hex(&h.finalize()))
 }
 
 /// Pin the file at `path` as it is now.

@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use nix::libc;
 use sha2::{Digest, Sha256};
 
+use crate::sys::text::hex;
+
 /// Where the kept view lives: beside the installed binary, root's.
 pub(crate) const STATE: &str = "/usr/libexec/claude-sandbox/root-view";
 /// The first word of the state; the version follows it.
@@ -151,10 +153,6 @@ pub(super) fn render(r: &Record) -> String {
         }
     }
     format!("{MAGIC} {}\n{body}", hex(&Sha256::digest(body.as_bytes())))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The mounts of `mountinfo` (`/proc/self/mountinfo`'s text) at or under

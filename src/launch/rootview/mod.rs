@@ -192,13 +192,6 @@ fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Pa
 /// more directories than this were examined afresh, or more entries.
 const STORE_AFTER: (usize, usize) = (32, 2000);
 
-/// Seconds since the epoch.
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// The walk of the trees other than `/etc`, reusing and updating the kept
 /// view at `state` (walked whole when there is none to trust), with what
 /// lies in `keep` left out afterwards (the record is the same whatever a
@@ -209,7 +202,7 @@ fn walk_rest(
     max_entries: usize,
     state: &Path,
 ) -> (walk::Walk, Kept) {
-    let started = now();
+    let started = crate::sys::clock::now_secs();
     let mounts = kept::mounts_digest(rest);
     let (prior, mut kept) = match kept::load(state, rest) {
         Ok(Some(r))
@@ -236,19 +229,17 @@ fn walk_rest(
     // Written again when what it records changed, or when enough
     // directories were examined afresh to cost more than writing it; a
     // directory whose times alone moved is examined again next time.
-    if full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1 {
+    // Not kept without a mount table, nor where it cannot be written (a
+    // read-only /usr): the next launch walks whole again.
+    let due = full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1;
+    if let Some(mounts) = mounts.filter(|_| due) {
         let record = kept::Record {
             bound: max_entries,
             full_at: if full { started } else { full_at },
-            // Unreadable: not kept, so the next launch walks whole again.
-            mounts: mounts.unwrap_or_default(),
+            mounts,
             dirs: std::mem::take(&mut w.record),
         };
-        // Not kept (a read-only /usr, no mount table): the next launch
-        // walks whole again.
-        if !record.mounts.is_empty() {
-            let _ = kept::store(state, &record);
-        }
+        let _ = kept::store(state, &record);
     }
     let kept_out = |p: &Path| keep.iter().any(|k| p.starts_with(k));
     w.unreadable.retain(|u| !kept_out(&u.path));

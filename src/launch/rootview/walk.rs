@@ -823,13 +823,9 @@ mod tests {
     /// A walk keeping its record, as if it started `started` seconds from
     /// now (far enough ahead: every directory is old enough to keep).
     fn kept_walk(t: &Tree, prior: &Record, started: i64) -> Walk {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64;
         let k = Keeping {
             prior: prior.dirs.clone(),
-            started: now + started,
+            started: crate::sys::clock::now_secs() + started,
         };
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
     }
