@@ -409,6 +409,8 @@ fn a_mask_vanishing_on_every_attempt_names_the_churning_directory() {
 /// Issue #48: where the kept root view lives (in a world, its overlay of
 /// /usr/libexec: kept between the world's commands, never the machine's).
 const KEPT: &str = "/usr/libexec/claude-sandbox/root-view";
+/// `/etc`'s kept view, every entry in it (decision 0037).
+const KEPT_ETC: &str = "/usr/libexec/claude-sandbox/root-view-etc";
 
 /// A private /opt (a tmpfs in the command's mount namespace) holding a tool
 /// of 2,500 files (`/opt/tool/bin/run` lists its `lib` and sources one of
@@ -655,6 +657,74 @@ fn install_walks_whole_and_the_next_root_view_reuses_what_it_kept() {
         parts[1].contains(&format!("the kept view {KEPT} reused")),
         "{out}"
     );
-    // Control: with the kept view gone, doctor walks whole.
-    assert!(parts[2].contains("(walked whole, kept)"), "{out}");
+    // Control: with the kept view gone, doctor walks those trees whole.
+    assert!(
+        parts[2].contains(&format!("{KEPT} walked whole, kept")),
+        "{out}"
+    );
+}
+
+/// Decision 0037: `/etc` is kept too, every entry in it stat'ed again at
+/// each launch, so a file narrowed there by `chmod` in a directory that
+/// did not change is hidden from the next launch, not an hour later.
+#[test]
+fn a_file_in_etc_narrowed_in_place_is_hidden_at_the_next_launch() {
+    if !require("rootview_kept_etc_narrowed") {
+        return;
+    }
+    let w = World::with_probe_default_root_view("rvetcnarrow");
+    let conf = ["/etc/csb-tool.conf"];
+    let setup =
+        format!("echo public-conf > /etc/csb-tool.conf && chmod 644 /etc/csb-tool.conf\n{SETTLE}");
+    let script = format!(
+        "{}chmod 600 /etc/csb-tool.conf && echo SECRET-etc > /etc/csb-tool.conf\n{}{}\n/usr/libexec/claude-sandbox/claude-sandbox doctor 2>&1 | grep 'root view'",
+        launch_line(&try_read(&conf)),
+        launch_line(&try_read(&conf)),
+        try_read(&conf)
+    );
+    let out = run_outside(&w, &setup, &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    // Public when recorded: readable, as it is to everyone.
+    assert!(parts[0].contains("READ /etc/csb-tool.conf"), "{out}");
+    // Narrowed in place, /etc unchanged: hidden at once, from the kept view.
+    assert_none_read(Who::Root, parts[1], &conf);
+    assert!(!parts[1].contains("not trusted"), "{out}");
+    // Control: outside, root reads it.
+    assert!(parts[2].contains("READ /etc/csb-tool.conf"), "{out}");
+    // What hid it was /etc's kept view, reused, not a walk of /etc.
+    assert!(
+        parts[2].contains(&format!("the kept view {KEPT_ETC} reused")),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_edited_etc_view_is_discarded_and_etc_walked_whole() {
+    if !require("rootview_kept_etc_edited") {
+        return;
+    }
+    let w = World::with_probe_default_root_view("rvetcedited");
+    let secret = ["/etc/csb-secret"];
+    let setup = format!("{}{SETTLE}", plant(&secret));
+    // The secret's mask taken out of /etc's kept view, its checksum left.
+    let script = format!(
+        "{}grep -q '^m csb-secret$' {KEPT_ETC} && echo RECORDED\nsed -i '/^m csb-secret$/d' {KEPT_ETC}\n{}{}",
+        launch_line("true"),
+        launch_line(&try_read(&secret)),
+        try_read(&secret)
+    );
+    let out = run_outside(&w, &setup, &script);
+    let parts: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    assert!(parts[1].starts_with("RECORDED\n"), "{out}");
+    assert_none_read(Who::Root, parts[1], &secret);
+    assert!(
+        parts[1].contains(&format!(
+            "the kept root view {KEPT_ETC} was not trusted (its checksum"
+        )),
+        "{out}"
+    );
+    // Control: outside, root reads it.
+    assert!(parts[2].contains("READ /etc/csb-secret"), "{out}");
 }

@@ -209,17 +209,22 @@ fn check_root_view(r: &mut Report, c: &config::Config) {
         format!(
             "{} entries examined in {ms:.1} ms ({}), {} masks; {whole}",
             v.examined,
-            match &v.kept {
-                launch::rootview::Kept::Reused(n) => format!(
-                    "the kept view {} reused, {n} changed directories examined afresh",
-                    launch::rootview::STATE
-                ),
-                launch::rootview::Kept::Whole => "walked whole, kept".to_string(),
-                launch::rootview::Kept::Discarded(why) => format!(
-                    "the kept view {} not trusted ({why}): walked whole",
-                    launch::rootview::STATE
-                ),
-            },
+            v.kept
+                .iter()
+                .map(|(state, k)| match k {
+                    launch::rootview::Kept::Reused(n) => format!(
+                        "the kept view {} reused, {n} changed directories examined afresh",
+                        state.display()
+                    ),
+                    launch::rootview::Kept::Whole =>
+                        format!("{} walked whole, kept", state.display()),
+                    launch::rootview::Kept::Discarded(why) => format!(
+                        "the kept view {} not trusted ({why}): walked whole",
+                        state.display()
+                    ),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
             v.masks.len()
         ),
     );

@@ -121,9 +121,13 @@ fn keep_root_view() {
         .map_or(config::ROOT_VIEW_MAX_ENTRIES, |l| {
             l.config.root_view_max_entries
         });
-    let state = Path::new(crate::launch::rootview::STATE);
-    if state.symlink_metadata().is_ok() {
-        let _ = std::fs::remove_file(state);
+    for state in [
+        crate::launch::rootview::STATE,
+        crate::launch::rootview::STATE_FIRST,
+    ] {
+        if Path::new(state).symlink_metadata().is_ok() {
+            let _ = std::fs::remove_file(state);
+        }
     }
     let t = std::time::Instant::now();
     let v = crate::launch::rootview::view(&[], bound, false);

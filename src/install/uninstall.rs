@@ -34,10 +34,15 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
     restore_real_origin(&root, &m)?;
     unmerge_settings(&root, &m)?;
     super::host_git::unharden(&m.git_hardened)?;
-    // The kept root view (issue #48), made by launches, not by install.
-    let kept = rebase(&root, Path::new(crate::launch::rootview::STATE));
-    if kept.symlink_metadata().is_ok() {
-        fs_err::remove_file(&kept)?;
+    // The kept root views (issue #48), made by launches, not by install.
+    for state in [
+        crate::launch::rootview::STATE,
+        crate::launch::rootview::STATE_FIRST,
+    ] {
+        let kept = rebase(&root, Path::new(state));
+        if kept.symlink_metadata().is_ok() {
+            fs_err::remove_file(&kept)?;
+        }
     }
     remove_created(&root, &m)?;
     let flag = rebase(&root, Path::new(paths::ALLOW_UNWRAPPED));

@@ -378,13 +378,17 @@ fn root_view(
     masks.retain(|u| !plan::SYSTEM_NULLED.iter().any(|n| u.path == Path::new(n)));
     let told = plan::RootViewTold {
         unexamined: v.unfinished,
-        discarded: match v.kept {
-            super::rootview::Kept::Discarded(why) => Some(format!(
-                "claude-sandbox: the kept root view {} was not trusted ({why}): walked whole and kept anew",
-                super::rootview::STATE
-            )),
-            _ => None,
-        },
+        discarded: v
+            .kept
+            .iter()
+            .filter_map(|(state, k)| match k {
+                super::rootview::Kept::Discarded(why) => Some(format!(
+                    "claude-sandbox: the kept root view {} was not trusted ({why}): walked whole and kept anew",
+                    state.display()
+                )),
+                _ => None,
+            })
+            .reduce(|a, b| format!("{a}\n{b}")),
     };
     (masks, hidden, told)
 }

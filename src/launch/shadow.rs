@@ -131,13 +131,17 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     let notices = host::session_notices(&home);
     // Issue #24: the private state within its bound before anything runs.
     let private = crate::limits::PrivateState::at_launch(&home, cfg.private_state_max)?;
-    let git = host::GitIdentity::start(home.clone());
     // Issue #25: started once, before the first plan, for every attempt.
     let broker = start_broker(cfg, &home)?;
     // Issue #44: the workspace's hooks directories, held copies inside.
     let copies = crate::held::Copies::new(&home, host::session_id());
     let (first, facts) =
         sandbox_with(cfg, args, ProcMode::Fresh, broker.as_deref(), Some(&copies))?;
+    // The git identity (a `git config` process) is looked up while
+    // bubblewrap builds the sandbox, which waits for it: started any
+    // earlier, it competes with a root launch's walk for the CPU and
+    // delays the plan (issue #48 item 3: ~2 ms on a 2-core machine).
+    let git = host::GitIdentity::start(home.clone());
     // Issue #24: the process limit the plan chose, in force for every attempt.
     let pids = crate::limits::Enforced::start(&first.limits.pids)?;
     tell_at_start(&first, &facts, notices.as_ref().ok());

@@ -158,8 +158,8 @@ pub(crate) struct RootViewTold {
     /// in for the root-only entries in them past the count of masks. The
     /// session is told.
     pub(crate) unexamined: Vec<PathBuf>,
-    /// The line that says the kept root view was not trusted (the user is
-    /// told).
+    /// The lines (one per kept view) that say a kept root view was not
+    /// trusted (the user is told).
     pub(crate) discarded: Option<String>,
 }
 

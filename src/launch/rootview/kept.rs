@@ -1,6 +1,6 @@
 //! The root view kept between launches (issue #48, decision 0036): what the
 //! last walks found, per directory examined whole, in root-owned state at
-//! [`STATE`]. A launch reuses a directory's record while the directory's
+//! [`STATE`] (and `/etc`'s at [`STATE_FIRST`]). A launch reuses a directory's record while the directory's
 //! identity and change times are the ones recorded, and examines it afresh
 //! otherwise.
 //!
@@ -30,8 +30,11 @@ use sha2::{Digest, Sha256};
 
 use crate::sys::text::hex;
 
-/// Where the kept view lives: beside the installed binary, root's.
+/// Where the kept view of the trees other than `/etc` lives: beside the
+/// installed binary, root's.
 pub(crate) const STATE: &str = "/usr/libexec/claude-sandbox/root-view";
+/// Where `/etc`'s kept view lives (every entry kept).
+pub(crate) const STATE_FIRST: &str = "/usr/libexec/claude-sandbox/root-view-etc";
 /// The first word of the state; the version follows it.
 const MAGIC: &str = "csb-root-view 1";
 /// State larger than this is not read (a walk of millions of directories
@@ -58,19 +61,21 @@ pub(super) fn key_of(m: &Metadata) -> Key {
 }
 
 /// One directory examined whole: its [`Key`] then, the entries in it a
-/// root session gains by (name, whether a directory), and the directories
-/// in it the walk went into.
+/// root session gains by (name, whether a directory), the directories in
+/// it the walk went into, and, where every entry is kept (`/etc`), the
+/// others (stat'ed again at each launch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct DirRec {
     pub(super) key: Key,
     pub(super) masks: Vec<(OsString, bool)>,
     pub(super) subdirs: Vec<OsString>,
+    pub(super) others: Vec<OsString>,
 }
 
 impl DirRec {
-    /// Whether `other` records the same masks and subdirectories.
+    /// Whether `other` records the same entries.
     pub(super) fn same_entries(&self, other: &DirRec) -> bool {
-        self.masks == other.masks && self.subdirs == other.subdirs
+        self.masks == other.masks && self.subdirs == other.subdirs && self.others == other.others
     }
 }
 
@@ -148,6 +153,11 @@ pub(super) fn render(r: &Record) -> String {
         }
         for name in &d.subdirs {
             body.push_str("s ");
+            escape(name.as_bytes(), &mut body);
+            body.push('\n');
+        }
+        for name in &d.others {
+            body.push_str("f ");
             escape(name.as_bytes(), &mut body);
             body.push('\n');
         }
@@ -256,6 +266,7 @@ pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
             }
             ("m" | "M", Some((_, d))) => d.masks.push((name(rest)?, kind == "M")),
             ("s", Some((_, d))) => d.subdirs.push(name(rest)?),
+            ("f", Some((_, d))) => d.others.push(name(rest)?),
             _ => return Err(format!("bad line: {l}")),
         }
     }
@@ -282,6 +293,7 @@ fn dir_line(rest: &str, roots: &[PathBuf]) -> Result<(PathBuf, DirRec), Refusal>
             key,
             masks: Vec::new(),
             subdirs: Vec::new(),
+            others: Vec::new(),
         },
     ))
 }
@@ -390,6 +402,7 @@ mod tests {
                 key: [1, 2, 3, 4, 5, -6],
                 masks: vec![("sec ret".into(), false), ("d".into(), true)],
                 subdirs: vec![OsString::from_vec(vec![0xff, b'z'])],
+                others: vec!["conf".into(), OsString::from_vec(vec![b'%', 0x0a])],
             },
         );
         r.dirs.insert(
@@ -398,6 +411,7 @@ mod tests {
                 key: [9; 6],
                 masks: vec![],
                 subdirs: vec!["a b".into()],
+                others: vec![],
             },
         );
         r

@@ -26,7 +26,9 @@
 //! narrowed is masked at once), and walks whole when there is no kept view
 //! to trust or its last whole walk began [`REFRESH_SECS`] ago (a file
 //! narrowed by `chmod` in a directory that did not change is masked from
-//! then on). `/etc` is walked whole at every launch.
+//! then on). `/etc` is kept too, in a view of its own ([`STATE_FIRST`],
+//! decision 0037) that records every entry: each is stat'ed again at every
+//! launch, so a file narrowed there by `chmod` is masked at the next one.
 //!
 //! Other users' homes (`/home`) are replaced wholesale ([`HIDDEN_WHOLE`]):
 //! a root session has no business there.
@@ -37,14 +39,14 @@
 //! Exports: [`view`] (the launch's masks, what was masked whole, and how
 //! the kept view served, for `doctor`), [`audit`] (the battery's walk from
 //! inside), [`covers`] (whether a mask is the root view's), [`ROOTS`],
-//! [`HIDDEN_WHOLE`], [`STATE`] (where the view is kept) and
-//! [`REFRESH_SECS`].
+//! [`HIDDEN_WHOLE`], [`STATE`] and [`STATE_FIRST`] (where the views are
+//! kept) and [`REFRESH_SECS`].
 
 mod kept;
 mod kernel;
 mod walk;
 
-pub(crate) use kept::STATE;
+pub(crate) use kept::{STATE, STATE_FIRST};
 
 use std::path::{Path, PathBuf};
 
@@ -84,8 +86,9 @@ pub(crate) struct View {
     pub(crate) unfinished: Vec<PathBuf>,
     /// Directory entries the walk examined.
     pub(crate) examined: usize,
-    /// How the kept view served this launch.
-    pub(crate) kept: Kept,
+    /// How each kept view (by where it lives: `/etc`'s, the other
+    /// trees') served this launch.
+    pub(crate) kept: Vec<(PathBuf, Kept)>,
 }
 
 /// How the kept view ([`STATE`]) served a launch.
@@ -119,13 +122,23 @@ fn roots(list: &[&str]) -> Vec<PathBuf> {
 /// readable by design; a mask over a directory holding one is fine, they
 /// are bound over the masks). `host_net`: the session shares the host's
 /// network namespace (its root-only files are masked too). `/etc` (small,
-/// and what every program reads) is walked whole, up to
-/// [`FIRST_MAX_ENTRIES`], on a thread of its own; the other trees within
-/// `max_entries`, breadth-first, the world-writable ones last. Outside
-/// `/etc`, at most [`MAX_MASKS`] masks: beyond it, parents are masked whole
-/// instead.
+/// and what every program reads) is walked up to [`FIRST_MAX_ENTRIES`],
+/// every entry kept and stat'ed again at each launch, on a thread of its
+/// own; the other trees within `max_entries`, breadth-first, the
+/// world-writable ones last. Outside `/etc`, at most [`MAX_MASKS`] masks:
+/// beyond it, parents are masked whole instead.
 pub(crate) fn view(keep: &[PathBuf], max_entries: usize, host_net: bool) -> View {
-    view_keeping(keep, max_entries, host_net, Path::new(STATE))
+    let first = Kind {
+        max_entries: FIRST_MAX_ENTRIES,
+        every_entry: true,
+        state: Path::new(STATE_FIRST),
+    };
+    let rest = Kind {
+        max_entries,
+        every_entry: false,
+        state: Path::new(STATE),
+    };
+    view_keeping(keep, host_net, &first, &rest)
 }
 
 fn bounds(max_entries: usize) -> walk::Bounds {
@@ -136,21 +149,24 @@ fn bounds(max_entries: usize) -> walk::Bounds {
     }
 }
 
-/// [`view`], keeping what the walk outside `/etc` found at `state`.
-fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Path) -> View {
+/// How one group of trees is walked and kept: its entry bound, whether
+/// every entry is kept (and stat'ed again at each launch) or only masks
+/// and subdirectories, and where its kept view lives.
+struct Kind<'a> {
+    max_entries: usize,
+    every_entry: bool,
+    state: &'a Path,
+}
+
+/// [`view`], `/etc` walked as `first` says, the other trees as `rest`.
+fn view_keeping(keep: &[PathBuf], host_net: bool, first: &Kind<'_>, rest: &Kind<'_>) -> View {
     let roots = roots(ROOTS);
-    let (first, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+    let (first_trees, rest_trees): (Vec<PathBuf>, Vec<PathBuf>) =
         roots.iter().cloned().partition(|r| r == Path::new(FIRST));
-    let walk_first = || {
-        walk::walk(
-            std::slice::from_ref(&first),
-            keep,
-            bounds(FIRST_MAX_ENTRIES),
-        )
-    };
-    let (wf, (w, kept)) = std::thread::scope(|s| {
+    let walk_first = || walk_kept(&first_trees, keep, first);
+    let (wf, w) = std::thread::scope(|s| {
         let other = std::thread::Builder::new().spawn_scoped(s, walk_first);
-        let w = walk_rest(&rest, keep, max_entries, state);
+        let w = walk_kept(&rest_trees, keep, rest);
         // No thread to be had: the same walk, one after the other.
         let wf = match other.map(|h| h.join()) {
             Ok(Ok(wf)) => wf,
@@ -158,13 +174,27 @@ fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Pa
         };
         (wf, w)
     });
+    finish_view(&roots, host_net, first, rest, wf, w)
+}
+
+/// The view from `/etc`'s walk (`wf`, kept as `first` says) and the other
+/// trees' (`w`, as `rest` says): their masks, the kernel's, and how each
+/// kept view served.
+fn finish_view(
+    roots: &[PathBuf],
+    host_net: bool,
+    first: &Kind<'_>,
+    rest: &Kind<'_>,
+    (wf, kept_first): (walk::Walk, Kept),
+    (w, kept): (walk::Walk, Kept),
+) -> View {
     let whole = |path: PathBuf| Unreadable { path, dir: true };
     let (elsewhere, added) = walk::coarsen(
         w.unreadable
             .into_iter()
             .chain(w.unfinished.iter().cloned().map(whole))
             .collect(),
-        &roots,
+        roots,
         MAX_MASKS,
     );
     let mut masks: Vec<Unreadable> = wf.unreadable;
@@ -184,7 +214,10 @@ fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Pa
         masks,
         unfinished,
         examined: wf.examined + w.examined,
-        kept,
+        kept: vec![
+            (first.state.to_path_buf(), kept_first),
+            (rest.state.to_path_buf(), kept),
+        ],
     }
 }
 
@@ -192,21 +225,16 @@ fn view_keeping(keep: &[PathBuf], max_entries: usize, host_net: bool, state: &Pa
 /// more directories than this were examined afresh, or more entries.
 const STORE_AFTER: (usize, usize) = (32, 2000);
 
-/// The walk of the trees other than `/etc`, reusing and updating the kept
-/// view at `state` (walked whole when there is none to trust), with what
+/// The walk of `trees` as `kind` says, reusing and updating the kept view
+/// at `kind.state` (walked whole when there is none to trust), with what
 /// lies in `keep` left out afterwards (the record is the same whatever a
 /// launch keeps).
-fn walk_rest(
-    rest: &[PathBuf],
-    keep: &[PathBuf],
-    max_entries: usize,
-    state: &Path,
-) -> (walk::Walk, Kept) {
+fn walk_kept(trees: &[PathBuf], keep: &[PathBuf], kind: &Kind<'_>) -> (walk::Walk, Kept) {
     let started = crate::sys::clock::now_secs();
-    let mounts = kept::mounts_digest(rest);
-    let (prior, mut kept) = match kept::load(state, rest) {
+    let mounts = kept::mounts_digest(trees);
+    let (prior, mut kept) = match kept::load(kind.state, trees) {
         Ok(Some(r))
-            if r.bound == max_entries
+            if r.bound == kind.max_entries
                 && r.full_at <= started + 60
                 && started - r.full_at < REFRESH_SECS
                 && mounts.as_ref() == Some(&r.mounts) =>
@@ -220,8 +248,14 @@ fn walk_rest(
     let keeping = walk::Keeping {
         prior: prior.dirs,
         started,
+        every_entry: kind.every_entry,
     };
-    let mut w = walk::walk_keeping(&[rest.to_vec()], &[], bounds(max_entries), Some(keeping));
+    let mut w = walk::walk_keeping(
+        &[trees.to_vec()],
+        &[],
+        bounds(kind.max_entries),
+        Some(keeping),
+    );
     let full = !matches!(kept, Kept::Reused(_));
     if let Kept::Reused(n) = &mut kept {
         *n = w.fresh;
@@ -234,12 +268,12 @@ fn walk_rest(
     let due = full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1;
     if let Some(mounts) = mounts.filter(|_| due) {
         let record = kept::Record {
-            bound: max_entries,
+            bound: kind.max_entries,
             full_at: if full { started } else { full_at },
             mounts,
             dirs: std::mem::take(&mut w.record),
         };
-        let _ = kept::store(state, &record);
+        let _ = kept::store(kind.state, &record);
     }
     let kept_out = |p: &Path| keep.iter().any(|k| p.starts_with(k));
     w.unreadable.retain(|u| !kept_out(&u.path));

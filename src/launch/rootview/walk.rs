@@ -6,6 +6,7 @@
 //! unexamined and readable.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ffi::OsString;
 use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -96,11 +97,13 @@ fn world_writable(m: &Metadata) -> bool {
 /// One directory's examination.
 enum Examined {
     /// Every entry examined: the entries a root session gains by, the
-    /// directories to go into (each with what its stat said then), and the
-    /// directory's [`Key`] then.
+    /// directories to go into (each with what its stat said then), the
+    /// names of the other entries (only when asked for: [`Keeping::every_entry`]),
+    /// and the directory's [`Key`] then.
     Done {
         masks: Vec<Unreadable>,
         subdirs: Vec<(PathBuf, Metadata)>,
+        others: Vec<OsString>,
         key: Key,
     },
     /// Not examined whole: mask it whole.
@@ -121,11 +124,15 @@ type Queued = (PathBuf, usize, Option<Metadata>);
 const RACY_SECS: i64 = 1;
 
 /// What a walk may reuse and keep: the record of earlier walks (taken
-/// apart as it is reused), and when this one started (seconds since the
-/// epoch).
+/// apart as it is reused), when this one started (seconds since the
+/// epoch), and whether every entry of a directory is recorded and stat'ed
+/// again when the directory is reused (`/etc`: a file narrowed by `chmod`
+/// is seen at once) or only its masks and subdirectories (the larger
+/// trees: such a file is seen at the next whole walk).
 pub(super) struct Keeping {
     pub(super) prior: HashMap<PathBuf, DirRec>,
     pub(super) started: i64,
+    pub(super) every_entry: bool,
 }
 
 /// Walk `groups` of roots within `b`, never into or under `keep`: each
@@ -163,13 +170,20 @@ pub(super) fn walk_keeping(
             let prior = keeping.as_mut().and_then(|k| k.prior.remove(&dir));
             let reused = prior.as_ref().and_then(|rec| reuse(&dir, &mut seen, rec));
             let fresh = reused.is_none();
+            let names = keeping.as_ref().is_some_and(|k| k.every_entry);
             let outcome = reused.unwrap_or_else(|| {
-                examine(&dir, seen, keep, b.report_holders, &mut budget, &mut w)
+                let how = How {
+                    keep,
+                    report_holders: b.report_holders,
+                    names,
+                };
+                examine(&dir, seen, &how, &mut budget, &mut w)
             });
             match outcome {
                 Examined::Done {
                     masks,
                     subdirs,
+                    others,
                     key,
                 } => {
                     if let Some(k) = &keeping {
@@ -180,7 +194,7 @@ pub(super) fn walk_keeping(
                             // parent changed for (or one not kept last
                             // time: counted by the caller).
                             prior => {
-                                let rec = record_of(&masks, &subdirs, key);
+                                let rec = record_of(&masks, &subdirs, others, key);
                                 w.changed |= prior.is_some_and(|p| !p.same_entries(&rec));
                                 rec
                             }
@@ -207,20 +221,28 @@ pub(super) fn walk_keeping(
 }
 
 /// The record of a directory examined whole.
-fn record_of(masks: &[Unreadable], subdirs: &[(PathBuf, Metadata)], key: Key) -> DirRec {
+fn record_of(
+    masks: &[Unreadable],
+    subdirs: &[(PathBuf, Metadata)],
+    others: Vec<OsString>,
+    key: Key,
+) -> DirRec {
     let name = |p: &Path| p.file_name().unwrap_or_default().to_os_string();
     DirRec {
         key,
         masks: masks.iter().map(|u| (name(&u.path), u.dir)).collect(),
         subdirs: subdirs.iter().map(|(p, _)| name(p)).collect(),
+        others,
     }
 }
 
 /// `dir` as `rec` recorded it, when its [`Key`] (from `seen`, its stat
 /// from its parent's examination, or a stat now, kept in `seen` for
-/// [`examine`]) is the recorded one: the recorded masks, and the recorded
+/// [`examine`]) is the recorded one: the recorded masks, the recorded
 /// subdirectories, each stat'ed now (one a root session gains by since
-/// is masked; one it can no longer enter is left). `None`: examine it.
+/// is masked; one it can no longer enter is left), and the other entries
+/// recorded, each stat'ed now too (one a root session gains by since is
+/// masked). `None`: examine it.
 fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examined> {
     if seen.is_none() {
         *seen = dir.symlink_metadata().ok();
@@ -255,11 +277,38 @@ fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examin
             _ => return None,
         }
     }
+    for n in &rec.others {
+        let p = dir.join(n);
+        match p.symlink_metadata() {
+            // A symlink is never followed; an entry the walk would now go
+            // into (the directory would have changed): examined afresh.
+            Ok(m) if m.file_type().is_symlink() => return None,
+            Ok(m) if session_gains(&m) => masks.push(Unreadable {
+                dir: m.is_dir(),
+                path: p,
+            }),
+            Ok(m) if m.is_dir() && session_enters(&m) => return None,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            _ => return None,
+        }
+    }
     Some(Examined::Done {
         masks,
         subdirs,
+        others: Vec::new(),
         key: rec.key,
     })
+}
+
+/// How [`examine`] treats what it finds: never into or under `keep`;
+/// whether a directory holding one of `keep` is reported
+/// ([`Bounds::report_holders`]); whether the names of the entries neither
+/// masked nor gone into are returned (`names`).
+struct How<'a> {
+    keep: &'a [PathBuf],
+    report_holders: bool,
+    names: bool,
 }
 
 /// Examine one directory: every entry, or none. `seen`: its stat from
@@ -268,11 +317,11 @@ fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examin
 fn examine(
     dir: &Path,
     mut seen: Option<Metadata>,
-    keep: &[PathBuf],
-    report_holders: bool,
+    how: &How<'_>,
     budget: &mut usize,
     w: &mut Walk,
 ) -> Examined {
+    let keep = how.keep;
     for _ in 0..2 {
         let before = match seen.take().map_or_else(|| dir.symlink_metadata(), Ok) {
             Ok(m) if m.is_dir() => m,
@@ -287,16 +336,20 @@ fn examine(
         w.examined += found.len();
         let mut masks = Vec::new();
         let mut subdirs = Vec::new();
+        let mut others = Vec::new();
         for (e, m) in found {
             // Most entries are neither masked nor gone into: no path for them.
             if !m.is_dir() && !session_gains(&m) {
+                if how.names {
+                    others.push(e.file_name());
+                }
                 continue;
             }
             let p = e.path();
             if keep.iter().any(|k| p.starts_with(k)) {
                 continue;
             }
-            let report = report_holders || !keep.iter().any(|k| k.starts_with(&p));
+            let report = how.report_holders || !keep.iter().any(|k| k.starts_with(&p));
             if report && session_gains(&m) {
                 masks.push(Unreadable {
                     path: p,
@@ -304,6 +357,8 @@ fn examine(
                 });
             } else if m.is_dir() && session_enters(&m) {
                 subdirs.push((p, m));
+            } else if how.names {
+                others.push(e.file_name());
             }
         }
         #[cfg(test)]
@@ -313,6 +368,7 @@ fn examine(
                 return Examined::Done {
                     masks,
                     subdirs,
+                    others,
                     key: key_of(&after),
                 };
             }
@@ -823,11 +879,49 @@ mod tests {
     /// A walk keeping its record, as if it started `started` seconds from
     /// now (far enough ahead: every directory is old enough to keep).
     fn kept_walk(t: &Tree, prior: &Record, started: i64) -> Walk {
+        kept_walk_of(t, prior, started, false)
+    }
+
+    /// [`kept_walk`], every entry kept when `every_entry` (as `/etc`'s).
+    fn kept_walk_of(t: &Tree, prior: &Record, started: i64, every_entry: bool) -> Walk {
         let k = Keeping {
             prior: prior.dirs.clone(),
             started: crate::sys::clock::now_secs() + started,
+            every_entry,
         };
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
+    }
+
+    #[test]
+    fn where_every_entry_is_kept_a_file_narrowed_in_place_is_seen_at_once() {
+        let t = Tree::new("every");
+        t.file("conf", 0o644);
+        t.file("d/public", 0o644);
+        // Group bits: what a root session gains by whoever runs this.
+        t.file("d/secret", 0o640);
+        t.dir("d/closed", 0o750);
+        std::fs::create_dir_all(t.0.join("d/closed/x")).unwrap();
+        let w = kept_walk_of(&t, &Record::default(), 100, true);
+        let prior = Record {
+            dirs: w.record,
+            ..Record::default()
+        };
+        let d = &prior.dirs[&t.0.join("d")];
+        assert_eq!(d.others, [OsString::from("public")], "{d:?}");
+        let again = kept_walk_of(&t, &prior, 100, true);
+        assert_eq!(again.fresh, 0);
+        assert_eq!(again.record, prior.dirs);
+        assert_eq!(masked(&t, &again), ["d/closed/", "d/secret"]);
+        // Narrowed in place, their directories unchanged: masked at once.
+        for f in ["conf", "d/public"] {
+            std::fs::set_permissions(t.0.join(f), std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        let w = kept_walk_of(&t, &prior, 100, true);
+        assert_eq!(w.fresh, 0, "nothing examined afresh");
+        assert_eq!(
+            masked(&t, &w),
+            ["conf", "d/closed/", "d/public", "d/secret"]
+        );
     }
 
     #[test]
