@@ -203,6 +203,13 @@ fn name(s: &str) -> Result<OsString, Refusal> {
     Ok(n)
 }
 
+/// Whether `p` is `under` or lies below it, both canonical (compared as
+/// bytes, a whole name at a time: cheaper than comparing components).
+pub(super) fn at_or_under(p: &Path, under: &Path) -> bool {
+    let (p, u) = (p.as_os_str().as_bytes(), under.as_os_str().as_bytes());
+    p.starts_with(u) && (p.len() == u.len() || u == b"/" || p[u.len()] == b'/')
+}
+
 /// An absolute, normal path under one of `roots`.
 fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
     let p = PathBuf::from(unescape(s).ok_or_else(|| format!("a path that does not decode: {s}"))?);
@@ -215,7 +222,7 @@ fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
             rest.split(|&b| b == b'/')
                 .all(|n| !n.is_empty() && n != b"." && n != b"..")
         });
-    if !normal || !roots.iter().any(|r| p.starts_with(r)) {
+    if !normal || !roots.iter().any(|r| at_or_under(&p, r)) {
         return Err(format!("a path outside the walked trees: {s}"));
     }
     Ok(p)
@@ -252,7 +259,7 @@ pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
         bound,
         full_at,
         mounts,
-        dirs: HashMap::new(),
+        dirs: HashMap::with_capacity(body.matches("\nD ").count()),
     };
     let mut current: Option<(PathBuf, DirRec)> = None;
     for l in lines {

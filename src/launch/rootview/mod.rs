@@ -226,9 +226,10 @@ fn finish_view(
 const STORE_AFTER: (usize, usize) = (32, 2000);
 
 /// The walk of `trees` as `kind` says, reusing and updating the kept view
-/// at `kind.state` (walked whole when there is none to trust), with what
-/// lies in `keep` left out afterwards (the record is the same whatever a
-/// launch keeps).
+/// at `kind.state` (walked whole when there is none to trust), never into
+/// what lies in `keep` (bound read-write over the view whatever it holds):
+/// left out of the record too, which a launch that does not keep it then
+/// examines afresh.
 fn walk_kept(trees: &[PathBuf], keep: &[PathBuf], kind: &Kind<'_>) -> (walk::Walk, Kept) {
     let started = crate::sys::clock::now_secs();
     let mounts = kept::mounts_digest(trees);
@@ -249,6 +250,7 @@ fn walk_kept(trees: &[PathBuf], keep: &[PathBuf], kind: &Kind<'_>) -> (walk::Wal
         prior: prior.dirs,
         started,
         every_entry: kind.every_entry,
+        skip: keep.to_vec(),
     };
     let mut w = walk::walk_keeping(
         &[trees.to_vec()],

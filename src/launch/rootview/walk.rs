@@ -11,7 +11,7 @@ use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::kept::{key_of, DirRec, Key};
+use super::kept::{at_or_under, key_of, DirRec, Key};
 use crate::plan::Unreadable;
 
 /// How far one walk goes.
@@ -133,6 +133,11 @@ pub(super) struct Keeping {
     pub(super) prior: HashMap<PathBuf, DirRec>,
     pub(super) started: i64,
     pub(super) every_entry: bool,
+    /// Directories neither examined nor recorded (the launch's read-write
+    /// roots and home, bound over the view whatever it finds there): their
+    /// parents' records name them like any subdirectory, so a launch that
+    /// does not skip them finds no record and examines them afresh.
+    pub(super) skip: Vec<PathBuf>,
 }
 
 /// Walk `groups` of roots within `b`, never into or under `keep`: each
@@ -151,7 +156,10 @@ pub(super) fn walk_keeping(
     b: Bounds,
     mut keeping: Option<Keeping>,
 ) -> Walk {
-    let mut w = Walk::default();
+    let mut w = Walk {
+        record: HashMap::with_capacity(keeping.as_ref().map_or(0, |k| k.prior.len())),
+        ..Walk::default()
+    };
     let mut budget = b.max_entries;
     // One queue per group, and a last one for world-writable trees.
     let mut queues: Vec<VecDeque<Queued>> = groups
@@ -165,6 +173,12 @@ pub(super) fn walk_keeping(
         while let Some((dir, depth, mut seen)) = queues[q].pop_front() {
             if exhausted || depth >= b.max_depth {
                 w.unfinished.push(dir);
+                continue;
+            }
+            if keeping
+                .as_ref()
+                .is_some_and(|k| k.skip.iter().any(|s| at_or_under(&dir, s)))
+            {
                 continue;
             }
             let prior = keeping.as_mut().and_then(|k| k.prior.remove(&dir));
@@ -888,8 +902,45 @@ mod tests {
             prior: prior.dirs.clone(),
             started: crate::sys::clock::now_secs() + started,
             every_entry,
+            skip: Vec::new(),
         };
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
+    }
+
+    #[test]
+    fn a_skipped_directory_is_neither_examined_nor_recorded_and_examined_when_not_skipped() {
+        let t = Tree::new("skip");
+        t.file("ws/secret", 0o640);
+        t.file("ws/deep/er/secret", 0o640);
+        t.file("other/secret", 0o640);
+        let walk_skipping = |prior: &Record, skip: Vec<PathBuf>| {
+            let k = Keeping {
+                prior: prior.dirs.clone(),
+                started: crate::sys::clock::now_secs() + 100,
+                every_entry: false,
+                skip,
+            };
+            walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
+        };
+        let w = walk_skipping(&Record::default(), vec![t.0.join("ws")]);
+        assert_eq!(masked(&t, &w), ["other/secret"]);
+        assert!(!w.record.keys().any(|p| p.starts_with(t.0.join("ws"))));
+        // Its parent names it: a launch not skipping it examines it.
+        assert_eq!(w.record[&t.0].subdirs.len(), 2, "{:?}", w.record[&t.0]);
+        let prior = Record {
+            dirs: w.record,
+            ..Record::default()
+        };
+        let w = walk_skipping(&prior, Vec::new());
+        assert_eq!(
+            masked(&t, &w),
+            ["other/secret", "ws/deep/er/secret", "ws/secret"]
+        );
+        assert_eq!(w.fresh, 3, "ws, ws/deep, ws/deep/er");
+        // A name that merely begins like the skipped one is walked.
+        assert!(!at_or_under(&t.0.join("wsx"), &t.0.join("ws")));
+        assert!(at_or_under(&t.0.join("ws/a"), &t.0.join("ws")));
+        assert!(at_or_under(Path::new("/opt"), Path::new("/")));
     }
 
     #[test]
