@@ -175,10 +175,7 @@ pub(super) fn walk_keeping(
                 w.unfinished.push(dir);
                 continue;
             }
-            if keeping
-                .as_ref()
-                .is_some_and(|k| k.skip.iter().any(|s| at_or_under(&dir, s)))
-            {
+            if skipped(keeping.as_ref(), &dir) {
                 continue;
             }
             let prior = keeping.as_mut().and_then(|k| k.prior.remove(&dir));
@@ -232,6 +229,11 @@ pub(super) fn walk_keeping(
         }
     }
     w
+}
+
+/// Whether `dir` is one `keeping` skips ([`Keeping::skip`]).
+fn skipped(keeping: Option<&Keeping>, dir: &Path) -> bool {
+    keeping.is_some_and(|k| k.skip.iter().any(|s| at_or_under(dir, s)))
 }
 
 /// The record of a directory examined whole.
