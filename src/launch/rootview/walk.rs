@@ -895,16 +895,23 @@ mod tests {
     /// A walk keeping its record, as if it started `started` seconds from
     /// now (far enough ahead: every directory is old enough to keep).
     fn kept_walk(t: &Tree, prior: &Record, started: i64) -> Walk {
-        kept_walk_of(t, prior, started, false)
+        kept_walk_of(t, prior, started, false, Vec::new())
     }
 
-    /// [`kept_walk`], every entry kept when `every_entry` (as `/etc`'s).
-    fn kept_walk_of(t: &Tree, prior: &Record, started: i64, every_entry: bool) -> Walk {
+    /// [`kept_walk`], every entry kept when `every_entry` (as `/etc`'s),
+    /// never into `skip`.
+    fn kept_walk_of(
+        t: &Tree,
+        prior: &Record,
+        started: i64,
+        every_entry: bool,
+        skip: Vec<PathBuf>,
+    ) -> Walk {
         let k = Keeping {
             prior: prior.dirs.clone(),
             started: crate::sys::clock::now_secs() + started,
             every_entry,
-            skip: Vec::new(),
+            skip,
         };
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
     }
@@ -915,15 +922,7 @@ mod tests {
         t.file("ws/secret", 0o640);
         t.file("ws/deep/er/secret", 0o640);
         t.file("other/secret", 0o640);
-        let walk_skipping = |prior: &Record, skip: Vec<PathBuf>| {
-            let k = Keeping {
-                prior: prior.dirs.clone(),
-                started: crate::sys::clock::now_secs() + 100,
-                every_entry: false,
-                skip,
-            };
-            walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
-        };
+        let walk_skipping = |prior: &Record, skip| kept_walk_of(&t, prior, 100, false, skip);
         let w = walk_skipping(&Record::default(), vec![t.0.join("ws")]);
         assert_eq!(masked(&t, &w), ["other/secret"]);
         assert!(!w.record.keys().any(|p| p.starts_with(t.0.join("ws"))));
@@ -954,14 +953,14 @@ mod tests {
         t.file("d/secret", 0o640);
         t.dir("d/closed", 0o750);
         std::fs::create_dir_all(t.0.join("d/closed/x")).unwrap();
-        let w = kept_walk_of(&t, &Record::default(), 100, true);
+        let w = kept_walk_of(&t, &Record::default(), 100, true, Vec::new());
         let prior = Record {
             dirs: w.record,
             ..Record::default()
         };
         let d = &prior.dirs[&t.0.join("d")];
         assert_eq!(d.others, [OsString::from("public")], "{d:?}");
-        let again = kept_walk_of(&t, &prior, 100, true);
+        let again = kept_walk_of(&t, &prior, 100, true, Vec::new());
         assert_eq!(again.fresh, 0);
         assert_eq!(again.record, prior.dirs);
         assert_eq!(masked(&t, &again), ["d/closed/", "d/secret"]);
@@ -969,7 +968,7 @@ mod tests {
         for f in ["conf", "d/public"] {
             std::fs::set_permissions(t.0.join(f), std::fs::Permissions::from_mode(0o640)).unwrap();
         }
-        let w = kept_walk_of(&t, &prior, 100, true);
+        let w = kept_walk_of(&t, &prior, 100, true, Vec::new());
         assert_eq!(w.fresh, 0, "nothing examined afresh");
         assert_eq!(
             masked(&t, &w),
