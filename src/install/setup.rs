@@ -121,10 +121,7 @@ fn keep_root_view() {
         .map_or(config::ROOT_VIEW_MAX_ENTRIES, |l| {
             l.config.root_view_max_entries
         });
-    for state in [
-        crate::launch::rootview::STATE,
-        crate::launch::rootview::STATE_FIRST,
-    ] {
+    for state in crate::launch::rootview::STATES {
         if Path::new(state).symlink_metadata().is_ok() {
             let _ = std::fs::remove_file(state);
         }

@@ -35,10 +35,7 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> anyhow::Result<i32> {
     unmerge_settings(&root, &m)?;
     super::host_git::unharden(&m.git_hardened)?;
     // The kept root views (issue #48), made by launches, not by install.
-    for state in [
-        crate::launch::rootview::STATE,
-        crate::launch::rootview::STATE_FIRST,
-    ] {
+    for state in crate::launch::rootview::STATES {
         let kept = rebase(&root, Path::new(state));
         if kept.symlink_metadata().is_ok() {
             fs_err::remove_file(&kept)?;

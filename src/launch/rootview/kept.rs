@@ -35,6 +35,8 @@ use crate::sys::text::hex;
 pub(crate) const STATE: &str = "/usr/libexec/claude-sandbox/root-view";
 /// Where `/etc`'s kept view lives (every entry kept).
 pub(crate) const STATE_FIRST: &str = "/usr/libexec/claude-sandbox/root-view-etc";
+/// Every kept view (what `install` walks anew and `uninstall` removes).
+pub(crate) const STATES: [&str; 2] = [STATE_FIRST, STATE];
 /// The first word of the state; the version follows it.
 const MAGIC: &str = "csb-root-view 1";
 /// State larger than this is not read (a walk of millions of directories
@@ -186,11 +188,10 @@ pub(super) fn mounts_of(mountinfo: &str, roots: &[PathBuf]) -> String {
     hex(&Sha256::digest(seen.join("\n").as_bytes()))
 }
 
-/// [`mounts_of`] this process's mount table; `None` when it cannot be read
-/// (then no kept view is trusted: the walk is whole).
-pub(super) fn mounts_digest(roots: &[PathBuf]) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    Some(mounts_of(&text, roots))
+/// This process's mount table, for [`mounts_of`]; `None` when it cannot
+/// be read (then no kept view is trusted: the walk is whole).
+pub(super) fn mount_table() -> Option<String> {
+    std::fs::read_to_string("/proc/self/mountinfo").ok()
 }
 
 /// A name in a directory: one component, not `.` or `..`.

@@ -40,13 +40,13 @@
 //! the kept view served, for `doctor`), [`audit`] (the battery's walk from
 //! inside), [`covers`] (whether a mask is the root view's), [`ROOTS`],
 //! [`HIDDEN_WHOLE`], [`STATE`] and [`STATE_FIRST`] (where the views are
-//! kept) and [`REFRESH_SECS`].
+//! kept; [`STATES`], both) and [`REFRESH_SECS`].
 
 mod kept;
 mod kernel;
 mod walk;
 
-pub(crate) use kept::{STATE, STATE_FIRST};
+pub(crate) use kept::{STATE, STATES, STATE_FIRST};
 
 use std::path::{Path, PathBuf};
 
@@ -163,10 +163,12 @@ fn view_keeping(keep: &[PathBuf], host_net: bool, first: &Kind<'_>, rest: &Kind<
     let roots = roots(ROOTS);
     let (first_trees, rest_trees): (Vec<PathBuf>, Vec<PathBuf>) =
         roots.iter().cloned().partition(|r| r == Path::new(FIRST));
-    let walk_first = || walk_kept(&first_trees, keep, first);
+    // Read once for both walks: each digests its own trees' mounts.
+    let table = kept::mount_table();
+    let walk_first = || walk_kept(&first_trees, keep, first, table.as_deref());
     let (wf, w) = std::thread::scope(|s| {
         let other = std::thread::Builder::new().spawn_scoped(s, walk_first);
-        let w = walk_kept(&rest_trees, keep, rest);
+        let w = walk_kept(&rest_trees, keep, rest, table.as_deref());
         // No thread to be had: the same walk, one after the other.
         let wf = match other.map(|h| h.join()) {
             Ok(Ok(wf)) => wf,
@@ -226,13 +228,18 @@ fn finish_view(
 const STORE_AFTER: (usize, usize) = (32, 2000);
 
 /// The walk of `trees` as `kind` says, reusing and updating the kept view
-/// at `kind.state` (walked whole when there is none to trust), never into
-/// what lies in `keep` (bound read-write over the view whatever it holds):
-/// left out of the record too, which a launch that does not keep it then
-/// examines afresh.
-fn walk_kept(trees: &[PathBuf], keep: &[PathBuf], kind: &Kind<'_>) -> (walk::Walk, Kept) {
+/// at `kind.state` (walked whole when there is none to trust, nor a mount
+/// table `mountinfo`), never into what lies in `keep` (bound read-write
+/// over the view whatever it holds): left out of the record too, which a
+/// launch that does not keep it then examines afresh.
+fn walk_kept(
+    trees: &[PathBuf],
+    keep: &[PathBuf],
+    kind: &Kind<'_>,
+    mountinfo: Option<&str>,
+) -> (walk::Walk, Kept) {
     let started = crate::sys::clock::now_secs();
-    let mounts = kept::mounts_digest(trees);
+    let mounts = mountinfo.map(|t| kept::mounts_of(t, trees));
     let (prior, mut kept) = match kept::load(kind.state, trees) {
         Ok(Some(r))
             if r.bound == kind.max_entries
@@ -277,7 +284,7 @@ fn walk_kept(trees: &[PathBuf], keep: &[PathBuf], kind: &Kind<'_>) -> (walk::Wal
         };
         let _ = kept::store(kind.state, &record);
     }
-    let kept_out = |p: &Path| keep.iter().any(|k| p.starts_with(k));
+    let kept_out = |p: &Path| keep.iter().any(|k| kept::at_or_under(p, k));
     w.unreadable.retain(|u| !kept_out(&u.path));
     w.unfinished.retain(|d| !kept_out(d));
     (w, kept)
