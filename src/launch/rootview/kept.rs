@@ -132,6 +132,14 @@ fn unescape(s: &str) -> Option<OsString> {
     Some(OsString::from_vec(out))
 }
 
+/// The order of [`Path`]'s comparison (name by name) for canonical paths,
+/// cheaper: bytes compared with `/` as the smallest.
+fn tree_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    let slash_first = |c: &u8| if *c == b'/' { 0 } else { *c };
+    let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
+    a.iter().map(slash_first).cmp(b.iter().map(slash_first))
+}
+
 /// The state's text for `r`.
 pub(super) fn render(r: &Record) -> String {
     let mut body = format!(
@@ -139,7 +147,9 @@ pub(super) fn render(r: &Record) -> String {
         r.bound, r.full_at, r.mounts
     );
     let mut dirs: Vec<(&PathBuf, &DirRec)> = r.dirs.iter().collect();
-    dirs.sort_by(|a, b| a.0.cmp(b.0));
+    // A directory before everything under it, then its next sibling
+    // (what `walk::verify` reads in one pass).
+    dirs.sort_unstable_by(|a, b| tree_order(a.0, b.0));
     for (p, d) in dirs {
         let k = d.key;
         body.push_str(&format!(
@@ -229,8 +239,20 @@ fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
     Ok(p)
 }
 
-/// The record in `text`, every path under `roots`; why not, otherwise.
-pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
+/// What decides whether a kept view may serve a launch at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Header {
+    /// [`Record::bound`].
+    pub(super) bound: usize,
+    /// [`Record::full_at`].
+    pub(super) full_at: i64,
+    /// [`Record::mounts`].
+    pub(super) mounts: String,
+}
+
+/// `text`'s header, its checksum checked over everything after it, and
+/// the lines that follow the header (see [`lines`]).
+pub(super) fn header(text: &str) -> Result<(Header, std::str::Lines<'_>), Refusal> {
     let (head, body) = text.split_once('\n').ok_or("no header")?;
     let sum = head
         .strip_prefix(MAGIC)
@@ -256,26 +278,81 @@ pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
         .filter(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
         .ok_or("no `mounts` line")?
         .to_string();
-    let mut r = Record {
+    let h = Header {
         bound,
         full_at,
         mounts,
-        dirs: HashMap::with_capacity(body.matches("\nD ").count()),
+    };
+    Ok((h, lines))
+}
+
+/// One line of a kept view after its header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Line {
+    /// A directory examined whole ([`DirRec`]): its path and [`Key`]; the
+    /// lines up to the next one are about its entries.
+    Dir(PathBuf, Key),
+    /// An entry a root session gains by (whether a directory).
+    Mask(OsString, bool),
+    /// A directory the walk went into.
+    Sub(OsString),
+    /// Another entry, where every entry is kept.
+    Other(OsString),
+}
+
+/// The [`Line`]s of `body` (what follows [`header`]), every path under
+/// `roots`; an `Err` for a line that does not parse (and for an entry
+/// before any directory).
+pub(super) fn lines<'a>(
+    body: std::str::Lines<'a>,
+    roots: &'a [PathBuf],
+) -> impl Iterator<Item = Result<Line, Refusal>> + 'a {
+    let mut in_dir = false;
+    body.map(move |l| {
+        let bad = || format!("bad line: {l}");
+        let (kind, rest) = l.split_once(' ').ok_or_else(bad)?;
+        match (kind, in_dir) {
+            ("D", _) => {
+                in_dir = true;
+                dir_line(rest, roots).map(|(p, k)| Line::Dir(p, k))
+            }
+            ("m" | "M", true) => Ok(Line::Mask(name(rest)?, kind == "M")),
+            ("s", true) => Ok(Line::Sub(name(rest)?)),
+            ("f", true) => Ok(Line::Other(name(rest)?)),
+            _ => Err(bad()),
+        }
+    })
+}
+
+/// The record in `text`, every path under `roots`; why not, otherwise.
+pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
+    let (h, body) = header(text)?;
+    let mut r = Record {
+        bound: h.bound,
+        full_at: h.full_at,
+        mounts: h.mounts,
+        dirs: HashMap::with_capacity(text.matches("\nD ").count()),
     };
     let mut current: Option<(PathBuf, DirRec)> = None;
-    for l in lines {
-        let (kind, rest) = l.split_once(' ').ok_or_else(|| format!("bad line: {l}"))?;
-        match (kind, current.as_mut()) {
-            ("D", _) => {
+    for l in lines(body, roots) {
+        match (l?, current.as_mut()) {
+            (Line::Dir(p, key), _) => {
                 if let Some((p, d)) = current.take() {
                     r.dirs.insert(p, d);
                 }
-                current = Some(dir_line(rest, roots)?);
+                let d = DirRec {
+                    key,
+                    masks: Vec::new(),
+                    subdirs: Vec::new(),
+                    others: Vec::new(),
+                };
+                current = Some((p, d));
             }
-            ("m" | "M", Some((_, d))) => d.masks.push((name(rest)?, kind == "M")),
-            ("s", Some((_, d))) => d.subdirs.push(name(rest)?),
-            ("f", Some((_, d))) => d.others.push(name(rest)?),
-            _ => return Err(format!("bad line: {l}")),
+            (Line::Mask(n, dir), Some((_, d))) => d.masks.push((n, dir)),
+            (Line::Sub(n), Some((_, d))) => d.subdirs.push(n),
+            (Line::Other(n), Some((_, d))) => d.others.push(n),
+            // `lines` allows no entry before a directory.
+            (_, None) => return Err("an entry before any directory".into()),
         }
     }
     if let Some((p, d)) = current {
@@ -284,8 +361,8 @@ pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
     Ok(r)
 }
 
-/// A `D` line's key and path.
-fn dir_line(rest: &str, roots: &[PathBuf]) -> Result<(PathBuf, DirRec), Refusal> {
+/// A `D` line's path and key.
+fn dir_line(rest: &str, roots: &[PathBuf]) -> Result<(PathBuf, Key), Refusal> {
     let mut f = rest.splitn(7, ' ');
     let mut key = [0i64; 6];
     for k in key.iter_mut() {
@@ -294,16 +371,7 @@ fn dir_line(rest: &str, roots: &[PathBuf]) -> Result<(PathBuf, DirRec), Refusal>
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| format!("bad directory line: {rest}"))?;
     }
-    let p = dir_path(f.next().unwrap_or(""), roots)?;
-    Ok((
-        p,
-        DirRec {
-            key,
-            masks: Vec::new(),
-            subdirs: Vec::new(),
-            others: Vec::new(),
-        },
-    ))
+    Ok((dir_path(f.next().unwrap_or(""), roots)?, key))
 }
 
 /// Whether `m` is a directory only root may change.
@@ -313,7 +381,15 @@ fn root_only_dir(m: &Metadata) -> bool {
 
 /// The kept view at `at`: `Ok(None)` when there is none (a first launch),
 /// `Err` saying why it is not trusted.
+#[cfg(test)]
 pub(super) fn load(at: &Path, roots: &[PathBuf]) -> Result<Option<Record>, Refusal> {
+    read(at)?.map(|t| parse(&t, roots)).transpose()
+}
+
+/// The text of the kept view at `at`, unparsed ([`header`], [`parse`]):
+/// `Ok(None)` when there is none (a first launch), `Err` saying why it is
+/// not trusted.
+pub(super) fn read(at: &Path) -> Result<Option<String>, Refusal> {
     let parent = at.parent().unwrap_or(Path::new("/"));
     match parent.symlink_metadata() {
         Ok(m) if root_only_dir(&m) => {}
@@ -357,7 +433,7 @@ pub(super) fn load(at: &Path, roots: &[PathBuf]) -> Result<Option<Record>, Refus
     f.take(MAX_STATE)
         .read_to_string(&mut text)
         .map_err(|e| format!("unreadable: {e}"))?;
-    parse(&text, roots).map(Some)
+    Ok(Some(text))
 }
 
 /// Write `r` at `at`, atomically: a new file beside it (never through a
@@ -447,6 +523,22 @@ mod tests {
         // /optional is not under /opt.
         let beside = format!("{base}51 22 0:9 / /optional rw - tmpfs tmpfs rw\n");
         assert_eq!(mounts_of(&beside, &roots), d);
+    }
+
+    #[test]
+    fn the_tree_order_is_the_order_of_names() {
+        let mut v: Vec<PathBuf> = ["/a-c", "/a/b.x", "/a/b/c", "/a/b", "/a", "/a0", "/ab"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let mut by_names = v.clone();
+        by_names.sort();
+        v.sort_by(|a, b| tree_order(a, b));
+        assert_eq!(v, by_names);
+        assert_eq!(
+            v[..3],
+            [PathBuf::from("/a"), "/a/b".into(), "/a/b/c".into()]
+        );
     }
 
     #[test]

@@ -29,6 +29,9 @@
 //! then on). `/etc` is kept too, in a view of its own ([`STATE_FIRST`],
 //! decision 0037) that records every entry: each is stat'ed again at every
 //! launch, so a file narrowed there by `chmod` is masked at the next one.
+//! Each kept view is first verified in one pass (decision 0038): when
+//! every directory is as recorded, its masks are the recorded ones and
+//! nothing is taken apart; otherwise the walk reuses what did not change.
 //!
 //! Other users' homes (`/home`) are replaced wholesale ([`HIDDEN_WHOLE`]):
 //! a root session has no business there.
@@ -223,10 +226,6 @@ fn finish_view(
     }
 }
 
-/// A kept view reused is written again, even with nothing new in it, when
-/// more directories than this were examined afresh, or more entries.
-const STORE_AFTER: (usize, usize) = (32, 2000);
-
 /// The walk of `trees` as `kind` says, reusing and updating the kept view
 /// at `kind.state` (walked whole when there is none to trust, nor a mount
 /// table `mountinfo`), never into what lies in `keep` (bound read-write
@@ -240,17 +239,17 @@ fn walk_kept(
 ) -> (walk::Walk, Kept) {
     let started = crate::sys::clock::now_secs();
     let mounts = mountinfo.map(|t| kept::mounts_of(t, trees));
-    let (prior, mut kept) = match kept::load(kind.state, trees) {
-        Ok(Some(r))
-            if r.bound == kind.max_entries
-                && r.full_at <= started + 60
-                && started - r.full_at < REFRESH_SECS
-                && mounts.as_ref() == Some(&r.mounts) =>
-        {
-            (r, Kept::Reused(0))
+    let (prior, mut kept) = match prior_of(trees, keep, kind, mounts.as_deref(), started) {
+        Prior::Verified(mut unreadable) => {
+            unreadable.retain(|u| !kept_out(keep, &u.path));
+            let w = walk::Walk {
+                unreadable,
+                ..walk::Walk::default()
+            };
+            return (w, Kept::Reused(0));
         }
-        Ok(_) => (kept::Record::default(), Kept::Whole),
-        Err(why) => (kept::Record::default(), Kept::Discarded(why)),
+        Prior::Record(r) => (r, Kept::Reused(0)),
+        Prior::None(kept) => (kept::Record::default(), kept),
     };
     let full_at = prior.full_at;
     let keeping = walk::Keeping {
@@ -269,12 +268,16 @@ fn walk_kept(
     if let Kept::Reused(n) = &mut kept {
         *n = w.fresh;
     }
-    // Written again when what it records changed, or when enough
-    // directories were examined afresh to cost more than writing it; a
-    // directory whose times alone moved is examined again next time.
-    // Not kept without a mount table, nor where it cannot be written (a
-    // read-only /usr): the next launch walks whole again.
-    let due = full || w.changed || w.fresh > STORE_AFTER.0 || w.examined > STORE_AFTER.1;
+    // Written again when what it records changed, and when directories
+    // were examined afresh with nothing new in them (only their times
+    // moved) and each could be recorded: the next launch then verifies it
+    // without taking it apart ([`walk::verify`]), which one directory left
+    // as recorded would keep from every launch until the next whole walk.
+    // One that changed in the walk's last second is examined afresh next
+    // time anyway: not written for it. Not kept without a mount table, nor
+    // where it cannot be written (a read-only /usr): the next launch walks
+    // whole again.
+    let due = full || w.changed || (w.fresh > 0 && w.unkept == 0);
     if let Some(mounts) = mounts.filter(|_| due) {
         let record = kept::Record {
             bound: kind.max_entries,
@@ -284,10 +287,63 @@ fn walk_kept(
         };
         let _ = kept::store(kind.state, &record);
     }
-    let kept_out = |p: &Path| keep.iter().any(|k| kept::at_or_under(p, k));
-    w.unreadable.retain(|u| !kept_out(&u.path));
-    w.unfinished.retain(|d| !kept_out(d));
+    w.unreadable.retain(|u| !kept_out(keep, &u.path));
+    w.unfinished.retain(|d| !kept_out(keep, d));
     (w, kept)
+}
+
+/// Whether `p` lies in one of `keep`.
+fn kept_out(keep: &[PathBuf], p: &Path) -> bool {
+    keep.iter().any(|k| kept::at_or_under(p, k))
+}
+
+/// What a launch starts from for one kept view.
+enum Prior {
+    /// Nothing changed: the recorded masks ([`walk::verify`]).
+    Verified(Vec<Unreadable>),
+    /// The record, to reuse what did not change.
+    Record(kept::Record),
+    /// None to reuse (why: [`Kept::Whole`] or [`Kept::Discarded`]).
+    None(Kept),
+}
+
+/// The kept view at `kind.state` for `trees`, when it may serve a launch
+/// that started at `started` with the mount table digest `mounts`: its
+/// entry bound is this launch's, its last whole walk is not in the future
+/// nor [`REFRESH_SECS`] old, and the mounts under its trees are the ones
+/// it was walked with. Verified first, line by line; taken apart into a
+/// record only when something changed.
+fn prior_of(
+    trees: &[PathBuf],
+    keep: &[PathBuf],
+    kind: &Kind<'_>,
+    mounts: Option<&str>,
+    started: i64,
+) -> Prior {
+    let text = match kept::read(kind.state) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Prior::None(Kept::Whole),
+        Err(why) => return Prior::None(Kept::Discarded(why)),
+    };
+    match kept::header(&text) {
+        Ok((h, body))
+            if h.bound == kind.max_entries
+                && h.full_at <= started + 60
+                && started - h.full_at < REFRESH_SECS
+                && mounts == Some(h.mounts.as_str()) =>
+        {
+            let lines = kept::lines(body, trees);
+            if let Some(masks) = walk::verify(lines, trees, keep, MAX_DEPTH) {
+                return Prior::Verified(masks);
+            }
+            match kept::parse(&text, trees) {
+                Ok(r) => Prior::Record(r),
+                Err(why) => Prior::None(Kept::Discarded(why)),
+            }
+        }
+        Ok(_) => Prior::None(Kept::Whole),
+        Err(why) => Prior::None(Kept::Discarded(why)),
+    }
 }
 
 /// What the battery checks from inside a root session.

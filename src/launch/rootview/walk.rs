@@ -11,7 +11,7 @@ use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::kept::{at_or_under, key_of, DirRec, Key};
+use super::kept::{at_or_under, key_of, DirRec, Key, Line, Refusal};
 use crate::plan::Unreadable;
 
 /// How far one walk goes.
@@ -44,6 +44,9 @@ pub(super) struct Walk {
     /// With a [`Keeping`]: whether a directory examined afresh holds other
     /// masks or subdirectories than recorded.
     pub(super) changed: bool,
+    /// With a [`Keeping`]: directories examined whole but not recorded (they
+    /// changed within [`RACY_SECS`] of the walk's start).
+    pub(super) unkept: usize,
 }
 
 /// The permission bits (`rwx`) that matter for an entry of this type on a
@@ -198,21 +201,11 @@ pub(super) fn walk_keeping(
                     key,
                 } => {
                     if let Some(k) = &keeping {
-                        w.fresh += usize::from(fresh);
                         let rec = match prior {
                             Some(rec) if !fresh => rec,
-                            // A directory new to the record is one its
-                            // parent changed for (or one not kept last
-                            // time: counted by the caller).
-                            prior => {
-                                let rec = record_of(&masks, &subdirs, others, key);
-                                w.changed |= prior.is_some_and(|p| !p.same_entries(&rec));
-                                rec
-                            }
+                            prior => record_of(&masks, &subdirs, others, key, prior, &mut w),
                         };
-                        if key[2] < k.started - RACY_SECS {
-                            w.record.insert(dir, rec);
-                        }
+                        keep_record(&mut w, k, dir, rec, fresh);
                     }
                     w.unreadable.extend(masks);
                     for (p, m) in subdirs {
@@ -236,19 +229,37 @@ fn skipped(keeping: Option<&Keeping>, dir: &Path) -> bool {
     keeping.is_some_and(|k| k.skip.iter().any(|s| at_or_under(dir, s)))
 }
 
-/// The record of a directory examined whole.
+/// The record of a directory examined afresh, noting in `w` whether it
+/// names other entries than its `prior` record did (a directory new to
+/// the record is one its parent changed for, or one not kept last time:
+/// counted by the caller).
 fn record_of(
     masks: &[Unreadable],
     subdirs: &[(PathBuf, Metadata)],
     others: Vec<OsString>,
     key: Key,
+    prior: Option<DirRec>,
+    w: &mut Walk,
 ) -> DirRec {
     let name = |p: &Path| p.file_name().unwrap_or_default().to_os_string();
-    DirRec {
+    let rec = DirRec {
         key,
         masks: masks.iter().map(|u| (name(&u.path), u.dir)).collect(),
         subdirs: subdirs.iter().map(|(p, _)| name(p)).collect(),
         others,
+    };
+    w.changed |= prior.is_some_and(|p| !p.same_entries(&rec));
+    rec
+}
+
+/// `rec`, the record of `dir` (examined afresh when `fresh`), kept in
+/// `w` unless `dir` changed within [`RACY_SECS`] of the walk's start.
+fn keep_record(w: &mut Walk, k: &Keeping, dir: PathBuf, rec: DirRec, fresh: bool) {
+    w.fresh += usize::from(fresh);
+    if rec.key[2] < k.started - RACY_SECS {
+        w.record.insert(dir, rec);
+    } else {
+        w.unkept += 1;
     }
 }
 
@@ -294,20 +305,7 @@ fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examin
         }
     }
     for n in &rec.others {
-        let p = dir.join(n);
-        match p.symlink_metadata() {
-            // A symlink is never followed; an entry the walk would now go
-            // into (the directory would have changed): examined afresh.
-            Ok(m) if m.file_type().is_symlink() => return None,
-            Ok(m) if session_gains(&m) => masks.push(Unreadable {
-                dir: m.is_dir(),
-                path: p,
-            }),
-            Ok(m) if m.is_dir() && session_enters(&m) => return None,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            _ => return None,
-        }
+        masks.extend(other_now(dir.join(n))?);
     }
     Some(Examined::Done {
         masks,
@@ -315,6 +313,147 @@ fn reuse(dir: &Path, seen: &mut Option<Metadata>, rec: &DirRec) -> Option<Examin
         others: Vec::new(),
         key: rec.key,
     })
+}
+
+/// An entry recorded as neither masked nor gone into, stat'ed now: a mask
+/// when a root session gains by it since, nothing when it is as it was or
+/// gone; `None` when its directory must be examined afresh (a symlink,
+/// which is never followed; a directory the walk would now go into, which
+/// the directory would have changed for; one that cannot be stat'ed).
+fn other_now(p: PathBuf) -> Option<Option<Unreadable>> {
+    match p.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => None,
+        Ok(m) if session_gains(&m) => Some(Some(Unreadable {
+            dir: m.is_dir(),
+            path: p,
+        })),
+        Ok(m) if m.is_dir() && session_enters(&m) => None,
+        Ok(_) => Some(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(None),
+        Err(_) => None,
+    }
+}
+
+/// The masks of a kept view whose every directory is as it recorded:
+/// exactly what [`walk_keeping`] finds reusing each one, read line by line
+/// from `lines` (its [`Line`]s, as [`super::kept::render`] writes them: a
+/// directory before what lies in it) without taking the record apart
+/// (most launches: nothing changed). Each recorded directory is stat'ed
+/// once, as the walk would: its [`Key`] must be the recorded one and,
+/// below its tree, it must be one a root session may enter and gains
+/// nothing by (as its parent's record says); each of its other entries is
+/// stat'ed again ([`other_now`]). `None` at the first thing that differs
+/// (a directory changed, narrowed or gone, one deeper than `max_depth`,
+/// one recorded that its parent does not name or named without a record
+/// of its own, a line that does not parse or comes out of order): the
+/// walk decides. Nothing in or under `skip` is stat'ed or reported.
+pub(super) fn verify(
+    lines: impl Iterator<Item = Result<Line, Refusal>>,
+    trees: &[PathBuf],
+    skip: &[PathBuf],
+    max_depth: usize,
+) -> Option<Vec<Unreadable>> {
+    let skipped = |p: &Path| skip.iter().any(|s| at_or_under(p, s));
+    let mut masks = Vec::new();
+    // The trees, each to be recorded; then the recorded directories above
+    // the current line.
+    let mut trees_left: Vec<&PathBuf> = trees.iter().filter(|t| !skipped(t)).collect();
+    let mut above: Vec<Above> = Vec::new();
+    // Whether the lines are about the last of `above` (not when skipped).
+    let mut at = false;
+    for line in lines {
+        match (line.ok()?, at) {
+            (Line::Dir(p, key), _) => {
+                if at {
+                    above.last_mut()?.named_all()?;
+                }
+                at = false;
+                if skipped(&p) {
+                    continue;
+                }
+                // Every directory named by those it is not under came.
+                while let Some(d) = above.last() {
+                    if p != d.dir && at_or_under(&p, &d.dir) {
+                        break;
+                    }
+                    d.complete().then_some(())?;
+                    above.pop();
+                }
+                match above.last_mut() {
+                    Some(d) => d.came(&p)?,
+                    None => {
+                        let t = trees_left.iter().position(|t| **t == p)?;
+                        trees_left.swap_remove(t);
+                    }
+                }
+                let depth = above.len();
+                let m = p.symlink_metadata().ok()?;
+                let entered = depth == 0 || (session_enters(&m) && !session_gains(&m));
+                if depth >= max_depth || !m.is_dir() || key_of(&m) != key || !entered {
+                    return None;
+                }
+                above.push(Above {
+                    dir: p,
+                    named: Vec::new(),
+                    came: Vec::new(),
+                });
+                at = true;
+            }
+            (Line::Mask(n, dir), true) => masks.push(Unreadable {
+                path: above.last()?.dir.join(n),
+                dir,
+            }),
+            (Line::Sub(n), true) => {
+                let d = above.last_mut()?;
+                if !skipped(&d.dir.join(&n)) {
+                    d.named.push(n);
+                }
+            }
+            (Line::Other(n), true) => masks.extend(other_now(above.last()?.dir.join(n))?),
+            (_, false) => {}
+        }
+    }
+    if at {
+        above.last_mut()?.named_all()?;
+    }
+    let complete = above.iter().all(Above::complete);
+    (complete && trees_left.is_empty()).then_some(masks)
+}
+
+/// A recorded directory above [`verify`]'s current line: the
+/// subdirectories it names (sorted once all are read), and which of them
+/// came with a record of their own.
+struct Above {
+    dir: PathBuf,
+    named: Vec<OsString>,
+    came: Vec<bool>,
+}
+
+impl Above {
+    /// Every name read: sorted, for [`Above::came`]; `None` for a name
+    /// given twice.
+    fn named_all(&mut self) -> Option<()> {
+        self.named.sort_unstable();
+        self.came = vec![false; self.named.len()];
+        self.named.windows(2).all(|w| w[0] != w[1]).then_some(())
+    }
+
+    /// `p`, recorded, is one of the subdirectories named, and came once.
+    fn came(&mut self, p: &Path) -> Option<()> {
+        let name = p
+            .file_name()
+            .filter(|_| p.parent() == Some(self.dir.as_path()))?;
+        let i = self
+            .named
+            .binary_search_by(|n| n.as_os_str().cmp(name))
+            .ok()?;
+        (!std::mem::replace(&mut self.came[i], true)).then_some(())
+    }
+
+    /// Whether every subdirectory named came.
+    fn complete(&self) -> bool {
+        self.came.len() == self.named.len() && self.came.iter().all(|c| *c)
+    }
 }
 
 /// How [`examine`] treats what it finds: never into or under `keep`;
@@ -545,7 +684,7 @@ pub(super) fn without_nested_masks(masks: Vec<Unreadable>) -> Vec<Unreadable> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::kept::Record;
+    use super::super::kept::{header, lines, render, Record};
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
@@ -916,6 +1055,86 @@ mod tests {
         walk_keeping(&[vec![t.0.clone()]], &[], WIDE, Some(k))
     }
 
+    /// What [`verify`] makes of `prior` (as written to the state), the
+    /// tree its only root: the masks, as [`masked`] lists a walk's.
+    fn verified(t: &Tree, prior: &Record, skip: &[PathBuf], depth: usize) -> Option<Vec<String>> {
+        let written = Record {
+            mounts: "0".repeat(64),
+            ..prior.clone()
+        };
+        let text = render(&written);
+        let (_, body) = header(&text).unwrap();
+        let roots = [t.0.clone()];
+        let unreadable = verify(lines(body, &roots), &roots, skip, depth)?;
+        let w = Walk {
+            unreadable,
+            ..Walk::default()
+        };
+        Some(masked(t, &w))
+    }
+
+    #[test]
+    fn verifying_a_kept_view_finds_what_its_walk_finds_or_leaves_it_to_the_walk() {
+        let t = Tree::new("verify");
+        t.file("a/secret", 0o640);
+        t.file("b/c/public", 0o644);
+        t.file("b/public", 0o644);
+        t.file("b/c/d/public", 0o644);
+        t.dir("closed", 0o750);
+        let walk_of = |prior: &Record, skip: Vec<PathBuf>| kept_walk_of(&t, prior, 100, true, skip);
+        let prior = Record {
+            dirs: walk_of(&Record::default(), Vec::new()).record,
+            ..Record::default()
+        };
+        let same = |skip: Vec<PathBuf>| {
+            let w = walk_of(&prior, skip.clone());
+            assert_eq!(w.fresh, 0, "the walk reused every directory");
+            assert_eq!(
+                verified(&t, &prior, &skip, WIDE.max_depth),
+                Some(masked(&t, &w))
+            );
+            masked(&t, &w)
+        };
+        assert_eq!(same(Vec::new()), ["a/secret", "closed/"]);
+        // A file narrowed in place: masked by both, nothing else changed.
+        let public = t.0.join("b/public");
+        std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(same(Vec::new()), ["a/secret", "b/public", "closed/"]);
+        std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // Skipped: neither stat'ed nor reported, by either.
+        assert_eq!(same(vec![t.0.join("a"), t.0.join("b/c")]), ["closed/"]);
+        // Left to the walk: a line that does not parse; a directory deeper
+        // than the bound; one its parent names with no record of its own.
+        let roots = [t.0.clone()];
+        assert_eq!(
+            verify(std::iter::once(Err("x".into())), &roots, &[], 64),
+            None
+        );
+        assert_eq!(verified(&t, &prior, &[], 3), None, "b/c/d is 3 deep");
+        assert!(verified(&t, &prior, &[], 4).is_some());
+        for missing in ["b/c/d", "b/c", ""] {
+            let mut partial = prior.clone();
+            partial.dirs.remove(&t.0.join(missing));
+            assert_eq!(verified(&t, &partial, &[], 64), None, "{missing}");
+        }
+        // A directory narrowed (its parent unchanged), then widened again:
+        // its key moved either way.
+        let c = t.0.join("b/c");
+        std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert_eq!(verified(&t, &prior, &[], 64), None);
+        assert!(masked(&t, &walk_of(&prior, Vec::new())).contains(&"b/c/".to_string()));
+        std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(verified(&t, &prior, &[], 64), None);
+        // An entry added, where nothing else changed.
+        let prior = Record {
+            dirs: walk_of(&Record::default(), Vec::new()).record,
+            ..Record::default()
+        };
+        assert!(verified(&t, &prior, &[], 64).is_some());
+        t.file("b/c/d/new-secret", 0o640);
+        assert_eq!(verified(&t, &prior, &[], 64), None);
+    }
+
     #[test]
     fn a_skipped_directory_is_neither_examined_nor_recorded_and_examined_when_not_skipped() {
         let t = Tree::new("skip");
@@ -1030,7 +1249,7 @@ mod tests {
         // leave its record standing.
         let w = kept_walk(&t, &Record::default(), 0);
         assert!(w.record.is_empty(), "{:?}", w.record.keys());
-        assert_eq!(w.fresh, 2);
+        assert_eq!((w.fresh, w.unkept), (2, 2));
     }
 
     #[test]
