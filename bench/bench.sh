@@ -76,12 +76,12 @@ export HOME=$state/home PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 bench_opt_tree 200 1000 > $work/opt-entries
 # The first root launch after install walks whole and keeps the view:
 # its cost, the kept view removed before each run.
-(cd $work/repo && hyperfine -N --warmup 1 --runs 10 --export-json $work/result-first.json \
+(cd $work/repo && hyperfine -N --warmup 1 --runs 10 --export-json $state/result-first.json \
     --prepare "rm -f /usr/libexec/claude-sandbox/root-view" \
     -n "root, first launch, jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \
     -n "root, first launch, jail on, in a repository" "/usr/local/bin/claude --version")
 claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
-hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
+hyperfine -N --warmup 5 --runs 40 --export-json $state/result.json \\
     -n direct "/usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "jail on" "/usr/local/bin/claude --version" \\
@@ -89,19 +89,19 @@ hyperfine -N --warmup 5 --runs 40 --export-json $work/result.json \\
     -n floor "bash $work/floor.sh"
 # The same launch from a repository (issue #12: protected paths, tripwire).
 cd $work/repo
-hyperfine -N --warmup 5 --runs 40 --export-json $work/result-repo.json \\
+hyperfine -N --warmup 5 --runs 40 --export-json $state/result-repo.json \\
     -n "jail on, in a repository" "/usr/local/bin/claude --version" \\
     -n "jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version"
 # The same launches as an unprivileged user (issue #23 item 3), in a
 # repository of its own: the user exists only in this namespace's /etc
 # overlay, and pasta reaches a private /dev/net/tun (as in a container).
 useradd -l -u 4747 -U -M -d $work/uhome -s /bin/sh csbbench
-mkdir -p $work/uhome $work/uresult
+mkdir -p $work/uhome $state/uresult
 git clone -q --no-hardlinks $work/repo $work/urepo
-chown -R csbbench:csbbench $work/uhome $work/urepo $work/uresult
+chown -R csbbench:csbbench $work/uhome $work/urepo $state/uresult
 mount -t tmpfs -o mode=755 tmpfs /dev/net && mknod -m 666 /dev/net/tun c 10 200
 (cd $work/urepo && runuser -u csbbench -- env HOME=$work/uhome PATH=\$PATH \\
-    hyperfine -N --warmup 5 --runs 40 --export-json $work/uresult/result-user.json \\
+    hyperfine -N --warmup 5 --runs 40 --export-json $state/uresult/result-user.json \\
     -n "user: direct" "/usr/libexec/claude-sandbox/claude --version" \\
     -n "user: jail off, in a repository" "env CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "user: jail on, in a repository" "/usr/local/bin/claude --version")
@@ -110,7 +110,7 @@ cd $work/ws
 # fingerprint stale, so every launch hashes the whole binary (and passes:
 # the content is unchanged).
 touch /usr/libexec/claude-sandbox/claude
-hyperfine -N --warmup 2 --runs 15 --export-json $work/result-hash.json \\
+hyperfine -N --warmup 2 --runs 15 --export-json $state/result-hash.json \\
     -n "jail on, pin re-hashed" "/usr/local/bin/claude --version" \\
     -n "sha256sum" "sha256sum /usr/libexec/claude-sandbox/claude" \\
     -n "openssl sha256" "openssl dgst -sha256 /usr/libexec/claude-sandbox/claude"
@@ -131,7 +131,7 @@ bash $repo/bench/creation.sh $work
 INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh"
 
-python3 - "$work/result.json" "$work/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$work/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" "$work/uresult/result-user.json" "$work/result-first.json" "$work/opt-entries" <<'PY'
+python3 - "$state/result.json" "$state/result-hash.json" "$real" "$work/leftovers" "$work/rss" "$state/result-repo.json" "$work/tp-open" "$work/tp-allowlist" "$work/creation" "$work/creation-lat" "$work/workloads-raw" "$state/uresult/result-user.json" "$state/result-first.json" "$work/opt-entries" <<'PY'
 import json, sys, platform, os
 r = {x["command"]: x for f in sys.argv[1:3] + sys.argv[6:7] + sys.argv[12:14] for x in json.load(open(f))["results"]}
 med = lambda k: r[k]["median"] * 1000

@@ -61,14 +61,14 @@ as_user_b="setpriv --reuid=4243 --regid=4243 --init-groups env -i HOME=$state/us
 if [ -n "$opt_tree" ]; then bench_opt_tree $opt_tree > $work/opt-entries; fi
 cd $work/repo-root
 \$as_root claude --version >/dev/null   # fails loudly here if the sandbox cannot be built
-hyperfine -N --warmup 5 --runs $runs --export-json $work/root.json \\
+hyperfine -N --warmup 5 --runs $runs --export-json $state/root.json \\
     -n direct "\$as_root /usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "\$as_root CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "jail on" "\$as_root /usr/local/bin/claude --version" \\
     -n "jail on, brokered" "\$as_root_b /usr/local/bin/claude --version"
 cd $work/repo-user
 \$as_user claude --version >/dev/null
-hyperfine -N --warmup 5 --runs $runs --export-json $work/user.json \\
+hyperfine -N --warmup 5 --runs $runs --export-json $state/user.json \\
     -n direct "\$as_user /usr/libexec/claude-sandbox/claude --version" \\
     -n "jail off" "\$as_user CLAUDE_SANDBOX_EGRESS_JAIL=0 /usr/local/bin/claude --version" \\
     -n "jail on" "\$as_user /usr/local/bin/claude --version" \\
@@ -77,7 +77,7 @@ INNER
 ip netns exec "$prefix-host" unshare --mount --propagation private bash "$work/inner.sh" >/dev/null
 
 [ -s "$work/opt-entries" ] && echo "/opt: $(cat "$work/opt-entries") entries ($opt_tree: directories, files in each)"
-python3 - "$work/root.json" "$work/user.json" <<'PY'
+python3 - "$state/root.json" "$state/user.json" <<'PY'
 import json, sys, os
 print(f"{'':36}{'median':>10}{'mean':>10}{'± σ':>9}{'added (median)':>17}")
 for who, f in (("root", sys.argv[1]), ("unprivileged", sys.argv[2])):
