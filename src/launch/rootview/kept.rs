@@ -1,8 +1,8 @@
 //! The root view kept between launches (issue #48, decision 0036): what the
 //! last walks found, per directory examined whole, in root-owned state at
-//! [`STATE`] (and `/etc`'s at [`STATE_FIRST`]). A launch reuses a directory's record while the directory's
-//! identity and change times are the ones recorded, and examines it afresh
-//! otherwise.
+//! [`STATE`] (and `/etc`'s at [`STATE_FIRST`]). A launch reuses a
+//! directory's record while the directory's identity and change times are
+//! the ones recorded, and examines it afresh otherwise.
 //!
 //! The state is attacker input like everything the launch reads: it is
 //! read only when it is a regular file (never through a symlink), owned by
@@ -221,6 +221,11 @@ pub(super) fn at_or_under(p: &Path, under: &Path) -> bool {
     p.starts_with(u) && (p.len() == u.len() || u == b"/" || p[u.len()] == b'/')
 }
 
+/// Whether `p` is at or under ([`at_or_under`]) one of `list`.
+pub(super) fn under_any(p: &Path, list: &[PathBuf]) -> bool {
+    list.iter().any(|u| at_or_under(p, u))
+}
+
 /// An absolute, normal path under one of `roots`.
 fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
     let p = PathBuf::from(unescape(s).ok_or_else(|| format!("a path that does not decode: {s}"))?);
@@ -233,7 +238,7 @@ fn dir_path(s: &str, roots: &[PathBuf]) -> Result<PathBuf, Refusal> {
             rest.split(|&b| b == b'/')
                 .all(|n| !n.is_empty() && n != b"." && n != b"..")
         });
-    if !normal || !roots.iter().any(|r| at_or_under(&p, r)) {
+    if !normal || !under_any(&p, roots) {
         return Err(format!("a path outside the walked trees: {s}"));
     }
     Ok(p)
@@ -325,13 +330,24 @@ pub(super) fn lines<'a>(
 }
 
 /// The record in `text`, every path under `roots`; why not, otherwise.
+#[cfg(test)]
 pub(super) fn parse(text: &str, roots: &[PathBuf]) -> Result<Record, Refusal> {
     let (h, body) = header(text)?;
+    record(h, body, roots)
+}
+
+/// The record of header `h` and the `body` that follows it ([`header`]),
+/// every path under `roots`; why not, otherwise.
+pub(super) fn record<'a>(
+    h: Header,
+    body: std::str::Lines<'a>,
+    roots: &'a [PathBuf],
+) -> Result<Record, Refusal> {
     let mut r = Record {
         bound: h.bound,
         full_at: h.full_at,
         mounts: h.mounts,
-        dirs: HashMap::with_capacity(text.matches("\nD ").count()),
+        dirs: HashMap::with_capacity(body.clone().filter(|l| l.starts_with("D ")).count()),
     };
     let mut current: Option<(PathBuf, DirRec)> = None;
     for l in lines(body, roots) {
@@ -386,7 +402,7 @@ pub(super) fn load(at: &Path, roots: &[PathBuf]) -> Result<Option<Record>, Refus
     read(at)?.map(|t| parse(&t, roots)).transpose()
 }
 
-/// The text of the kept view at `at`, unparsed ([`header`], [`parse`]):
+/// The text of the kept view at `at`, unparsed ([`header`], [`record`]):
 /// `Ok(None)` when there is none (a first launch), `Err` saying why it is
 /// not trusted.
 pub(super) fn read(at: &Path) -> Result<Option<String>, Refusal> {

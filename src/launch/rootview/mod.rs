@@ -241,7 +241,7 @@ fn walk_kept(
     let mounts = mountinfo.map(|t| kept::mounts_of(t, trees));
     let (prior, mut kept) = match prior_of(trees, keep, kind, mounts.as_deref(), started) {
         Prior::Verified(mut unreadable) => {
-            unreadable.retain(|u| !kept_out(keep, &u.path));
+            unreadable.retain(|u| !kept::under_any(&u.path, keep));
             let w = walk::Walk {
                 unreadable,
                 ..walk::Walk::default()
@@ -287,14 +287,9 @@ fn walk_kept(
         };
         let _ = kept::store(kind.state, &record);
     }
-    w.unreadable.retain(|u| !kept_out(keep, &u.path));
-    w.unfinished.retain(|d| !kept_out(keep, d));
+    w.unreadable.retain(|u| !kept::under_any(&u.path, keep));
+    w.unfinished.retain(|d| !kept::under_any(d, keep));
     (w, kept)
-}
-
-/// Whether `p` lies in one of `keep`.
-fn kept_out(keep: &[PathBuf], p: &Path) -> bool {
-    keep.iter().any(|k| kept::at_or_under(p, k))
 }
 
 /// What a launch starts from for one kept view.
@@ -332,11 +327,12 @@ fn prior_of(
                 && started - h.full_at < REFRESH_SECS
                 && mounts == Some(h.mounts.as_str()) =>
         {
-            let lines = kept::lines(body, trees);
+            let lines = kept::lines(body.clone(), trees);
             if let Some(masks) = walk::verify(lines, trees, keep, MAX_DEPTH) {
                 return Prior::Verified(masks);
             }
-            match kept::parse(&text, trees) {
+            // Its checksum checked already: only the lines taken apart.
+            match kept::record(h, body, trees) {
                 Ok(r) => Prior::Record(r),
                 Err(why) => Prior::None(Kept::Discarded(why)),
             }

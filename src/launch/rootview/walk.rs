@@ -11,7 +11,7 @@ use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::kept::{at_or_under, key_of, DirRec, Key, Line, Refusal};
+use super::kept::{at_or_under, key_of, under_any, DirRec, Key, Line, Refusal};
 use crate::plan::Unreadable;
 
 /// How far one walk goes.
@@ -226,7 +226,7 @@ pub(super) fn walk_keeping(
 
 /// Whether `dir` is one `keeping` skips ([`Keeping::skip`]).
 fn skipped(keeping: Option<&Keeping>, dir: &Path) -> bool {
-    keeping.is_some_and(|k| k.skip.iter().any(|s| at_or_under(dir, s)))
+    keeping.is_some_and(|k| under_any(dir, &k.skip))
 }
 
 /// The record of a directory examined afresh, noting in `w` whether it
@@ -353,7 +353,7 @@ pub(super) fn verify(
     skip: &[PathBuf],
     max_depth: usize,
 ) -> Option<Vec<Unreadable>> {
-    let skipped = |p: &Path| skip.iter().any(|s| at_or_under(p, s));
+    let skipped = |p: &Path| under_any(p, skip);
     let mut masks = Vec::new();
     // The trees, each to be recorded; then the recorded directories above
     // the current line.
