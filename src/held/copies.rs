@@ -65,11 +65,11 @@ impl Copies {
 
     /// At the end of the session (nothing inside runs any more): every
     /// hook the session added or changed in a copy, every key the notices
-    /// text `notices` says was held; the copies removed. Also the lines
-    /// naming what was left there that cannot be applied.
-    pub(crate) fn gather(self, notices: &str) -> (Vec<Item>, Vec<String>) {
+    /// text `notices` says was held. Also the lines naming what was left
+    /// there that cannot be applied. The copies stay until [`Copies::remove`].
+    pub(crate) fn gather(&self, notices: &str) -> (Vec<Item>, Vec<String>) {
         let (mut items, mut lines) = (Vec::new(), Vec::new());
-        let made = self.made.into_inner().unwrap_or_default();
+        let made = self.made.lock().map(|m| m.clone()).unwrap_or_default();
         for (hooks, copy) in &made {
             hooks_left(hooks, copy, &mut items, &mut lines);
         }
@@ -80,8 +80,13 @@ impl Copies {
                 items.push(Item::new(file, what, Some(before)));
             }
         }
-        let _ = std::fs::remove_dir_all(&self.root);
         (items, lines)
+    }
+
+    /// Remove the copies, once gathered (a launch that never gathers them
+    /// leaves them to the next launch's sweep).
+    pub(crate) fn remove(self) {
+        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -271,6 +276,8 @@ mod tests {
         );
         assert_eq!(lines.len(), 1, "the symlink is named: {lines:?}");
         assert!(lines[0].contains("pre-push"));
+        assert!(root.exists(), "gathering only reads");
+        copies.remove();
         assert!(!root.exists());
         std::fs::remove_dir_all(&t).unwrap();
     }

@@ -63,7 +63,7 @@ pub(super) fn gather(cfg: &Config, proc_mode: ProcMode) -> anyhow::Result<Facts>
         .filter(|p| p.symlink_metadata().is_ok_and(|m| !m.is_dir()))
         .cloned()
         .collect();
-    let (resolved, discovered, protected) = workspace_facts(cfg, &cwd);
+    let (resolved, discovered, protected) = workspace_facts(cfg, &cwd, &home);
     let (root_masks, hidden_whole, root_view_told) = root_view(uid, &resolved, &home, cfg, jailed);
     let passwd_home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
@@ -136,6 +136,7 @@ fn ignored_at_launch() -> Vec<String> {
 fn workspace_facts(
     cfg: &Config,
     cwd: &Path,
+    home: &Path,
 ) -> (
     BTreeMap<PathBuf, Option<PathBuf>>,
     crate::plan::protect::Protected,
@@ -156,8 +157,10 @@ fn workspace_facts(
         .map(|ws| protected_paths(ws, &mut discovered))
         .unwrap_or_default();
     // Issue #45 item 8: asked only where there is something to guard.
-    discovered.folds =
-        !discovered.paths.is_empty() && workspace.as_deref().is_some_and(super::casefold::folds);
+    discovered.folds = !discovered.paths.is_empty()
+        && workspace
+            .as_deref()
+            .is_some_and(|ws| super::casefold::folds_kept(ws, home));
     (resolved, discovered, protected)
 }
 

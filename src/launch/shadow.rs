@@ -184,15 +184,26 @@ pub(super) fn launch(cfg: &Config, args: &[OsString]) -> anyhow::Result<i32> {
     // tripwire walks the workspace (issue #24).
     let measuring = private.map(|p| std::thread::spawn(move || p.at_exit()));
     // `Ok` only when the sandbox was built and the real binary ran.
-    // Issue #44: what the session left held, gathered now that nothing
-    // inside runs; recorded with the tripwire's record of the session.
     if let (Ok(_), Some(w)) = (&result, watch) {
-        w.finish(copies.gather(&notices.map(|n| n.text()).unwrap_or_default()));
+        let notices = notices.map(|n| n.text()).unwrap_or_default();
+        tripwire_at_exit(w, copies, &notices);
     }
     if let Some(m) = measuring {
         let _ = m.join();
     }
     result
+}
+
+/// Issue #44: what the session left held (`copies`, and the keys its
+/// `notices` text names), gathered now that nothing inside runs, recorded
+/// with the tripwire's record of the session (`watch`).
+fn tripwire_at_exit(watch: tripwire::Watch, copies: crate::held::Copies, notices: &str) {
+    let held = copies.gather(notices);
+    // Removed while the tripwire walks the workspace: on ext4 each
+    // directory's removal costs ~0.1 ms (issue #48 item 3).
+    let removing = std::thread::spawn(move || copies.remove());
+    watch.finish(held);
+    let _ = removing.join();
 }
 
 /// Once nothing inside runs any more: decision 0017's refreshed login
