@@ -69,9 +69,10 @@ impl Copies {
     /// there that cannot be applied. The copies stay until [`Copies::remove`].
     pub(crate) fn gather(&self, notices: &str) -> (Vec<Item>, Vec<String>) {
         let (mut items, mut lines) = (Vec::new(), Vec::new());
-        let made = self.made.lock().map(|m| m.clone()).unwrap_or_default();
-        for (hooks, copy) in &made {
-            hooks_left(hooks, copy, &mut items, &mut lines);
+        if let Ok(made) = self.made.lock() {
+            for (hooks, copy) in made.iter() {
+                hooks_left(hooks, copy, &mut items, &mut lines);
+            }
         }
         // A key held in a repository the host does not have (one in the
         // sandbox's private /tmp, or deleted since) has nowhere to go.

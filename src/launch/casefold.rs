@@ -40,7 +40,7 @@ pub(super) fn folds_kept(ws: &Path, home: &Path) -> bool {
         return answer;
     }
     let Some(answer) = probe(ws) else {
-        return existing_entries_fold(ws).unwrap_or(true);
+        return unprobed(ws);
     };
     let mut lines: Vec<&str> = text
         .lines()
@@ -105,11 +105,16 @@ fn key_of(ws: &Path) -> Option<String> {
 
 /// Whether names in the workspace `ws` may be folded by its file system.
 /// A probe directory of the launch's own is made there and removed at
-/// once; where none can be made, the entries already there are looked up
-/// in another case; and where that tells nothing, folding is assumed (the
+/// once; where none can be made, [`unprobed`].
+fn folds(ws: &Path) -> bool {
+    probe(ws).unwrap_or_else(|| unprobed(ws))
+}
+
+/// Where no probe can be made: the entries already in `ws` looked up in
+/// another case; where that tells nothing, folding is assumed (the
 /// guard's lookups cost a little; a folded name let through costs a hook).
-pub(super) fn folds(ws: &Path) -> bool {
-    probe(ws).unwrap_or_else(|| existing_entries_fold(ws).unwrap_or(true))
+fn unprobed(ws: &Path) -> bool {
+    existing_entries_fold(ws).unwrap_or(true)
 }
 
 /// The probe directory's answer; `None` when none can be made.
